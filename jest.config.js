@@ -1,0 +1,38 @@
+/**
+ * Three tiers (STYLE §12): unit specs beside the code, integration and e2e under test/ against
+ * real Postgres, Redis and anvil. Run with Node >= 24.9 and --experimental-vm-modules (NestJS 12
+ * is ESM-only; see shared/reference/stack-notes.md §3).
+ */
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+      keepClassNames: true,
+    },
+    module: { type: 'commonjs' },
+  },
+];
+const common = {
+  moduleFileExtensions: ['js', 'json', 'ts'],
+  rootDir: '.',
+  testEnvironment: 'node',
+  transform: { '^.+\\.(t|j)s$': swc },
+  moduleNameMapper: { '^@lib/(.*)$': '<rootDir>/libs/$1/src' },
+};
+module.exports = {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/libs/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/test/**/*.int-spec.ts'],
+      globalSetup: '<rootDir>/test/setup/global-setup.ts',
+      globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
+      setupFiles: ['<rootDir>/test/setup/env.ts'],
+      testTimeout: 60000,
+    },
+  ],
+};

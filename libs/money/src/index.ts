@@ -1,0 +1,2 @@
+export * from './usdc';
+export * from './fees';

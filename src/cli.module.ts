@@ -1,0 +1,8 @@
+import { Module } from '@nestjs/common';
+import { CoreModule } from './core.module';
+import { CheckoutModule } from './modules/checkout/checkout.module';
+import { OrgsModule } from './modules/orgs/orgs.module';
+
+/** Providers the operator CLI uses; the same modules as the api, without HTTP. */
+@Module({ imports: [CoreModule, OrgsModule, CheckoutModule] })
+export class CliModule {}

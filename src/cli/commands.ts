@@ -1,0 +1,99 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { MERCHANT_SCOPES } from '../common/auth/scopes';
+import { TransactionHost, TxHost } from '../database/transaction';
+import { OrgsService } from '../modules/orgs/orgs.service';
+import { listOption, ParsedArgs, requireOption, UsageError } from './args';
+
+export type CommandResult = Record<string, unknown>;
+export type Command = (app: INestApplicationContext, args: ParsedArgs) => Promise<CommandResult>;
+
+/** anvil account 5, the demo seller (see libs/chain ANVIL_KEYS). */
+const DEMO_SELLER_ADDRESS = '0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc';
+
+export function inTransaction<T>(app: INestApplicationContext, fn: () => Promise<T>): Promise<T> {
+  return (app.get(TransactionHost) as TxHost).withTransaction(fn);
+}
+
+/** Operator commands (DESIGN §9); each returns one JSON-able object. */
+export const COMMANDS: Record<string, { usage: string; run: Command }> = {
+  'org:create': {
+    usage: 'org:create --name N --handle H [--payout-address 0x…]',
+    run: async (app, args) => {
+      const org = await inTransaction(app, () =>
+        app.get(OrgsService).createOrganization({
+          name: requireOption(args, 'name'),
+          handle: requireOption(args, 'handle'),
+          payoutAddress: typeof args.options['payout-address'] === 'string' ? args.options['payout-address'] : undefined,
+        }),
+      );
+      return { id: org.id, handle: org.handle, payoutAddress: org.payoutAddress };
+    },
+  },
+  'agent:create': {
+    usage: 'agent:create --org ID --slug S --owner-address 0x…',
+    run: async (app, args) => {
+      const agent = await inTransaction(app, () =>
+        app.get(OrgsService).createAgent({
+          organizationId: requireOption(args, 'org'),
+          slug: requireOption(args, 'slug'),
+          ownerAddress: requireOption(args, 'owner-address'),
+        }),
+      );
+      return { id: agent.id, slug: agent.slug };
+    },
+  },
+  'key:create': {
+    usage: 'key:create --org ID --type merchant|agent [--agent ID] --scopes a,b',
+    run: async (app, args) => {
+      const type = requireOption(args, 'type');
+      if (type !== 'merchant' && type !== 'agent') throw new UsageError('--type must be merchant or agent');
+      const { key, secret } = await inTransaction(app, () =>
+        app.get(OrgsService).createApiKey({
+          organizationId: requireOption(args, 'org'),
+          kind: type,
+          agentId: type === 'agent' ? requireOption(args, 'agent') : undefined,
+          scopes: listOption(args, 'scopes'),
+        }),
+      );
+      return { id: key.id, key: secret, scopes: key.scopes };
+    },
+  },
+  'oauth:client:create': {
+    usage: 'oauth:client:create --org ID --scopes a,b',
+    run: async (app, args) => {
+      const { client, clientSecret } = await inTransaction(app, () =>
+        app.get(OrgsService).createOAuthClient({ organizationId: requireOption(args, 'org'), scopes: listOption(args, 'scopes') }),
+      );
+      return { clientId: client.clientId, clientSecret, scopes: client.scopes };
+    },
+  },
+  'demo:seed': {
+    usage: 'demo:seed [--handle demo-shop]',
+    run: async (app, args) => {
+      const config = app.get(AppConfig);
+      const orgs = app.get(OrgsService);
+      const handle = typeof args.options.handle === 'string' ? args.options.handle : `demo-shop-${Date.now().toString(36)}`;
+      const { org, key } = await inTransaction(app, async () => {
+        const org = await orgs.createOrganization({ name: 'Demo Shop', handle, payoutAddress: process.env.DEMO_SELLER_ADDRESS || DEMO_SELLER_ADDRESS });
+        const key = await orgs.createApiKey({ organizationId: org.id, kind: 'merchant', scopes: [...MERCHANT_SCOPES] });
+        return { org, key };
+      });
+      const api = config.env.API_BASE_URL.replace(/\/$/, '');
+      const curl =
+        `curl -s -X POST ${api}/api/v1/checkout-sessions -H 'X-Api-Key: ${key.secret}' ` +
+        `-H 'Content-Type: application/json' -H 'Idempotency-Key: demo-${Date.now()}' -d '{"amount":"25.00","description":"Demo order"}'`;
+      return {
+        organizationId: org.id,
+        handle: org.handle,
+        payoutAddress: org.payoutAddress,
+        merchantKey: key.secret,
+        scopes: key.key.scopes,
+        apiUrl: api,
+        swaggerUrl: `${api}/docs`,
+        checkoutBaseUrl: config.env.CHECKOUT_BASE_URL,
+        curl,
+      };
+    },
+  },
+};

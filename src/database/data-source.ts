@@ -1,0 +1,23 @@
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { MIGRATIONS } from '../../migrations';
+import { ENTITIES } from './entities';
+
+/**
+ * The one DataSource definition for the app, the CLI, the worker and migrations (STYLE §11).
+ * `synchronize` is never on: the schema changes only through `migrations/`.
+ */
+export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url: databaseUrl,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    synchronize: false,
+    installExtensions: false,
+    extra: { max: 20 },
+  };
+}
+
+/** Used by the TypeORM CLI (`npm run migration:generate`). */
+export default new DataSource(dataSourceOptions(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/payments'));

@@ -1,0 +1,28 @@
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Module } from '@nestjs/common';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsModule } from 'nestjs-cls';
+import { AppConfig } from '../config/app-config';
+import { dataSourceOptions } from './data-source';
+
+/**
+ * TypeORM on Postgres (never `synchronize`) plus the CLS-held transaction that repositories,
+ * the idempotency interceptor and the outbox share (DESIGN §2).
+ */
+@Module({
+  imports: [
+    TypeOrmModule.forRootAsync({ inject: [AppConfig], useFactory: (config: AppConfig) => dataSourceOptions(config.env.DATABASE_URL) }),
+    ClsModule.forRoot({
+      global: true,
+      middleware: { mount: true },
+      plugins: [
+        new ClsPluginTransactional({
+          imports: [TypeOrmModule],
+          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+        }),
+      ],
+    }),
+  ],
+})
+export class DatabaseModule {}

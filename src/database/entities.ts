@@ -1,0 +1,7 @@
+import { IdempotencyRecord } from '../common/idempotency/idempotency-record.entity';
+import { OutboxEvent } from '../common/outbox/outbox-event.entity';
+import { CheckoutSession } from '../modules/checkout/checkout.entity';
+import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from '../modules/orgs/orgs.entity';
+
+/** Every TypeORM entity, listed as classes so dist and jest load the same set. */
+export const ENTITIES = [Organization, Agent, ApiKey, OAuthClient, OAuthToken, CheckoutSession, IdempotencyRecord, OutboxEvent];

@@ -1,0 +1,29 @@
+import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { bigintTransformer } from '../../database/bigint.transformer';
+
+export const ESCROW_TEMPLATES = ['freelance', 'physical', 'digital', 'custom'] as const;
+export type EscrowTemplateId = (typeof ESCROW_TEMPLATES)[number];
+
+/** Checkout statuses (DESIGN §7). */
+export const CHECKOUT_STATUSES = ['open', 'funded', 'accepted', 'delivered', 'released', 'disputed', 'refunded', 'cancelled', 'expired'] as const;
+export type CheckoutStatus = (typeof CHECKOUT_STATUSES)[number];
+
+/** A checkout session; `amountUnits` is USDC base units. Settlement is always escrow (SPEC 4). */
+@Entity('checkout_sessions')
+export class CheckoutSession {
+  @PrimaryColumn('uuid') id: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId: string;
+  @Column('numeric', { name: 'amount_units', transformer: bigintTransformer }) amountUnits: bigint;
+  @Column() description: string;
+  @Column('text') status: CheckoutStatus;
+  @Column('text', { name: 'order_id', nullable: true }) orderId: string | null;
+  @Column('text', { name: 'shop_domain', nullable: true }) shopDomain: string | null;
+  @Column('text', { name: 'redirect_url', nullable: true }) redirectUrl: string | null;
+  @Column('text', { name: 'webhook_url', nullable: true }) webhookUrl: string | null;
+  @Column('text', { name: 'escrow_template_id' }) escrowTemplateId: EscrowTemplateId;
+  @Column('jsonb', { nullable: true }) metadata: Record<string, unknown> | null;
+  @Column('uuid', { name: 'escrow_id', nullable: true }) escrowId: string | null;
+  @Column('timestamptz', { name: 'expires_at' }) expiresAt: Date;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
+}

@@ -1,0 +1,111 @@
+import { Injectable } from '@nestjs/common';
+import { AmountFormatError, parseAmount } from '@lib/money';
+import { v7 as uuidv7 } from 'uuid';
+import { AppConfig } from '../../config/app-config';
+import type { Principal } from '../../common/auth/principal';
+import { AppError } from '../../common/errors/app-error';
+import { ListPage, toPage } from '../../common/http/list.dto';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { CheckoutMapper } from './checkout.mapper';
+import { CheckoutRepository } from './checkout.repository';
+import { CheckoutSession, EscrowTemplateId } from './checkout.entity';
+import { CheckoutSessionDto } from './dto/checkout-session.dto';
+import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
+
+const MIN_TTL_SECONDS = 30 * 60;
+const MAX_TTL_SECONDS = 24 * 3600;
+const METADATA_MAX_KEYS = 50;
+const METADATA_MAX_BYTES = 8 * 1024;
+
+/** Inspection window after delivery per template, in hours (DESIGN §7). */
+export const TEMPLATE_INSPECTION_HOURS: Record<Exclude<EscrowTemplateId, 'custom'>, number> = {
+  freelance: 7 * 24,
+  physical: 14 * 24,
+  digital: 3 * 24,
+};
+
+/**
+ * The inspection window of a session in seconds: the template's, or for `custom`
+ * `metadata.inspectionWindowHours` (integer 1–2160, default 168) (DESIGN §7).
+ * @throws AppError invalid_request naming metadata.inspectionWindowHours when out of range.
+ */
+export function inspectionWindowSeconds(template: EscrowTemplateId, metadata: Record<string, unknown> | null): number {
+  if (template !== 'custom') return TEMPLATE_INSPECTION_HOURS[template] * 3600;
+  const hours = metadata?.inspectionWindowHours ?? 168;
+  if (typeof hours !== 'number' || !Number.isInteger(hours) || hours < 1 || hours > 2160) {
+    throw AppError.invalidParam('metadata.inspectionWindowHours', 'must be an integer number of hours from 1 to 2160');
+  }
+  return hours * 3600;
+}
+
+/** Checkout sessions of an organisation (SPEC CheckoutSession; DESIGN §6–7). */
+@Injectable()
+export class CheckoutService {
+  constructor(
+    private readonly repo: CheckoutRepository,
+    private readonly mapper: CheckoutMapper,
+    private readonly config: AppConfig,
+    private readonly txHost: TransactionHost,
+  ) {}
+
+  /**
+   * Creates an `open` session settled by escrow.
+   * @throws AppError invalid_request for an amount over MAX_AMOUNT, oversized metadata, a bad
+   *   inspection window or an expiresAt outside 30 min–24 h from now.
+   */
+  async create(principal: Principal, input: CreateCheckoutSessionDto): Promise<CheckoutSessionDto> {
+    let amountUnits: bigint;
+    try {
+      amountUnits = parseAmount(input.amount, this.config.maxAmountUnits);
+    } catch (err) {
+      throw AppError.invalidParam('amount', err instanceof AmountFormatError ? err.message : 'is invalid');
+    }
+    const metadata = input.metadata ?? null;
+    if (metadata) {
+      if (Object.keys(metadata).length > METADATA_MAX_KEYS) throw AppError.invalidParam('metadata', `must have at most ${METADATA_MAX_KEYS} keys`);
+      if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_MAX_BYTES) throw AppError.invalidParam('metadata', 'must be at most 8 kB as JSON');
+    }
+    const template = input.escrowTemplateId ?? 'custom';
+    inspectionWindowSeconds(template, metadata);
+    const now = Date.now();
+    let expiresAt = new Date(now + this.config.env.CHECKOUT_DEFAULT_TTL_SECONDS * 1000);
+    if (input.expiresAt) {
+      expiresAt = new Date(input.expiresAt);
+      const ttl = (expiresAt.getTime() - now) / 1000;
+      if (!(ttl >= MIN_TTL_SECONDS - 5 && ttl <= MAX_TTL_SECONDS + 5)) {
+        throw AppError.invalidParam('expiresAt', 'must be between 30 minutes and 24 hours from now');
+      }
+    }
+    const session = Object.assign(new CheckoutSession(), {
+      id: uuidv7(),
+      organizationId: principal.organizationId,
+      amountUnits,
+      description: input.description,
+      status: 'open' as const,
+      orderId: input.orderId ?? null,
+      shopDomain: input.shopDomain ?? null,
+      redirectUrl: input.redirectUrl ?? null,
+      webhookUrl: input.webhookUrl ?? null,
+      escrowTemplateId: template,
+      metadata,
+      escrowId: null,
+      expiresAt,
+    });
+    const saved = await (this.txHost as TxHost).withTransaction(() => this.repo.insert(session));
+    const row = await this.repo.findById(saved.id);
+    return this.mapper.toDto(row!);
+  }
+
+  /** @throws AppError not_found when absent or another organisation's (SPEC: 404 when absent). */
+  async get(principal: Principal, id: string): Promise<CheckoutSessionDto> {
+    const session = await this.repo.findForOrganization(principal.organizationId, id);
+    if (!session) throw AppError.notFound('checkout session');
+    return this.mapper.toDto(session);
+  }
+
+  async list(principal: Principal, limit = 10, startingAfter?: string): Promise<ListPage<CheckoutSessionDto>> {
+    const rows = await this.repo.list(principal.organizationId, limit, startingAfter);
+    const now = new Date();
+    return toPage(rows, limit, (r) => this.mapper.toDto(r, now));
+  }
+}

@@ -1,0 +1,28 @@
+import { Injectable, NestMiddleware } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+/** The process's Prometheus registry (one per process: api or worker). */
+export const metricsRegistry = new Registry();
+collectDefaultMetrics({ register: metricsRegistry });
+
+export const httpDuration = new Histogram({
+  name: 'http_request_duration_seconds',
+  help: 'HTTP request duration by method, route template and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [metricsRegistry],
+});
+
+/** Records every request in {@link httpDuration}, labelled by the matched route template (not the raw path). */
+@Injectable()
+export class HttpMetricsMiddleware implements NestMiddleware {
+  use(req: Request, res: Response, next: NextFunction): void {
+    const end = httpDuration.startTimer();
+    res.on('finish', () => {
+      const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched';
+      end({ method: req.method, route, status: String(res.statusCode) });
+    });
+    next();
+  }
+}

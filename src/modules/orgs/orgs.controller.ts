@@ -1,0 +1,49 @@
+import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { CurrentPrincipal, Public, RequireScopes } from '../../common/auth/auth.decorators';
+import type { Principal } from '../../common/auth/principal';
+import { AppError } from '../../common/errors/app-error';
+import { ErrorBody } from '../../common/errors/error-body';
+import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
+import { MeDto } from './dto/me.dto';
+import { TokenRequestDto, TokenResponseDto } from './dto/token.dto';
+import { OrgsService } from './orgs.service';
+
+@ApiTags('identity')
+@Controller('api/v1')
+export class MeController {
+  constructor(private readonly orgs: OrgsService) {}
+
+  @Get('me')
+  @RequireScopes()
+  @ApiOperation({ summary: 'Identity, organisation, scopes and verification snapshot of the caller' })
+  @ApiOkResponse({ type: MeDto })
+  @ApiStandardErrors()
+  async me(@CurrentPrincipal() principal: Principal): Promise<MeDto> {
+    const org = await this.orgs.getOrganization(principal.organizationId);
+    if (!org) throw new AppError('unauthorized', 'Invalid or expired credential');
+    return {
+      identity: { type: principal.kind, credentialId: principal.credentialId, agentId: principal.agentId },
+      organization: { id: org.id, name: org.name, handle: org.handle, payoutAddress: org.payoutAddress },
+      scopes: [...principal.grantedScopes],
+      verification: { status: org.verificationStatus },
+    };
+  }
+}
+
+@ApiTags('identity')
+@Controller('oauth')
+export class OAuthController {
+  constructor(private readonly orgs: OrgsService) {}
+
+  @Post('token')
+  @Public()
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Client-credentials grant: exchange an OAuth client id and secret for a bat_ access token' })
+  @ApiOkResponse({ type: TokenResponseDto })
+  @ApiUnauthorizedResponse({ type: ErrorBody })
+  @ApiStandardErrors()
+  token(@Body() body: TokenRequestDto): Promise<TokenResponseDto> {
+    return this.orgs.issueToken({ clientId: body.client_id, clientSecret: body.client_secret, scope: body.scope });
+  }
+}

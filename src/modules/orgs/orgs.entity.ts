@@ -1,0 +1,64 @@
+import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+
+/** A merchant organisation; owns credentials, checkout sessions and its webhook endpoint. */
+@Entity('organizations')
+export class Organization {
+  @PrimaryColumn('uuid') id: string;
+  @Column() name: string;
+  @Column() handle: string;
+  @Column('text', { name: 'payout_address', nullable: true }) payoutAddress: string | null;
+  @Column({ name: 'verification_status' }) verificationStatus: string;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
+}
+
+/** An AI agent of an organisation; agent keys act as it (DESIGN §3). */
+@Entity('agents')
+export class Agent {
+  @PrimaryColumn('uuid') id: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId: string;
+  @Column() slug: string;
+  @Column({ name: 'owner_address' }) ownerAddress: string;
+  @Column() paused: boolean;
+  @Column({ name: 'signer_enabled' }) signerEnabled: boolean;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
+}
+
+/** A merchant (`bk_live_`) or agent (`bk_agent_live_`) API key; only its SHA-256 is stored. */
+@Entity('api_keys')
+export class ApiKey {
+  @PrimaryColumn('uuid') id: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId: string;
+  @Column('uuid', { name: 'agent_id', nullable: true }) agentId: string | null;
+  @Column() kind: 'merchant' | 'agent';
+  @Column({ name: 'display_prefix' }) displayPrefix: string;
+  @Column('bytea', { name: 'secret_hash' }) secretHash: Buffer;
+  @Column('text', { array: true }) scopes: string[];
+  @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt: Date | null;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}
+
+/** An OAuth client (client-credentials grant); created by the operator CLI. */
+@Entity('oauth_clients')
+export class OAuthClient {
+  @PrimaryColumn('uuid') id: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId: string;
+  @Column({ name: 'client_id' }) clientId: string;
+  @Column('bytea', { name: 'secret_hash' }) secretHash: Buffer;
+  @Column('text', { array: true }) scopes: string[];
+  @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt: Date | null;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}
+
+/** An issued `bat_` access token; only its SHA-256 is stored. */
+@Entity('oauth_tokens')
+export class OAuthToken {
+  @PrimaryColumn('uuid') id: string;
+  @Column('uuid', { name: 'oauth_client_id' }) oauthClientId: string;
+  @Column('uuid', { name: 'organization_id' }) organizationId: string;
+  @Column('bytea', { name: 'token_hash' }) tokenHash: Buffer;
+  @Column('text', { array: true }) scopes: string[];
+  @Column('timestamptz', { name: 'expires_at' }) expiresAt: Date;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}

@@ -1,0 +1,194 @@
+import { Injectable } from '@nestjs/common';
+import { getAddress, isAddress } from 'ethers';
+import { v7 as uuidv7 } from 'uuid';
+import { AppConfig } from '../../config/app-config';
+import { Principal, PrincipalResolver } from '../../common/auth/principal';
+import { AGENT_SCOPES, expandScopes, invalidScopes, MERCHANT_SCOPES } from '../../common/auth/scopes';
+import { digestsEqual, hashSecret, randomBase62 } from '../../common/auth/secrets';
+import { AppError } from '../../common/errors/app-error';
+import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
+import { OrgsRepository } from './orgs.repository';
+
+export const MERCHANT_KEY_PREFIX = 'bk_live_';
+export const AGENT_KEY_PREFIX = 'bk_agent_live_';
+export const OAUTH_TOKEN_PREFIX = 'bat_';
+export const OAUTH_CLIENT_PREFIX = 'bac_';
+export const OAUTH_SECRET_PREFIX = 'bacs_';
+
+const HANDLE = /^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])?$/;
+
+/**
+ * Organisations, agents and credentials (DESIGN §3): creates them (operator CLI) and resolves a
+ * presented secret into a {@link Principal} for the auth guard. Secrets are shown once at
+ * creation; only SHA-256 digests are stored and compared in constant time.
+ */
+@Injectable()
+export class OrgsService extends PrincipalResolver {
+  constructor(
+    private readonly repo: OrgsRepository,
+    private readonly config: AppConfig,
+  ) {
+    super();
+  }
+
+  /** @throws AppError invalid_request for a bad handle/address or a handle already taken. */
+  async createOrganization(input: { name: string; handle: string; payoutAddress?: string }): Promise<Organization> {
+    if (!input.name?.trim()) throw AppError.invalidParam('name', 'must not be empty');
+    if (!HANDLE.test(input.handle)) throw AppError.invalidParam('handle', 'must be 3–40 of a-z, 0-9 and -');
+    if (await this.repo.findOrganizationByHandle(input.handle)) throw AppError.invalidParam('handle', 'is already taken');
+    const org = Object.assign(new Organization(), {
+      id: uuidv7(),
+      name: input.name.trim(),
+      handle: input.handle,
+      payoutAddress: input.payoutAddress ? this.address('payoutAddress', input.payoutAddress) : null,
+      verificationStatus: 'unverified',
+    });
+    await this.repo.insertOrganization(org);
+    return org;
+  }
+
+  getOrganization(id: string): Promise<Organization | null> {
+    return this.repo.findOrganization(id);
+  }
+
+  /** @throws AppError not_found for an unknown organisation; invalid_request for a bad slug or address. */
+  async createAgent(input: { organizationId: string; slug: string; ownerAddress: string }): Promise<Agent> {
+    await this.requireOrganization(input.organizationId);
+    if (!HANDLE.test(input.slug)) throw AppError.invalidParam('slug', 'must be 3–40 of a-z, 0-9 and -');
+    const agent = Object.assign(new Agent(), {
+      id: uuidv7(),
+      organizationId: input.organizationId,
+      slug: input.slug,
+      ownerAddress: this.address('ownerAddress', input.ownerAddress),
+      paused: false,
+      signerEnabled: false,
+    });
+    await this.repo.insertAgent(agent);
+    return agent;
+  }
+
+  /**
+   * Creates a merchant or agent API key.
+   * @returns the key row and its plaintext secret (`bk_live_…` / `bk_agent_live_…`), shown once.
+   * @throws AppError invalid_request for unknown scopes or scopes the key kind may not hold.
+   */
+  async createApiKey(input: { organizationId: string; kind: 'merchant' | 'agent'; agentId?: string; scopes: string[] }) {
+    await this.requireOrganization(input.organizationId);
+    this.checkScopes(input.scopes, input.kind === 'agent' ? AGENT_SCOPES : MERCHANT_SCOPES);
+    if (input.kind === 'agent') {
+      const agent = input.agentId ? await this.repo.findAgent(input.agentId) : null;
+      if (!agent || agent.organizationId !== input.organizationId) throw AppError.invalidParam('agent', 'must be an agent of this organisation');
+    }
+    const secret = (input.kind === 'agent' ? AGENT_KEY_PREFIX : MERCHANT_KEY_PREFIX) + randomBase62(32);
+    const key = Object.assign(new ApiKey(), {
+      id: uuidv7(),
+      organizationId: input.organizationId,
+      agentId: input.kind === 'agent' ? input.agentId! : null,
+      kind: input.kind,
+      displayPrefix: secret.slice(0, secret.indexOf('_live_') + 10),
+      secretHash: hashSecret(secret),
+      scopes: input.scopes,
+      revokedAt: null,
+    });
+    await this.repo.insertApiKey(key);
+    return { key, secret };
+  }
+
+  /** @returns the client and its plaintext secret, shown once. */
+  async createOAuthClient(input: { organizationId: string; scopes: string[] }) {
+    await this.requireOrganization(input.organizationId);
+    this.checkScopes(input.scopes, MERCHANT_SCOPES);
+    const clientSecret = OAUTH_SECRET_PREFIX + randomBase62(32);
+    const client = Object.assign(new OAuthClient(), {
+      id: uuidv7(),
+      organizationId: input.organizationId,
+      clientId: OAUTH_CLIENT_PREFIX + randomBase62(16),
+      secretHash: hashSecret(clientSecret),
+      scopes: input.scopes,
+      revokedAt: null,
+    });
+    await this.repo.insertOAuthClient(client);
+    return { client, clientSecret };
+  }
+
+  /**
+   * OAuth 2.0 client-credentials grant (RFC 6749 §4.4). Requested scopes must be a subset of the
+   * client's; none requested → all of them.
+   * @throws AppError unauthorized for bad client credentials; invalid_request for scopes outside the client's.
+   */
+  async issueToken(input: { clientId: string; clientSecret: string; scope?: string }) {
+    const client = await this.repo.findOAuthClient(input.clientId);
+    const ok = client && !client.revokedAt && digestsEqual(client.secretHash, hashSecret(input.clientSecret));
+    if (!client || !ok) throw new AppError('unauthorized', 'Invalid client credentials');
+    const requested = input.scope?.trim() ? input.scope.trim().split(/\s+/) : client.scopes;
+    const allowed = expandScopes(client.scopes);
+    const outside = requested.filter((s) => invalidScopes([s]).length > 0 || [...expandScopes([s])].some((e) => !allowed.has(e)));
+    if (outside.length) throw AppError.invalidParam('scope', `includes scopes the client does not hold: ${outside.join(' ')}`);
+    const token = OAUTH_TOKEN_PREFIX + randomBase62(32);
+    const ttl = this.config.env.OAUTH_TOKEN_TTL_SECONDS;
+    await this.repo.insertOAuthToken(
+      Object.assign(new OAuthToken(), {
+        id: uuidv7(),
+        oauthClientId: client.id,
+        organizationId: client.organizationId,
+        tokenHash: hashSecret(token),
+        scopes: requested,
+        expiresAt: new Date(Date.now() + ttl * 1000),
+      }),
+    );
+    return { access_token: token, token_type: 'Bearer' as const, expires_in: ttl, scope: requested.join(' ') };
+  }
+
+  async resolve(secret: string): Promise<Principal | null> {
+    if (secret.length > 200) return null;
+    const digest = hashSecret(secret);
+    if (secret.startsWith(AGENT_KEY_PREFIX) || secret.startsWith(MERCHANT_KEY_PREFIX)) {
+      const key = await this.repo.findApiKeyByHash(digest);
+      if (!key || key.revokedAt || !digestsEqual(key.secretHash, digest)) return null;
+      const expectedKind = secret.startsWith(AGENT_KEY_PREFIX) ? 'agent' : 'merchant';
+      if (key.kind !== expectedKind) return null;
+      return {
+        kind: key.kind,
+        credentialId: key.id,
+        organizationId: key.organizationId,
+        agentId: key.agentId,
+        actor: key.kind === 'agent' ? `agent:${key.agentId}` : 'merchant',
+        grantedScopes: key.scopes,
+        scopes: expandScopes(key.scopes),
+      };
+    }
+    if (secret.startsWith(OAUTH_TOKEN_PREFIX)) {
+      const token = await this.repo.findOAuthTokenByHash(digest);
+      if (!token || !digestsEqual(token.tokenHash, digest) || token.expiresAt.getTime() <= Date.now()) return null;
+      return {
+        kind: 'oauth',
+        credentialId: token.id,
+        organizationId: token.organizationId,
+        agentId: null,
+        actor: `oauth:${token.oauthClientId}`,
+        grantedScopes: token.scopes,
+        scopes: expandScopes(token.scopes),
+      };
+    }
+    return null;
+  }
+
+  private async requireOrganization(id: string): Promise<Organization> {
+    const org = await this.repo.findOrganization(id);
+    if (!org) throw AppError.notFound('organization');
+    return org;
+  }
+
+  private checkScopes(scopes: string[], allowedForKind: readonly string[]) {
+    if (!scopes.length) throw AppError.invalidParam('scopes', 'must list at least one scope');
+    const bad = invalidScopes(scopes);
+    if (bad.length) throw AppError.invalidParam('scopes', `has unknown scopes: ${bad.join(', ')}`);
+    const notForKind = scopes.filter((s) => [...expandScopes([s])].some((e) => !allowedForKind.includes(e)));
+    if (notForKind.length) throw AppError.invalidParam('scopes', `not allowed for this key type: ${notForKind.join(', ')}`);
+  }
+
+  private address(param: string, value: string): string {
+    if (!isAddress(value)) throw AppError.invalidParam(param, 'must be a 0x-prefixed EVM address');
+    return getAddress(value);
+  }
+}
