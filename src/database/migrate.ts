@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { AppConfig } from '../config/app-config';
+import { validateEnv } from '../config/env.schema';
 import { dataSourceOptions } from './data-source';
 
 /**
@@ -36,8 +36,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 }
 
 if (require.main === module) {
-  const config = new AppConfig();
-  migrate(config.env.DATABASE_URL, (l) => console.log(l))
+  migrate(validateEnv(process.env).DATABASE_URL, (l) => console.log(l))
     .then((ran) => console.log(ran.length ? `${ran.length} migration(s) applied` : 'database is up to date'))
     .catch((err: Error) => {
       console.error(`migration failed: ${err.message}`);

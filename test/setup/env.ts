@@ -1,1 +1,3 @@
+import { loadTestEnv } from './test-env';
 
+Object.assign(process.env, loadTestEnv());

@@ -1,0 +1,44 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { createApiApp } from '../../src/app.factory';
+
+export interface TestApp {
+  app: NestExpressApplication;
+  http: ReturnType<typeof request>;
+  dataSource: DataSource;
+  close(): Promise<void>;
+}
+
+/**
+ * Boots the real api module (real Postgres and Redis, as configured by global setup) without
+ * listening on a port; `http` is a supertest agent against it. `env` overrides apply to this app
+ * only (config is read at boot).
+ */
+export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    const app = await createApiApp();
+    await app.init();
+    return {
+      app,
+      http: request(app.getHttpServer()),
+      dataSource: app.get(DataSource),
+      close: () => app.close(),
+    };
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+/** Empties every table but the migrations table (between tests that need a clean slate). */
+export async function truncateAll(ds: DataSource): Promise<void> {
+  const rows: Array<{ tablename: string }> = await ds.query(
+    `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'migrations'`,
+  );
+  if (rows.length) await ds.query(`TRUNCATE ${rows.map((r) => `"${r.tablename}"`).join(', ')} CASCADE`);
+}
