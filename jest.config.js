@@ -23,6 +23,7 @@ const common = {
   moduleNameMapper: { '^@lib/(.*)$': '<rootDir>/libs/$1/src' },
 };
 module.exports = {
+  reporters: ['default', '<rootDir>/test/setup/summary-reporter.js'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/libs/**/*.spec.ts'] },
     {

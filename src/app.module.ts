@@ -38,7 +38,7 @@ import { OrgsModule } from './modules/orgs/orgs.module';
         storage,
         setHeaders: false,
         skipIf: (ctx) => {
-          const url: string = ctx.switchToHttp().getRequest().url ?? '';
+          const url = ctx.switchToHttp().getRequest<{ url?: string }>().url ?? '';
           return url.startsWith('/health') || url === '/metrics';
         },
       }),

@@ -77,7 +77,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       return next.handle();
     }
     const principal = req.principal;
-    const path = `${req.baseUrl}${req.route?.path ?? req.path}`;
+    const path = `${req.baseUrl}${(req.route as { path?: string } | undefined)?.path ?? req.path}`;
     const scopeHash = sha256Hex([principal.organizationId, principal.actor, req.method, path].join('|'));
     const { idempotencyKey: _omit, ...rest } = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
     const fingerprint = sha256Hex(canonicalJson({ body: rest, params: req.params }));
@@ -103,7 +103,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
         return { replayed: true, status: existing.responseStatus, body: existing.responseBody };
       }
       try {
-        const body = await this.txHost.withTransaction(Propagation.Nested, () => lastValueFrom(next.handle(), { defaultValue: undefined }));
+        const body = await this.txHost.withTransaction(Propagation.Nested, () => lastValueFrom<unknown, undefined>(next.handle(), { defaultValue: undefined }));
         await this.records.insert({ ...this.recordBase(r), responseStatus: 200, responseBody: body ?? null }, this.config.env.IDEMPOTENCY_TTL_HOURS);
         return { replayed: false, status: 200, body };
       } catch (err) {

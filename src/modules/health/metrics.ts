@@ -20,7 +20,8 @@ export class HttpMetricsMiddleware implements NestMiddleware {
   use(req: Request, res: Response, next: NextFunction): void {
     const end = httpDuration.startTimer();
     res.on('finish', () => {
-      const route = req.route?.path ? `${req.baseUrl}${req.route.path}` : 'unmatched';
+      const routePath = (req.route as { path?: string } | undefined)?.path;
+      const route = routePath ? `${req.baseUrl}${routePath}` : 'unmatched';
       end({ method: req.method, route, status: String(res.statusCode) });
     });
     next();
