@@ -2,7 +2,10 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { MERCHANT_SCOPES } from '../common/auth/scopes';
 import { TransactionHost, TxHost } from '../database/transaction';
+import { EscrowService } from '../modules/escrow/escrow.service';
 import { OrgsService } from '../modules/orgs/orgs.service';
+import { anvilKey } from '@lib/chain';
+import { Wallet } from 'ethers';
 import { listOption, ParsedArgs, requireOption, UsageError } from './args';
 
 export type CommandResult = Record<string, unknown>;
@@ -66,6 +69,26 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         app.get(OrgsService).createOAuthClient({ organizationId: requireOption(args, 'org'), scopes: listOption(args, 'scopes') }),
       );
       return { clientId: client.clientId, clientSecret, scopes: client.scopes };
+    },
+  },
+  'demo:pay': {
+    usage: 'demo:pay <checkoutId>   (local chain: the demo buyer funds the checkout escrow)',
+    run: async (app, args) => {
+      const checkoutId = args.positionals[0];
+      if (!checkoutId) throw new UsageError('demo:pay needs a checkout session id');
+      const buyer = new Wallet(process.env.DEMO_BUYER_PRIVATE_KEY || anvilKey('demoBuyer'));
+      const result = await app.get(EscrowService).payAsBuyer(checkoutId, buyer);
+      return { ...result, checkoutSessionId: checkoutId, buyer: buyer.address };
+    },
+  },
+  'escrow:resolve': {
+    usage: 'escrow:resolve <escrowId> --to buyer|seller   (arbiter only; not public API)',
+    run: async (app, args) => {
+      const escrowId = args.positionals[0];
+      const to = requireOption(args, 'to');
+      if (!escrowId) throw new UsageError('escrow:resolve needs an escrow id');
+      if (to !== 'buyer' && to !== 'seller') throw new UsageError('--to must be buyer or seller');
+      return app.get(EscrowService).resolveDispute(escrowId, to);
     },
   },
   'demo:seed': {

@@ -17,7 +17,12 @@ export const BASE_TEST_ENV: Record<string, string> = {
   RATE_LIMIT_PUBLIC_PER_MINUTE: '100000',
 };
 
+/**
+ * The environment global setup made for this run: from PCP_TEST_ENV (set by global setup and
+ * inherited by jest workers, so concurrent runs stay apart), else from the last run's file.
+ */
 export function loadTestEnv(): Record<string, string> {
+  if (process.env.PCP_TEST_ENV) return JSON.parse(process.env.PCP_TEST_ENV) as Record<string, string>;
   if (!existsSync(TEST_ENV_FILE)) throw new Error(`${TEST_ENV_FILE} is missing: run the tests through jest's global setup`);
   return JSON.parse(readFileSync(TEST_ENV_FILE, 'utf8')) as Record<string, string>;
 }

@@ -3,8 +3,10 @@ import { CheckoutController } from './checkout.controller';
 import { CheckoutMapper } from './checkout.mapper';
 import { CheckoutRepository } from './checkout.repository';
 import { CheckoutService } from './checkout.service';
+import { WebhookUrlModule } from '../webhooks/webhooks.module';
 
 @Module({
+  imports: [WebhookUrlModule],
   controllers: [CheckoutController],
   providers: [CheckoutRepository, CheckoutService, CheckoutMapper],
   exports: [CheckoutService, CheckoutMapper],

@@ -27,6 +27,21 @@ export class CheckoutRepository {
     return this.repo.findOneBy({ id });
   }
 
+  async updateEscrowState(id: string, escrowId: string | null, status: CheckoutSession['status']): Promise<void> {
+    await this.repo.update({ id }, { escrowId, status, updatedAt: new Date() });
+  }
+
+  /** Marks open sessions past expiresAt as expired; returns how many. */
+  async expireDue(now: Date): Promise<number> {
+    const result = await this.repo
+      .createQueryBuilder()
+      .update(CheckoutSession)
+      .set({ status: 'expired', updatedAt: now })
+      .where("status = 'open' AND expires_at <= :now", { now })
+      .execute();
+    return result.affected ?? 0;
+  }
+
   /** Newest first; `limit + 1` rows. */
   list(organizationId: string, limit: number, startingAfter?: string): Promise<CheckoutSession[]> {
     return keysetPage(this.repo.createQueryBuilder('c'), 'c', organizationId, limit, startingAfter);

@@ -10,6 +10,7 @@ import { CheckoutMapper } from './checkout.mapper';
 import { CheckoutRepository } from './checkout.repository';
 import { CheckoutSession, EscrowTemplateId } from './checkout.entity';
 import { CheckoutSessionDto } from './dto/checkout-session.dto';
+import { WebhookUrlService } from '../webhooks/webhook-url.service';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
 
 const MIN_TTL_SECONDS = 30 * 60;
@@ -46,12 +47,14 @@ export class CheckoutService {
     private readonly mapper: CheckoutMapper,
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
+    private readonly webhookUrls: WebhookUrlService,
   ) {}
 
   /**
    * Creates an `open` session settled by escrow.
    * @throws AppError invalid_request for an amount over MAX_AMOUNT, oversized metadata, a bad
-   *   inspection window or an expiresAt outside 30 min–24 h from now.
+   *   inspection window, an expiresAt outside 30 min–24 h from now, or a `webhookUrl` the SSRF
+   *   guard refuses (details.param webhookUrl, details.reason; DESIGN §8).
    */
   async create(principal: Principal, input: CreateCheckoutSessionDto): Promise<CheckoutSessionDto> {
     let amountUnits: bigint;
@@ -65,6 +68,7 @@ export class CheckoutService {
       if (Object.keys(metadata).length > METADATA_MAX_KEYS) throw AppError.invalidParam('metadata', `must have at most ${METADATA_MAX_KEYS} keys`);
       if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_MAX_BYTES) throw AppError.invalidParam('metadata', 'must be at most 8 kB as JSON');
     }
+    if (input.webhookUrl) await this.webhookUrls.assertRegistrable(input.webhookUrl, 'webhookUrl');
     const template = input.escrowTemplateId ?? 'custom';
     inspectionWindowSeconds(template, metadata);
     const now = Date.now();
@@ -101,6 +105,28 @@ export class CheckoutService {
     const session = await this.repo.findForOrganization(principal.organizationId, id);
     if (!session) throw AppError.notFound('checkout session');
     return this.mapper.toDto(session);
+  }
+
+  /** The session by id, any organisation (for the chain: funding names a checkout by id). */
+  findById(id: string): Promise<CheckoutSession | null> {
+    return this.repo.findById(id);
+  }
+
+  /**
+   * Mirrors an escrow's status onto its checkout in the caller's transaction (DESIGN §7: the
+   * checkout's status is derived from its escrow). `status: 'open'` with no escrow undoes a
+   * funding that a chain reorg removed.
+   * @returns the session as rendered after the change (the data of its webhook event), or null if absent.
+   */
+  async mirrorEscrow(id: string, escrowId: string | null, status: CheckoutSession['status']): Promise<{ session: CheckoutSession; dto: CheckoutSessionDto } | null> {
+    await this.repo.updateEscrowState(id, escrowId, status);
+    const session = await this.repo.findById(id);
+    return session ? { session, dto: this.mapper.toDto(session) } : null;
+  }
+
+  /** Records expiry of open sessions past expiresAt (worker job); returns how many. */
+  expireDue(now = new Date()): Promise<number> {
+    return (this.txHost as TxHost).withTransaction(() => this.repo.expireDue(now));
   }
 
   async list(principal: Principal, limit = 10, startingAfter?: string): Promise<ListPage<CheckoutSessionDto>> {

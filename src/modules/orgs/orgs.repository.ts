@@ -20,6 +20,14 @@ export class OrgsRepository {
   findOrganizationByHandle(handle: string) {
     return this.em.getRepository(Organization).findOneBy({ handle });
   }
+  findOrganizationByPayoutAddress(address: string) {
+    return this.em
+      .getRepository(Organization)
+      .createQueryBuilder('o')
+      .where('lower(o.payout_address) = lower(:address)', { address })
+      .orderBy('o.created_at', 'ASC')
+      .getOne();
+  }
   insertAgent(agent: Agent) {
     return this.em.getRepository(Agent).insert(agent);
   }

@@ -51,6 +51,11 @@ export class OrgsService extends PrincipalResolver {
     return this.repo.findOrganization(id);
   }
 
+  /** The organisation whose payout address is `address` (the oldest if several), or null (issue 4: a party is bound by address). */
+  async organizationIdForAddress(address: string): Promise<string | null> {
+    return (await this.repo.findOrganizationByPayoutAddress(address))?.id ?? null;
+  }
+
   /** @throws AppError not_found for an unknown organisation; invalid_request for a bad slug or address. */
   async createAgent(input: { organizationId: string; slug: string; ownerAddress: string }): Promise<Agent> {
     await this.requireOrganization(input.organizationId);

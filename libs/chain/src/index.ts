@@ -1,0 +1,52 @@
+/**
+ * @lib/chain: ethers v6 access to the project's contracts (DESIGN §7). Framework-free; never imports src/.
+ */
+export { createProvider, type CreateProviderOptions } from './provider';
+export {
+  ANVIL_CHAIN_ID,
+  ANVIL_KEYS,
+  ANVIL_MNEMONIC,
+  ANVIL_ROLES,
+  anvilBinaryPath,
+  anvilKey,
+  probeChainId,
+  startAnvil,
+  type AnvilInstance,
+  type AnvilRole,
+  type StartAnvilOptions,
+} from './anvil';
+export {
+  codeMatches,
+  deployLocalContracts,
+  hasLocalContracts,
+  type DeployLocalContractsOptions,
+  type LocalContracts,
+} from './deploy';
+export { escrowKeyFromId, idFromEscrowKey } from './escrow-key';
+export {
+  ESCROW_EIP712_NAME,
+  ESCROW_EIP712_VERSION,
+  EscrowGateway,
+  FUNDING_TERMS_TYPES,
+  RECEIVE_WITH_AUTHORIZATION_TYPES,
+  type ActionExpectation,
+  type Eip712Domain,
+  type EscrowGatewayConfig,
+  type EscrowLogInput,
+  type ReceiveAuthorizationRequest,
+  type SignedRelayTx,
+} from './escrow-gateway';
+export {
+  ESCROW_ACTION_EVENT,
+  ESCROW_STATES,
+  type EscrowChainAction,
+  type EscrowChainEvent,
+  type EscrowEventBase,
+  type EscrowPartyAction,
+  type EscrowState,
+  type FundingTerms,
+  type OnChainEscrow,
+  type ReceiveAuthorization,
+  type VerifiedAction,
+} from './escrow-types';
+export { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';

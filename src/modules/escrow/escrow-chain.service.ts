@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import { ChainVerificationError, createProvider, EscrowChainEvent, EscrowGateway, FundingTerms, VerifiedAction } from '@lib/chain';
+import { JsonRpcProvider, NonceManager, Wallet } from 'ethers';
+import { AppConfig } from '../../config/app-config';
+import { AppError } from '../../common/errors/app-error';
+
+/**
+ * The service's view of the chain (DESIGN §7): one provider and {@link EscrowGateway} from config,
+ * the terms-signer, relayer and arbiter wallets, and verification that maps chain failures to API
+ * errors. Amounts are USDC base units.
+ */
+@Injectable()
+export class EscrowChainService {
+  readonly provider: JsonRpcProvider;
+  readonly gateway: EscrowGateway;
+  readonly termsSigner: Wallet;
+  readonly relayer: Wallet;
+  readonly arbiter: Wallet;
+
+  constructor(readonly config: AppConfig) {
+    const env = config.env;
+    this.provider = createProvider(env.RPC_URL, env.CHAIN_ID);
+    this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS });
+    this.termsSigner = new Wallet(env.TERMS_SIGNER_PRIVATE_KEY, this.provider);
+    this.relayer = new Wallet(env.RELAYER_PRIVATE_KEY, this.provider);
+    this.arbiter = new Wallet(env.ARBITER_PRIVATE_KEY, this.provider);
+  }
+
+  get chainId(): number {
+    return this.config.env.CHAIN_ID;
+  }
+
+  /** EIP-712 signature of the funding terms by the terms key (checked on-chain by CheckoutEscrow.fund*). */
+  signTerms(terms: FundingTerms): Promise<string> {
+    return this.gateway.signFundingTerms(this.termsSigner, terms, this.chainId);
+  }
+
+  /**
+   * Verifies that `txHash` performed `action` on the escrow, sent by one of `senders`, and has
+   * CONFIRMATIONS confirmations (DESIGN §7).
+   * @throws AppError 400 invalid_request with `details.reason` (not_found, failed, wrong_contract,
+   *   wrong_escrow, wrong_action, wrong_sender), or 409 with `details.reason: "pending"` while unmined or unconfirmed.
+   */
+  async verify(txHash: string, escrowKey: string, action: EscrowChainEvent['action'], senders: string[]): Promise<VerifiedAction> {
+    let verified: VerifiedAction;
+    try {
+      verified = await this.gateway.verifyActionTx(txHash, { escrowKey, action, expectedSender: senders });
+    } catch (err) {
+      if (err instanceof ChainVerificationError) {
+        if (err.reason === 'pending') throw new AppError('invalid_request', err.message, { reason: 'pending', txHash }, 409);
+        throw new AppError('invalid_request', err.message, { reason: err.reason, txHash, fields: [{ param: 'txHash', message: err.message }] });
+      }
+      throw err;
+    }
+    const confirmations = this.config.env.CONFIRMATIONS;
+    if (confirmations > 0) {
+      const head = await this.gateway.headBlock();
+      if (head - verified.blockNumber + 1 < confirmations) {
+        throw new AppError('invalid_request', `transaction ${txHash} has not reached ${confirmations} confirmations`, { reason: 'pending', txHash }, 409);
+      }
+    }
+    return verified;
+  }
+
+  /** A wallet that serialises nonces, for worker and CLI senders. */
+  managed(wallet: Wallet): NonceManager {
+    return new NonceManager(wallet);
+  }
+
+  destroy(): void {
+    this.provider.destroy();
+  }
+}

@@ -1,0 +1,147 @@
+import { Injectable } from '@nestjs/common';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { AppError } from '../../common/errors/app-error';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { Escrow, EscrowChainEventRow } from './escrow.entity';
+import type { EscrowStatus } from './escrow.state';
+
+/** All I/O of escrows, their applied chain events and the indexer cursor (STYLE §4). */
+@Injectable()
+export class EscrowRepository {
+  constructor(private readonly txHost: TransactionHost) {}
+
+  private get em() {
+    return (this.txHost as TxHost).tx;
+  }
+
+  /**
+   * Records an applied log; false when (txHash, logIndex) was applied before (DESIGN §7: a log is
+   * applied once).
+   */
+  async insertChainEvent(row: EscrowChainEventRow): Promise<boolean> {
+    const result = await this.em
+      .createQueryBuilder()
+      .insert()
+      .into(EscrowChainEventRow)
+      .values(row as QueryDeepPartialEntity<EscrowChainEventRow>)
+      .orIgnore()
+      .execute();
+    return (result.raw as unknown[]).length > 0;
+  }
+
+  findChainEvent(txHash: string, logIndex: number) {
+    return this.em.getRepository(EscrowChainEventRow).findOneBy({ txHash: txHash.toLowerCase(), logIndex });
+  }
+
+  chainEvents(escrowId: string) {
+    return this.em.getRepository(EscrowChainEventRow).find({ where: { escrowId }, order: { blockNumber: 'ASC', logIndex: 'ASC' } });
+  }
+
+  findByKeyForUpdate(escrowKey: string) {
+    return this.em.getRepository(Escrow).findOne({ where: { escrowKey }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  findById(id: string) {
+    return this.em.getRepository(Escrow).findOneBy({ id });
+  }
+
+  async insert(escrow: Escrow): Promise<void> {
+    await this.em.getRepository(Escrow).insert(escrow as QueryDeepPartialEntity<Escrow>);
+  }
+
+  async update(escrow: Escrow): Promise<void> {
+    const { id, status, deliveredAt, autoReleaseAt } = escrow;
+    await this.em.getRepository(Escrow).update({ id }, { status, deliveredAt, autoReleaseAt, updatedAt: new Date() });
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.em.getRepository(Escrow).delete({ id });
+  }
+
+  /** An escrow the organisation is buyer or seller of, or null. */
+  findForOrganization(organizationId: string, id: string) {
+    return this.em
+      .getRepository(Escrow)
+      .createQueryBuilder('e')
+      .where('e.id = :id', { id })
+      .andWhere('(e.seller_organization_id = :org OR e.buyer_organization_id = :org)', { org: organizationId })
+      .getOne();
+  }
+
+  /**
+   * Newest first, `limit + 1` rows of escrows the organisation is a party to.
+   * @throws AppError invalid_request (starting_after) for a cursor the organisation cannot see.
+   */
+  async list(organizationId: string, opts: { limit: number; startingAfter?: string; role?: 'buyer' | 'seller'; status?: EscrowStatus }) {
+    const qb = this.em.getRepository(Escrow).createQueryBuilder('e');
+    const party =
+      opts.role === 'buyer'
+        ? 'e.buyer_organization_id = :org'
+        : opts.role === 'seller'
+          ? 'e.seller_organization_id = :org'
+          : '(e.seller_organization_id = :org OR e.buyer_organization_id = :org)';
+    qb.where(party, { org: organizationId });
+    if (opts.status) qb.andWhere('e.status = :status', { status: opts.status });
+    if (opts.startingAfter) {
+      const cursor = await this.findForOrganization(organizationId, opts.startingAfter);
+      if (!cursor) throw AppError.invalidParam('starting_after', 'is not an id from a previous page of this list');
+      qb.andWhere('(e.created_at, e.id) < (:at, :cid)', { at: cursor.createdAt, cid: cursor.id });
+    }
+    return qb.orderBy('e.created_at', 'DESC').addOrderBy('e.id', 'DESC').take(opts.limit + 1).getMany();
+  }
+
+  /** Delivered escrows whose inspection window has passed (auto-release candidates). */
+  dueForAutoRelease(now: Date, limit = 50) {
+    return this.em
+      .getRepository(Escrow)
+      .createQueryBuilder('e')
+      .where("e.status = 'delivered' AND e.auto_release_at <= :now", { now })
+      .orderBy('e.auto_release_at', 'ASC')
+      .take(limit)
+      .getMany();
+  }
+
+  /** The indexer cursor: last block fully applied, or null before the first run. */
+  async getCursor(name: string): Promise<number | null> {
+    const rows: Array<{ block_number: string }> = await this.em.query('SELECT block_number FROM chain_cursors WHERE name = $1', [name]);
+    return rows.length ? Number(rows[0].block_number) : null;
+  }
+
+  async setCursor(name: string, blockNumber: number): Promise<void> {
+    await this.em.query(
+      `INSERT INTO chain_cursors (name, block_number, updated_at) VALUES ($1, $2, now())
+       ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, updated_at = now()`,
+      [name, blockNumber],
+    );
+  }
+
+  async rememberBlock(blockNumber: number, blockHash: string): Promise<void> {
+    await this.em.query(
+      `INSERT INTO chain_blocks (block_number, block_hash) VALUES ($1, $2) ON CONFLICT (block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash`,
+      [blockNumber, blockHash],
+    );
+  }
+
+  /** Remembered blocks at or below `blockNumber`, newest first (reorg fork search). */
+  async rememberedBlocks(atOrBelow: number, limit = 256): Promise<Array<{ blockNumber: number; blockHash: string }>> {
+    const rows: Array<{ block_number: string; block_hash: string }> = await this.em.query(
+      'SELECT block_number, block_hash FROM chain_blocks WHERE block_number <= $1 ORDER BY block_number DESC LIMIT $2',
+      [atOrBelow, limit],
+    );
+    return rows.map((r) => ({ blockNumber: Number(r.block_number), blockHash: r.block_hash }));
+  }
+
+  /** Forgets everything applied above `forkBlock`; returns the ids of escrows that lost events. */
+  async rollbackAbove(forkBlock: number): Promise<string[]> {
+    const rows: Array<{ escrow_id: string }> = await this.em.query(
+      'DELETE FROM escrow_chain_events WHERE block_number > $1 RETURNING escrow_id',
+      [forkBlock],
+    );
+    await this.em.query('DELETE FROM chain_blocks WHERE block_number > $1', [forkBlock]);
+    return [...new Set(rows.map((r) => r.escrow_id))];
+  }
+
+  async pruneBlocks(below: number): Promise<void> {
+    await this.em.query('DELETE FROM chain_blocks WHERE block_number < $1', [below]);
+  }
+}

@@ -1,0 +1,170 @@
+import { Injectable } from '@nestjs/common';
+import { escrowKeyFromId, FundingTerms } from '@lib/chain';
+import { formatAmount } from '@lib/money';
+import type { Wallet } from 'ethers';
+import type { Principal } from '../../common/auth/principal';
+import { AppError } from '../../common/errors/app-error';
+import { ListPage, toPage } from '../../common/http/list.dto';
+import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
+import { effectiveStatus } from '../checkout/checkout.mapper';
+import { OrgsService } from '../orgs/orgs.service';
+import { CheckoutFundingDto, EscrowDto } from './dto/escrow.dto';
+import { EscrowChainService } from './escrow-chain.service';
+import { Escrow } from './escrow.entity';
+import { EscrowLedger } from './escrow-ledger.service';
+import { EscrowMapper } from './escrow.mapper';
+import { EscrowRepository } from './escrow.repository';
+import { ESCROW_ACTIONS, EscrowApiAction, EscrowStatus } from './escrow.state';
+
+/**
+ * Escrows as their parties see them (SPEC escrow endpoints, DESIGN §7): reads scoped to the
+ * organisations bound to the buyer or seller address, party actions verified against the chain
+ * before any state changes, and the signed funding terms of a checkout.
+ */
+@Injectable()
+export class EscrowService {
+  constructor(
+    private readonly repo: EscrowRepository,
+    private readonly ledger: EscrowLedger,
+    private readonly chain: EscrowChainService,
+    private readonly mapper: EscrowMapper,
+    private readonly checkout: CheckoutService,
+    private readonly orgs: OrgsService,
+  ) {}
+
+  /** @throws AppError not_found when the caller's organisation is not a party. */
+  async get(principal: Principal, id: string): Promise<EscrowDto> {
+    const escrow = await this.repo.findForOrganization(principal.organizationId, id);
+    if (!escrow) throw AppError.notFound('escrow');
+    return this.render(escrow, principal.organizationId);
+  }
+
+  async list(
+    principal: Principal,
+    q: { limit?: number; startingAfter?: string; role?: 'buyer' | 'seller'; status?: EscrowStatus },
+  ): Promise<ListPage<EscrowDto>> {
+    const limit = q.limit ?? 10;
+    const rows = await this.repo.list(principal.organizationId, { limit, startingAfter: q.startingAfter, role: q.role, status: q.status });
+    const page = toPage(rows, limit, (r) => r);
+    return { ...page, data: await Promise.all(page.data.map((e) => this.render(e, principal.organizationId))) };
+  }
+
+  /**
+   * A party action reported with its transaction hash (SPEC Escrow action rules, DESIGN §7).
+   * Order of checks: visible (404) → confirm (400 confirm_required) → party (403 forbidden) →
+   * already applied (returns the escrow) → state (409) → chain verification (400 / 409 pending).
+   */
+  async act(principal: Principal, id: string, action: EscrowApiAction, body: { txHash: string; confirm?: unknown }): Promise<EscrowDto> {
+    const rule = ESCROW_ACTIONS[action];
+    const escrow = await this.repo.findForOrganization(principal.organizationId, id);
+    if (!escrow) throw AppError.notFound('escrow');
+    if (rule.confirm && body.confirm !== true) {
+      throw new AppError('confirm_required', `${action} moves or locks money: send "confirm": true`, { fields: [{ param: 'confirm', message: 'must be true' }] });
+    }
+    const roles = this.rolesOf(escrow, principal.organizationId);
+    const allowed = rule.actors as ReadonlyArray<'buyer' | 'seller'>;
+    if (!roles.some((r) => allowed.includes(r))) {
+      throw new AppError('forbidden', `Only the ${allowed.join(' or ')} may ${action} this escrow`, { reason: `not_${allowed.join('_or_')}`, role: roles[0] });
+    }
+    const txHash = body.txHash.toLowerCase();
+    const recorded = (await this.repo.chainEvents(escrow.id)).find((t) => t.txHash === txHash);
+    if (recorded) {
+      if (recorded.action !== rule.event) {
+        throw new AppError('invalid_request', `Transaction ${txHash} was already recorded as '${recorded.action}' on this escrow`, { reason: 'tx_already_used' });
+      }
+      return this.render(escrow, principal.organizationId);
+    }
+    if (!(rule.from as readonly EscrowStatus[]).includes(escrow.status)) {
+      throw AppError.invalidState('escrow', escrow.status, rule.from);
+    }
+    const senders = allowed.map((r) => (r === 'buyer' ? escrow.buyerAddress : escrow.sellerAddress));
+    const verified = await this.chain.verify(txHash, escrow.escrowKey, rule.event, senders);
+    const { escrow: after } = await this.ledger.apply(verified.event, verified.from);
+    return this.render(after ?? escrow, principal.organizationId);
+  }
+
+  /**
+   * The signed funding terms of an open checkout (public read by checkout id, DESIGN §7). The
+   * terms deadline is the checkout's expiresAt, so funding after expiry reverts on-chain.
+   * @throws AppError not_found; 409 invalid_request when the checkout is not open or its organisation has no payout address.
+   */
+  async fundingTerms(checkoutId: string): Promise<CheckoutFundingDto> {
+    const session = await this.checkout.findById(checkoutId);
+    if (!session) throw AppError.notFound('checkout session');
+    const status = effectiveStatus(session, new Date());
+    if (status !== 'open') throw AppError.invalidState('checkout session', status, ['open']);
+    const org = await this.orgs.getOrganization(session.organizationId);
+    if (!org?.payoutAddress) {
+      throw new AppError('invalid_request', 'The merchant has no payout address yet', { reason: 'no_payout_address' }, 409);
+    }
+    const terms: FundingTerms = {
+      escrowKey: escrowKeyFromId(session.id),
+      seller: org.payoutAddress,
+      amount: session.amountUnits,
+      inspectionWindow: inspectionWindowSeconds(session.escrowTemplateId, session.metadata),
+      deadline: Math.floor(session.expiresAt.getTime() / 1000),
+    };
+    return {
+      checkoutSessionId: session.id,
+      amount: formatAmount(session.amountUnits),
+      chainId: this.chain.chainId,
+      escrowContract: this.chain.gateway.escrowAddress,
+      token: this.chain.gateway.usdcAddress,
+      terms: {
+        escrowId: terms.escrowKey,
+        seller: terms.seller,
+        amount: session.amountUnits.toString(),
+        inspectionWindow: Number(terms.inspectionWindow),
+        deadline: Number(terms.deadline),
+      },
+      termsSignature: await this.chain.signTerms(terms),
+      expiresAt: session.expiresAt.toISOString(),
+    };
+  }
+
+  /**
+   * Demo payment on a local chain (DESIGN §9 demo:pay): `buyer` signs an EIP-3009 authorization for
+   * the checkout's signed terms and the relayer submits it, as the pay page does; the funding is
+   * applied at once through the ledger (the indexer converges on the same row).
+   * @throws AppError as {@link fundingTerms}; ChainTxError when the contract refuses.
+   */
+  async payAsBuyer(checkoutId: string, buyer: Wallet): Promise<{ txHash: string; escrowId: string; status: string }> {
+    const funding = await this.fundingTerms(checkoutId);
+    const terms = EscrowService.toChainTerms(funding);
+    const txHash = await this.chain.gateway.fundWithAuthorization(this.chain.relayer, buyer.connect(this.chain.provider), terms, funding.termsSignature);
+    const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: terms.escrowKey, action: 'funded' });
+    const { escrow } = await this.ledger.apply(verified.event, verified.from);
+    if (!escrow) throw new AppError('internal', 'funding was mined but not recorded');
+    return { txHash, escrowId: escrow.id, status: escrow.status };
+  }
+
+  /**
+   * The arbiter's resolution of a disputed escrow (operator CLI only, SPEC 9: not public API).
+   * @throws AppError not_found; 409 invalid_request unless the escrow is disputed.
+   */
+  async resolveDispute(escrowId: string, to: 'buyer' | 'seller'): Promise<{ txHash: string; escrowId: string; status: string }> {
+    const escrow = await this.repo.findById(escrowId);
+    if (!escrow) throw AppError.notFound('escrow');
+    if (escrow.status !== 'disputed') throw AppError.invalidState('escrow', escrow.status, ['disputed']);
+    const txHash = await this.chain.gateway.resolve(this.chain.arbiter, escrow.escrowKey, to === 'seller');
+    const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: escrow.escrowKey, action: 'resolved' });
+    const { escrow: after } = await this.ledger.apply(verified.event, verified.from);
+    return { txHash, escrowId, status: (after ?? escrow).status };
+  }
+
+  /** The funding terms as the chain library takes them (CLI, tests). */
+  static toChainTerms(f: CheckoutFundingDto): FundingTerms {
+    return { escrowKey: f.terms.escrowId, seller: f.terms.seller, amount: BigInt(f.terms.amount), inspectionWindow: f.terms.inspectionWindow, deadline: f.terms.deadline };
+  }
+
+  private rolesOf(e: Escrow, organizationId: string): Array<'buyer' | 'seller'> {
+    const roles: Array<'buyer' | 'seller'> = [];
+    if (e.buyerOrganizationId === organizationId) roles.push('buyer');
+    if (e.sellerOrganizationId === organizationId) roles.push('seller');
+    return roles;
+  }
+
+  private async render(e: Escrow, organizationId: string): Promise<EscrowDto> {
+    return this.mapper.toDto(e, await this.repo.chainEvents(e.id), organizationId);
+  }
+}
