@@ -32,6 +32,8 @@ const { Wallet } = createRequire(join(ROOT, 'package.json'))('ethers');
 const detach = process.argv.includes('--detach');
 const port = Number(process.env.ANVIL_PORT ?? 8545);
 if (!Number.isInteger(port) || port <= 0 || port > 65535) fail(`invalid ANVIL_PORT ${process.env.ANVIL_PORT}`);
+// ANVIL_HOST=0.0.0.0 lets other containers reach it (docker-compose.yml); clients still use loopback here.
+const host = process.env.ANVIL_HOST ?? '127.0.0.1';
 const rpcUrl = `http://127.0.0.1:${port}`;
 mkdirSync(LOCAL_DIR, { recursive: true });
 
@@ -56,7 +58,7 @@ if (running !== null) {
   process.exit(0);
 }
 
-const anvil = await chain.startAnvil({ port, detached: detach, logFile: detach ? LOG_FILE : undefined });
+const anvil = await chain.startAnvil({ port, host, detached: detach, logFile: detach ? LOG_FILE : undefined });
 if (!detach) rmSync(PID_FILE, { force: true });
 const provider = chain.createProvider(anvil.rpcUrl, chain.ANVIL_CHAIN_ID);
 let env;
