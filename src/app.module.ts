@@ -10,9 +10,12 @@ import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
 import { RateLimitStorageModule, RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage';
 import { CoreModule } from './core.module';
 import { CheckoutModule } from './modules/checkout/checkout.module';
+import { EscrowModule } from './modules/escrow/escrow.module';
+import { PayPageModule } from './modules/pay-page/pay-page.module';
 import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
 import { OrgsModule } from './modules/orgs/orgs.module';
+import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
 /**
  * The api process (DESIGN §1–2): request id → auth guard → rate limit → idempotency →
@@ -46,6 +49,9 @@ import { OrgsModule } from './modules/orgs/orgs.module';
     HealthModule,
     OrgsModule,
     CheckoutModule,
+    WebhooksModule,
+    EscrowModule,
+    PayPageModule,
   ],
   providers: [
     IdempotencyRepository,
