@@ -23,6 +23,7 @@ const common = {
   moduleNameMapper: { '^@lib/(.*)$': '<rootDir>/libs/$1/src' },
 };
 module.exports = {
+  testTimeout: 60000,
   reporters: ['default', '<rootDir>/test/setup/summary-reporter.js'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/libs/**/*.spec.ts'] },
@@ -33,7 +34,6 @@ module.exports = {
       globalSetup: '<rootDir>/test/setup/global-setup.ts',
       globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
       setupFiles: ['<rootDir>/test/setup/env.ts'],
-      testTimeout: 60000,
     },
   ],
 };

@@ -93,7 +93,7 @@ export class Foundation1795300000000 implements MigrationInterface {
         path text NOT NULL,
         fingerprint text NOT NULL,
         response_status integer NOT NULL,
-        response_body jsonb NOT NULL,
+        response_body text NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now(),
         expires_at timestamptz NOT NULL,
         UNIQUE (scope_hash, idempotency_key)

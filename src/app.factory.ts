@@ -18,13 +18,36 @@ export function validationFields(errors: ValidationError[], parent = ''): Array<
   });
 }
 
-/** Body parsers whose failures (malformed JSON, > 100 kB) answer in our error body (DESIGN §4). */
+/**
+ * Dotted path of a key or string value holding a NUL character, which Postgres text and
+ * jsonb cannot store (it would surface as a 500); undefined when there is none.
+ */
+export function nulCharacterParam(body: unknown): string | undefined {
+  const pending: Array<[unknown, string]> = [[body, '']];
+  while (pending.length > 0) {
+    const [value, path] = pending.pop()!;
+    if (typeof value === 'string' && value.includes('\u0000')) return path || 'body';
+    if (value === null || typeof value !== 'object') continue;
+    for (const [key, child] of Object.entries(value as Record<string, unknown>)) {
+      const param = path ? `${path}.${key}` : key;
+      if (key.includes('\u0000')) return param;
+      pending.push([child, param]);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Body parsers whose failures (malformed JSON, > 100 kB) answer in our error body (DESIGN §4); a
+ * parsed body with a NUL character anywhere is refused as 400 invalid_request naming the field.
+ */
 function bodyParsers() {
   const parsers = [express.json({ limit: '100kb' }), express.urlencoded({ extended: false, limit: '100kb' })];
   return parsers.map((parse) => (req: Request, res: Response, next: NextFunction) =>
     parse(req, res, (err?: unknown) => {
-      if (!err) return next();
-      const e = toAppError(err);
+      const nulParam = err ? undefined : nulCharacterParam(req.body);
+      if (!err && nulParam === undefined) return next();
+      const e = err ? toAppError(err) : AppError.invalidParam(nulParam!, 'must not contain NUL characters');
       res.status(e.status).json({ error: e.message, code: e.code, requestId: requestIdOf(req), ...(e.details ? { details: e.details } : {}) });
     }),
   );

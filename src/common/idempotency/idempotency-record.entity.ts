@@ -11,7 +11,9 @@ export class IdempotencyRecord {
   @Column() path: string;
   @Column() fingerprint: string;
   @Column('int', { name: 'response_status' }) responseStatus: number;
-  @Column('jsonb', { name: 'response_body' }) responseBody: unknown;
+  /** The response body as the JSON text first sent: text, not jsonb, because jsonb reorders keys and a replay must be byte-identical (DESIGN §5). */
+  @Column('text', { name: 'response_body', transformer: { to: (v: unknown) => JSON.stringify(v ?? null), from: (v: string) => JSON.parse(v) as unknown } })
+  responseBody: unknown;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @Column('timestamptz', { name: 'expires_at' }) expiresAt: Date;
 }
