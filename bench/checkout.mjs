@@ -1,0 +1,385 @@
+// Checkout-session throughput of the api (dist/src/main.js) against a bare node:http + pg
+// baseline (bench/baseline-server.mjs) on the same schema, same database, same load.
+//
+//   npm run bench [-- checkout] [--duration 10] [--connections 10] [--warmup 3]
+//                 [--servers ours,baseline] [--scenarios create,get]
+//                 [--cpu-prof] [--env KEY=VALUE ...] [--dist DIR]
+//
+// Scenarios:
+//   create  POST /api/v1/checkout-sessions with a unique Idempotency-Key per request
+//   get     GET  /api/v1/checkout-sessions/{id} over 1,000 pre-seeded sessions of the org
+// The servers run one at a time (the machine has 2 cores; autocannon takes the other one).
+// The database is `pcp_bench` (dropped, re-created and migrated each run), Redis keys use
+// their own prefix. Results: a table on stdout and bench/results/checkout-<timestamp>.json.
+//
+// --env KEY=VALUE   extra environment for the api only (scratch experiments)
+// --cpu-prof        writes a V8 CPU profile of the api to bench/results/prof-<timestamp>/
+// --dist DIR        compiled tree to run instead of dist/ (e.g. a copy, while others rebuild dist/)
+import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const NODE = process.execPath;
+const HOST = '127.0.0.1';
+const DB_NAME = 'pcp_bench';
+const PG_BASE = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
+const DATABASE_URL = `${PG_BASE}/${DB_NAME}`;
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const COLLECTION = '/api/v1/checkout-sessions';
+const GET_IDS = 1000;
+const AIMS = { create: 0.5, get: 0.6 };
+
+const children = new Set();
+
+function killAll(signal = 'SIGKILL') {
+  for (const child of children) {
+    try {
+      child.kill(signal);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+function parseArgs(args) {
+  const opts = { duration: 10, connections: 10, warmup: 3, servers: ['ours', 'baseline'], scenarios: ['create', 'get'], cpuProf: false, env: {}, dist: 'dist' };
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = args[i].split(/=(.*)/s, 2);
+    const value = () => {
+      const v = inline ?? args[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    const positive = (v) => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag} must be a positive number`);
+      return n;
+    };
+    switch (flag) {
+      case '--duration': opts.duration = positive(value()); break;
+      case '--connections': opts.connections = Math.round(positive(value())); break;
+      case '--warmup': opts.warmup = Number(value()); break;
+      case '--servers': opts.servers = value().split(','); break;
+      case '--scenarios': opts.scenarios = value().split(','); break;
+      case '--cpu-prof': opts.cpuProf = true; break;
+      case '--dist': opts.dist = value().replace(/\/$/, ''); break;
+      case '--env': {
+        const [k, v] = value().split(/=(.*)/s, 2);
+        opts.env[k] = v ?? '';
+        break;
+      }
+      default: throw new Error(`unknown flag ${args[i]} (see the header of bench/checkout.mjs)`);
+    }
+  }
+  for (const s of opts.servers) if (!['ours', 'baseline'].includes(s)) throw new Error(`unknown server ${s}`);
+  for (const s of opts.scenarios) if (!['create', 'get'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  if (!(opts.warmup >= 0)) throw new Error('--warmup must be >= 0');
+  return opts;
+}
+
+/** CPU time (user + system) a process has used so far, in ms; null where /proc is unavailable. */
+function cpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in USER_HZ (100/s)
+  } catch {
+    return null;
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, HOST, () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs a node script to completion; resolves with stdout, rejects with its output on a non-zero exit. */
+function runNode(args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      if (code === 0) resolve(out);
+      else reject(new Error(`node ${args.join(' ')} exited with ${code ?? signal}:\n${err || out}`));
+    });
+  });
+}
+
+/** Starts a server process and waits until GET /health/live answers 200. */
+async function startServer(name, args, env, port) {
+  const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let output = '';
+  const keep = (d) => {
+    output = (output + d).slice(-8000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => {
+    children.delete(child);
+    resolve(code ?? signal);
+  }));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} server exited during start-up:\n${output}`);
+    try {
+      const r = await fetch(`http://${HOST}:${port}/health/live`, { signal: AbortSignal.timeout(1000) });
+      await r.arrayBuffer();
+      if (r.ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${name} server did not answer /health/live within 60 s:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    name,
+    url: `http://${HOST}:${port}`,
+    pid: child.pid,
+    output: () => output,
+    /** SIGTERM (or `signal`), then SIGKILL after 10 s. */
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function withPg(database, fn) {
+  const client = new pg.Client({ connectionString: `${PG_BASE}/${database}` });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Fresh pcp_bench: drop, create, migrate with the compiled migrator, seed the demo org and merchant key. */
+async function prepareDatabase(redisPrefix, dist) {
+  await withPg('postgres', async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
+    await c.query(`CREATE DATABASE ${DB_NAME}`);
+  });
+  const env = { DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'silent' };
+  await runNode([`${dist}/src/database/migrate.js`], env);
+  const out = await runNode([`${dist}/src/cli.js`, 'demo:seed', '--json'], env);
+  const seed = JSON.parse(out.slice(out.indexOf('{'), out.lastIndexOf('}') + 1));
+  if (!seed.merchantKey || !seed.organizationId) throw new Error(`demo:seed printed no merchantKey/organizationId: ${out}`);
+  // Sessions for the GET scenario, the same rows for both servers.
+  const ids = await withPg(DB_NAME, async (c) => {
+    await c.query(
+      `INSERT INTO checkout_sessions (id, organization_id, amount_units, description, status, escrow_template_id, expires_at)
+       SELECT gen_random_uuid(), $1, 25000000, 'Bench order ' || g, 'open', 'custom', now() + interval '24 hours'
+       FROM generate_series(1, $2) g`,
+      [seed.organizationId, GET_IDS],
+    );
+    const { rows } = await c.query('SELECT id FROM checkout_sessions WHERE organization_id = $1', [seed.organizationId]);
+    return rows.map((r) => r.id);
+  });
+  return { merchantKey: seed.merchantKey, organizationId: seed.organizationId, ids };
+}
+
+/** Keeps autovacuum and checkpoints of earlier runs out of the measurement as far as possible. */
+async function settleDatabase() {
+  await withPg(DB_NAME, async (c) => {
+    await c.query('VACUUM ANALYZE checkout_sessions, idempotency_records');
+    await c.query('CHECKPOINT').catch(() => {});
+  });
+}
+
+function scenarioRequests(scenario, merchantKey, ids) {
+  const headers = { 'x-api-key': merchantKey };
+  if (scenario === 'create') {
+    return [
+      {
+        method: 'POST',
+        path: COLLECTION,
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ amount: '25.00', description: 'Bench order', orderId: 'bench-1' }),
+        // A unique Idempotency-Key per request.
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, 'idempotency-key': `bench-${randomUUID()}` } }),
+      },
+    ];
+  }
+  let next = 0;
+  return [
+    {
+      method: 'GET',
+      path: `${COLLECTION}/${ids[0]}`,
+      headers,
+      setupRequest: (req) => ({ ...req, path: `${COLLECTION}/${ids[next++ % ids.length]}` }),
+    },
+  ];
+}
+
+function cannon(url, requests, connections, duration) {
+  return autocannon({ url, connections, duration, requests, timeout: 10 });
+}
+
+function summarize(scenario, server, r, cpu) {
+  return {
+    scenario,
+    server,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx + r.errors + r.timeouts,
+    requests: r.requests.total,
+    statusCodes: r.statusCodeStats,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    latencyAvg: r.latency.average,
+    // CPU of the server process per request (µs): less sensitive than req/s to other load on the machine.
+    serverCpuUsPerRequest: cpu === null || !r.requests.total ? null : Math.round((cpu * 1000) / r.requests.total),
+  };
+}
+
+function table(rows) {
+  const header = ['scenario', 'server', 'requests/s', 'p50 ms', 'p99 ms', 'non-2xx', 'server cpu µs/req'];
+  const body = rows.map((r) => [r.scenario, r.server, r.rps.toFixed(1), String(r.p50), String(r.p99), String(r.non2xx), String(r.serverCpuUsPerRequest ?? '?')]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+export async function main(args) {
+  const opts = parseArgs(args);
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const redisPrefix = `pcp_bench_${Date.now().toString(36)}`;
+  const onSignal = (sig) => {
+    killAll();
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+  const onExit = () => killAll();
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('exit', onExit);
+
+  const results = [];
+  let profDir;
+  try {
+    console.log(`checkout bench: ${opts.connections} connections, ${opts.duration} s per scenario (+${opts.warmup} s warm-up), node ${process.version}, ${cpus().length} cpus`);
+    const { merchantKey, organizationId, ids } = await prepareDatabase(redisPrefix, opts.dist);
+    console.log(`database ${DB_NAME} migrated and seeded (organization ${organizationId}, ${ids.length} sessions for get)`);
+
+    const serverEnv = {
+      NODE_ENV: 'production',
+      DATABASE_URL,
+      REDIS_URL,
+      REDIS_PREFIX: redisPrefix,
+      LOG_LEVEL: 'silent',
+      RATE_LIMIT_PER_MINUTE: '1000000000',
+      RATE_LIMIT_PUBLIC_PER_MINUTE: '1000000000',
+    };
+    for (const server of opts.servers) {
+      const port = await freePort();
+      const env = { ...serverEnv, API_BASE_URL: `http://${HOST}:${port}`, CHECKOUT_BASE_URL: `http://${HOST}:${port}` };
+      let nodeArgs;
+      let stopSignal = 'SIGTERM';
+      if (server === 'ours') {
+        nodeArgs = [`${opts.dist}/src/main.js`];
+        if (opts.cpuProf) {
+          profDir = join(root, 'bench', 'results', `prof-${stamp}`);
+          mkdirSync(profDir, { recursive: true });
+          // The api re-raises SIGTERM after closing, which would skip writing the profile; exit cleanly on SIGUSR2 instead.
+          nodeArgs = ['--cpu-prof', '--cpu-prof-dir', profDir, '--import', 'data:text/javascript,process.on("SIGUSR2",()=>process.exit(0))', ...nodeArgs];
+          stopSignal = 'SIGUSR2';
+        }
+        Object.assign(env, opts.env);
+      } else {
+        nodeArgs = ['bench/baseline-server.mjs'];
+      }
+      const srv = await startServer(server, nodeArgs, env, port);
+      try {
+        for (const scenario of opts.scenarios) {
+          const requests = scenarioRequests(scenario, merchantKey, ids);
+          if (opts.warmup > 0) await cannon(srv.url, requests, opts.connections, opts.warmup);
+          await settleDatabase();
+          const cpuBefore = cpuMs(srv.pid);
+          const raw = await cannon(srv.url, scenarioRequests(scenario, merchantKey, ids), opts.connections, opts.duration);
+          const cpuAfter = cpuMs(srv.pid);
+          const r = summarize(scenario, server, raw, cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore);
+          results.push(r);
+          console.log(`  ${scenario.padEnd(6)} ${server.padEnd(8)} ${r.rps.toFixed(1)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  non-2xx ${r.non2xx}  server cpu ${r.serverCpuUsPerRequest ?? '?'} µs/req`);
+          if (r.non2xx > 0) console.log(`    status codes: ${JSON.stringify(r.statusCodes)}, errors ${r.errors}, timeouts ${r.timeouts}`);
+        }
+      } finally {
+        await srv.stop(stopSignal);
+      }
+    }
+  } finally {
+    killAll();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    process.off('exit', onExit);
+  }
+
+  const order = { create: 0, get: 1 };
+  results.sort((a, b) => order[a.scenario] - order[b.scenario] || (a.server === 'ours' ? -1 : 1));
+  const ratios = {};
+  const cpuRatios = {};
+  for (const scenario of opts.scenarios) {
+    const ours = results.find((r) => r.scenario === scenario && r.server === 'ours');
+    const base = results.find((r) => r.scenario === scenario && r.server === 'baseline');
+    if (ours && base && base.rps > 0) ratios[scenario] = ours.rps / base.rps;
+    if (ours?.serverCpuUsPerRequest && base?.serverCpuUsPerRequest) cpuRatios[scenario] = ours.serverCpuUsPerRequest / base.serverCpuUsPerRequest;
+  }
+  console.log('');
+  console.log(table(results));
+  console.log('');
+  for (const [scenario, ratio] of Object.entries(ratios)) {
+    const aim = AIMS[scenario];
+    console.log(`ratio ours/baseline req/s  ${scenario.padEnd(6)} ${ratio.toFixed(2)}  (aim >= ${aim}: ${ratio >= aim ? 'met' : 'NOT met'})`);
+  }
+  for (const [scenario, ratio] of Object.entries(cpuRatios)) {
+    console.log(`server cpu per request, ours/baseline  ${scenario.padEnd(6)} ${ratio.toFixed(1)}x`);
+  }
+  console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (${cpus().length} cpus; other load skews req/s)`);
+
+  const outDir = join(root, 'bench', 'results');
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, `checkout-${stamp}.json`);
+  const report = {
+    benchmark: 'checkout',
+    startedAt: stamp,
+    node: process.version,
+    cpus: cpus().length,
+    options: { duration: opts.duration, connections: opts.connections, warmup: opts.warmup, env: opts.env, cpuProf: opts.cpuProf, dist: opts.dist },
+    results,
+    ratios,
+    serverCpuRatios: cpuRatios,
+    loadAverage: loadavg(),
+    aims: AIMS,
+  };
+  writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
+  console.log(`\nresults: ${relative(root, file)}`);
+  if (profDir) console.log(`cpu profile: ${relative(root, profDir)}`);
+  return report;
+}
