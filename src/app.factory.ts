@@ -74,6 +74,7 @@ export async function createApiApp(): Promise<NestExpressApplication> {
   app.useLogger(app.get(Logger));
   app.set('trust proxy', 'loopback');
   app.disable('x-powered-by');
+  app.set('etag', false);
   app.use(requestIdMiddleware);
   for (const parser of bodyParsers()) app.use(parser);
   app.useGlobalPipes(

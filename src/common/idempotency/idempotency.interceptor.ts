@@ -19,6 +19,22 @@ interface StoredError {
   details?: Record<string, unknown>;
 }
 
+interface RecordContext {
+  key: string;
+  scopeHash: string;
+  fingerprint: string;
+  organizationId: string;
+  method: string;
+  path: string;
+}
+
+/** Carries a storable refusal out of the business transaction, so its writes roll back before the refusal is recorded. */
+class StorableRefusal extends Error {
+  constructor(readonly error: AppError) {
+    super(error.message);
+  }
+}
+
 /**
  * Business outcomes worth replaying (DESIGN §5): 2xx and final business refusals. Validation
  * 400s, 401, missing_scope, 429, 5xx, idempotency 409s and an unmined transaction's 409 run again.
@@ -52,8 +68,9 @@ export function resolveIdempotencyKey(header: string | undefined, bodyKey: unkno
 /**
  * Idempotency as an opt-in interceptor backed by Postgres (STYLE §8, DESIGN §5). The record is
  * written in the same transaction as the business change: the handler runs inside the
- * transaction this interceptor opens, and a storable business error is recorded after rolling
- * the handler's writes back to a savepoint.
+ * transaction this interceptor opens (one statement takes the key's advisory lock and reads its
+ * record). A storable business refusal rolls that transaction back and is recorded in a short
+ * one of its own; a twin that slips in between finds no effect to repeat and records nothing new.
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -84,35 +101,39 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return from(this.run(next, res, { key, scopeHash, fingerprint, organizationId: principal.organizationId, method: req.method, path }));
   }
 
-  private async run(
-    next: CallHandler,
-    res: Response,
-    r: { key: string; scopeHash: string; fingerprint: string; organizationId: string; method: string; path: string },
-  ): Promise<unknown> {
-    const outcome = await this.txHost.withTransaction(Propagation.RequiresNew, async () => {
-      if (!(await this.records.tryLock(r.scopeHash, r.key))) {
-        throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still in progress', { reason: 'in_progress' }, 409, {
-          'Retry-After': '1',
-        });
-      }
-      const existing = await this.records.findLive(r.scopeHash, r.key);
-      if (existing) {
-        if (existing.fingerprint !== r.fingerprint) {
-          throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request', { reason: 'payload_mismatch' }, 422);
+  private async run(next: CallHandler, res: Response, r: RecordContext): Promise<unknown> {
+    const ttl = this.config.env.IDEMPOTENCY_TTL_HOURS;
+    const outcome = await this.txHost
+      .withTransaction(Propagation.RequiresNew, async () => {
+        const { locked, record } = await this.records.lockAndFind(r.scopeHash, r.key);
+        if (!locked) {
+          throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still in progress', { reason: 'in_progress' }, 409, {
+            'Retry-After': '1',
+          });
         }
-        return { replayed: true, status: existing.responseStatus, body: existing.responseBody };
-      }
-      try {
-        const body = await this.txHost.withTransaction(Propagation.Nested, () => lastValueFrom<unknown, undefined>(next.handle(), { defaultValue: undefined }));
-        await this.records.insert({ ...this.recordBase(r), responseStatus: 200, responseBody: body ?? null }, this.config.env.IDEMPOTENCY_TTL_HOURS);
-        return { replayed: false, status: 200, body };
-      } catch (err) {
-        if (!isStorableError(err)) throw err;
-        const stored: StoredError = { error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) };
-        await this.records.insert({ ...this.recordBase(r), responseStatus: err.status, responseBody: stored }, this.config.env.IDEMPOTENCY_TTL_HOURS);
-        return { replayed: false, status: err.status, body: stored };
-      }
-    });
+        if (record) {
+          if (record.fingerprint !== r.fingerprint) {
+            throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request', { reason: 'payload_mismatch' }, 422);
+          }
+          return { replayed: true, status: record.responseStatus, body: record.responseBody };
+        }
+        try {
+          const body = await lastValueFrom<unknown, undefined>(next.handle(), { defaultValue: undefined });
+          await this.records.insert({ ...this.recordBase(r), responseStatus: 200, responseBody: body ?? null }, ttl);
+          return { replayed: false, status: 200, body };
+        } catch (err) {
+          throw isStorableError(err) ? new StorableRefusal(err) : err;
+        }
+      })
+      .catch(async (err: unknown) => {
+        if (!(err instanceof StorableRefusal)) throw err;
+        const e = err.error;
+        const stored: StoredError = { error: e.message, code: e.code, ...(e.details ? { details: e.details } : {}) };
+        await this.txHost.withTransaction(Propagation.RequiresNew, () =>
+          this.records.insert({ ...this.recordBase(r), responseStatus: e.status, responseBody: stored }, ttl),
+        );
+        return { replayed: false, status: e.status, body: stored as unknown };
+      });
     res.setHeader(REPLAYED, String(outcome.replayed));
     if (outcome.status >= 400) {
       const stored = outcome.body as StoredError;
@@ -122,7 +143,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return outcome.body;
   }
 
-  private recordBase(r: { key: string; scopeHash: string; fingerprint: string; organizationId: string; method: string; path: string }) {
+  private recordBase(r: RecordContext) {
     return { scopeHash: r.scopeHash, idempotencyKey: r.key, fingerprint: r.fingerprint, organizationId: r.organizationId, method: r.method, path: r.path };
   }
 }

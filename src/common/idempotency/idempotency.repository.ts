@@ -1,8 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { v7 as uuidv7 } from 'uuid';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { IdempotencyRecord } from './idempotency-record.entity';
+
+/** A stored outcome: status and the body exactly as first sent. */
+export interface StoredOutcome {
+  fingerprint: string;
+  responseStatus: number;
+  responseBody: unknown;
+}
 
 /** Postgres storage of idempotency records; every call runs in the caller's transaction. */
 @Injectable()
@@ -14,29 +20,52 @@ export class IdempotencyRepository {
   }
 
   /**
-   * Takes a transaction-scoped advisory lock on (scope, key) without waiting.
-   * @returns false when another transaction holds it (the twin request is in flight).
+   * In one round trip: takes a transaction-scoped advisory lock on (scope, key) without waiting,
+   * and reads the live record for it (DESIGN §5).
+   * @returns locked false when another transaction holds the lock (the twin request is in flight).
    */
-  async tryLock(scopeHash: string, key: string): Promise<boolean> {
-    const rows: Array<{ locked: boolean }> = await this.tx.query(
-      'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
-      [`${scopeHash}:${key}`],
+  async lockAndFind(scopeHash: string, key: string): Promise<{ locked: boolean; record: StoredOutcome | null }> {
+    const rows: Array<{ locked: boolean; fingerprint: string | null; response_status: number | null; response_body: string | null }> = await this.tx.query(
+      `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked, r.fingerprint, r.response_status, r.response_body
+         FROM (SELECT 1) AS one
+         LEFT JOIN idempotency_records r ON r.scope_hash = $2 AND r.idempotency_key = $3 AND r.expires_at > now()`,
+      [`${scopeHash}:${key}`, scopeHash, key],
     );
-    return rows[0].locked;
+    const row = rows[0];
+    const record =
+      row.fingerprint === null
+        ? null
+        : { fingerprint: row.fingerprint, responseStatus: row.response_status!, responseBody: JSON.parse(row.response_body!) as unknown };
+    return { locked: row.locked, record };
   }
 
-  /** The live record for (scope, key); an expired one is deleted first so the key runs anew. */
-  async findLive(scopeHash: string, key: string): Promise<IdempotencyRecord | null> {
-    await this.tx.query('DELETE FROM idempotency_records WHERE scope_hash = $1 AND idempotency_key = $2 AND expires_at <= now()', [
-      scopeHash,
-      key,
-    ]);
-    return this.tx.getRepository(IdempotencyRecord).findOneBy({ scopeHash, idempotencyKey: key });
-  }
-
+  /**
+   * Stores a finished outcome; an expired record under the same key is replaced, a live one is
+   * kept (the first outcome wins).
+   */
   async insert(record: Omit<IdempotencyRecord, 'id' | 'createdAt' | 'expiresAt'>, ttlHours: number): Promise<void> {
-    const row = { ...record, id: uuidv7(), expiresAt: new Date(Date.now() + ttlHours * 3600_000) };
-    await this.tx.getRepository(IdempotencyRecord).insert(row as QueryDeepPartialEntity<IdempotencyRecord>);
+    await this.tx.query(
+      `INSERT INTO idempotency_records
+         (id, scope_hash, idempotency_key, organization_id, method, path, fingerprint, response_status, response_body, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(hours => $10))
+       ON CONFLICT (scope_hash, idempotency_key) DO UPDATE SET
+         id = EXCLUDED.id, organization_id = EXCLUDED.organization_id, method = EXCLUDED.method, path = EXCLUDED.path,
+         fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status,
+         response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at
+       WHERE idempotency_records.expires_at <= now()`,
+      [
+        uuidv7(),
+        record.scopeHash,
+        record.idempotencyKey,
+        record.organizationId,
+        record.method,
+        record.path,
+        record.fingerprint,
+        record.responseStatus,
+        JSON.stringify(record.responseBody ?? null),
+        ttlHours,
+      ],
+    );
   }
 
   /** Deletes expired records; returns how many (run by the worker's reaper). */

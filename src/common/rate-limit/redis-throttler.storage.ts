@@ -14,17 +14,21 @@ return {hits, ttl}`;
 
 /**
  * Fixed-window counters in Redis shared by every api replica (DESIGN §1: nothing in process
- * memory another replica needs). `ttl` is in milliseconds, as @nestjs/throttler passes it.
+ * memory another replica needs). `ttl` is in milliseconds, as @nestjs/throttler passes it. The
+ * script is sent once and then run by its SHA (ioredis defineCommand → EVALSHA).
  */
 @Injectable()
 export class RedisThrottlerStorage implements ThrottlerStorage {
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    if (!('pcpRateLimit' in redis)) redis.defineCommand('pcpRateLimit', { numberOfKeys: 1, lua: INCREMENT });
+  }
 
   async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
-    const [hits, pttl] = (await this.redis.eval(INCREMENT, 1, `${this.config.env.REDIS_PREFIX}:rl:${key}`, ttl)) as [number, number];
+    const run = (this.redis as unknown as { pcpRateLimit(key: string, ttl: number): Promise<[number, number]> }).pcpRateLimit.bind(this.redis);
+    const [hits, pttl] = await run(`${this.config.env.REDIS_PREFIX}:rl:${key}`, ttl);
     const seconds = Math.max(1, Math.ceil(pttl / 1000));
     return { totalHits: hits, timeToExpire: seconds, isBlocked: hits > limit, timeToBlockExpire: hits > limit ? seconds : 0 };
   }

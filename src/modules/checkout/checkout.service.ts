@@ -96,8 +96,7 @@ export class CheckoutService {
       expiresAt,
     });
     const saved = await (this.txHost as TxHost).withTransaction(() => this.repo.insert(session));
-    const row = await this.repo.findById(saved.id);
-    return this.mapper.toDto(row!);
+    return this.mapper.toDto(saved);
   }
 
   /** @throws AppError not_found when absent or another organisation's (SPEC: 404 when absent). */
