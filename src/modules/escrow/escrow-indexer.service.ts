@@ -17,7 +17,7 @@ export interface PollResult {
   toBlock: number;
   events: number;
   applied: number;
-  /** Set when a reorg of already-processed blocks was found: the block indexing resumed after. */
+  /** Set when a reorg of blocks with applied events (read here or by the API fast path) was found: the block indexing resumed after. */
   reorgForkBlock?: number;
 }
 
@@ -27,7 +27,8 @@ export interface PollResult {
  *   head − CONFIRMATIONS and applies each through the ledger (once per tx hash + log index). Before
  *   reading it compares the cursor block's hash with the chain; on a mismatch it finds the fork
  *   point among remembered block hashes, forgets the events above it, re-derives the affected
- *   escrows and re-indexes from there.
+ *   escrows and re-indexes from there. Events the API applied from blocks above the cursor are
+ *   checked by their block hash the same way.
  * - {@link autoReleaseDue} releases delivered escrows whose inspection window has passed (by chain
  *   time), sending the release with the relayer key.
  * - {@link expireCheckouts} records expiry of open checkouts.
@@ -56,6 +57,14 @@ export class EscrowIndexer {
       reorgForkBlock = await this.findFork(cursor);
       await this.rollbackTo(reorgForkBlock, cursor);
       cursor = reorgForkBlock;
+    } else {
+      // The API fast path applies logs of blocks the indexer has not read yet; a reorg of only those
+      // blocks leaves the cursor block intact, so check their hashes too.
+      const orphaned = await this.firstOrphanedBlockAbove(cursor);
+      if (orphaned !== null) {
+        await this.rollbackTo(orphaned - 1, cursor);
+        reorgForkBlock = cursor;
+      }
     }
     const fromBlock = cursor + 1;
     const toBlock = Math.min(target, cursor + MAX_RANGE);
@@ -105,12 +114,21 @@ export class EscrowIndexer {
     return this.config.env.ESCROW_DEPLOY_BLOCK - 1;
   }
 
+  /** Lowest block above `cursor` holding applied events whose hash is no longer canonical, or null. */
+  private async firstOrphanedBlockAbove(cursor: number): Promise<number | null> {
+    for (const b of await this.repo.appliedBlocksAbove(cursor)) {
+      if ((await this.chain.gateway.getBlockHash(b.blockNumber)) !== b.blockHash) return b.blockNumber;
+    }
+    return null;
+  }
+
+  /** Forgets what was applied above `fork`, re-derives those escrows; the cursor never moves forward here. */
   private async rollbackTo(fork: number, cursor: number): Promise<void> {
-    this.logger.error({ forkBlock: fork, depth: cursor - fork }, 'chain reorg below the processed cursor; re-deriving escrows from the canonical chain');
+    this.logger.error({ forkBlock: fork, cursor }, 'chain reorg of applied blocks; re-deriving escrows from the canonical chain');
     await (this.txHost as TxHost).withTransaction(async () => {
       const affected = await this.repo.rollbackAbove(fork);
       for (const id of affected) await this.ledger.rebuild(id);
-      await this.repo.setCursor(CURSOR, fork);
+      await this.repo.setCursor(CURSOR, Math.min(fork, cursor));
     });
   }
 }

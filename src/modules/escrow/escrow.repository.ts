@@ -49,9 +49,11 @@ export class EscrowRepository {
     await this.em.getRepository(Escrow).insert(escrow as QueryDeepPartialEntity<Escrow>);
   }
 
+  /** Writes the derived state; also sets `escrow.updatedAt`, so a response rendered from it matches a later read. */
   async update(escrow: Escrow): Promise<void> {
-    const { id, status, deliveredAt, autoReleaseAt } = escrow;
-    await this.em.getRepository(Escrow).update({ id }, { status, deliveredAt, autoReleaseAt, updatedAt: new Date() });
+    escrow.updatedAt = new Date();
+    const { id, status, deliveredAt, autoReleaseAt, updatedAt } = escrow;
+    await this.em.getRepository(Escrow).update({ id }, { status, deliveredAt, autoReleaseAt, updatedAt });
   }
 
   async delete(id: string): Promise<void> {
@@ -131,9 +133,19 @@ export class EscrowRepository {
     return rows.map((r) => ({ blockNumber: Number(r.block_number), blockHash: r.block_hash }));
   }
 
+  /** Distinct blocks above `blockNumber` that hold applied events (the API fast path runs ahead of the indexer), lowest first. */
+  async appliedBlocksAbove(blockNumber: number): Promise<Array<{ blockNumber: number; blockHash: string }>> {
+    const rows: Array<{ block_number: string; block_hash: string }> = await this.em.query(
+      'SELECT DISTINCT block_number, block_hash FROM escrow_chain_events WHERE block_number > $1 ORDER BY block_number',
+      [blockNumber],
+    );
+    return rows.map((r) => ({ blockNumber: Number(r.block_number), blockHash: r.block_hash }));
+  }
+
   /** Forgets everything applied above `forkBlock`; returns the ids of escrows that lost events. */
   async rollbackAbove(forkBlock: number): Promise<string[]> {
-    const rows: Array<{ escrow_id: string }> = await this.em.query(
+    // TypeORM's Postgres driver answers a DELETE with [rows, affected count], not the rows alone.
+    const [rows]: [Array<{ escrow_id: string }>, number] = await this.em.query(
       'DELETE FROM escrow_chain_events WHERE block_number > $1 RETURNING escrow_id',
       [forkBlock],
     );

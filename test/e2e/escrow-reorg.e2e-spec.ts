@@ -1,0 +1,166 @@
+import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
+import { createTestApp, TestApp } from '../support/app';
+import {
+  chainEventRows,
+  checkoutEvents,
+  createCheckout,
+  createParties,
+  fundingTerms,
+  getCheckout,
+  indexUntilStatus,
+  Party,
+  pollToHead,
+  TestChain,
+} from '../support/chain';
+import { expectError } from '../support/errors';
+
+jest.setTimeout(60_000);
+
+/**
+ * Chain reorgs (DESIGN §7; issue 4 "Reorg"): anvil evm_snapshot/evm_revert undoes blocks whose
+ * escrow logs were applied, and fresh blocks are mined on top, so the same heights carry other
+ * hashes. The indexer must notice by block hash, forget what the old branch applied and re-derive
+ * escrows and checkouts from the canonical chain. Each test reverts only blocks it created itself
+ * (the anvil is shared by the run) and leaves the indexer caught up on the new branch.
+ */
+describe('escrow indexer: chain reorgs', () => {
+  let t: TestApp;
+  let chain: TestChain;
+  let indexer: EscrowIndexer;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    chain = new TestChain();
+    indexer = t.app.get(EscrowIndexer);
+  });
+  afterAll(async () => {
+    chain?.close();
+    await t?.close();
+  });
+
+  const getEscrow = (party: Party, id: string) => t.http.get(`/api/v1/escrows/${id}`).set('X-Api-Key', party.org.key);
+
+  /** Runs `inBranch` on a branch that is reverted afterwards (also when it fails), then mines `mine` blocks. */
+  async function onOrphanedBranch<T>(inBranch: () => Promise<T>, mine = 3): Promise<T> {
+    const snapshot = await chain.snapshot();
+    let result: T;
+    try {
+      result = await inBranch();
+    } finally {
+      await chain.revert(snapshot);
+      await chain.mine(mine);
+    }
+    return result;
+  }
+
+  /** The cursor row and whether the remembered hash of its block is the canonical one. */
+  async function cursorState() {
+    const [cursor] = await t.dataSource.query(`SELECT block_number::int AS n FROM chain_cursors WHERE name = 'escrow'`);
+    const [block] = await t.dataSource.query('SELECT block_hash FROM chain_blocks WHERE block_number = $1', [cursor.n]);
+    return { cursor: cursor.n as number, canonical: block?.block_hash === (await chain.provider.getBlock(cursor.n))?.hash };
+  }
+
+  async function fundedAndIndexed(seller: Party, buyer: Party) {
+    const checkout = await createCheckout(t, seller.org, { amount: '9.00' });
+    const { funding, terms } = await fundingTerms(t, checkout.id);
+    await chain.fundWithAuthorization(buyer.wallet, terms, funding.termsSignature);
+    const escrowId = (await indexUntilStatus(t, seller.org, checkout.id, 'funded')).escrowId as string;
+    await pollToHead(t, chain);
+    return { checkout, escrowId, key: terms.escrowKey };
+  }
+
+  it('a funding applied by the indexer and then reorged away: detected, the escrow is gone, the checkout open again; funding again works', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount: '11.00' });
+    const { funding, terms } = await fundingTerms(t, checkout.id);
+    const buyerBalance = await chain.usdcBalance(buyer.wallet.address);
+    const before = await pollToHead(t, chain);
+    const forkBlock = before.toBlock;
+
+    const orphaned = await onOrphanedBranch(async () => {
+      const fundTx = await chain.fundWithAuthorization(buyer.wallet, terms, funding.termsSignature);
+      const session = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+      expect((await chain.provider.getTransactionReceipt(fundTx))!.blockNumber).toBeGreaterThan(forkBlock);
+      expect((await cursorState()).cursor).toBeGreaterThan(forkBlock);
+      return { fundTx, escrowId: session.escrowId as string };
+    });
+    expect(await chain.provider.getTransactionReceipt(orphaned.fundTx)).toBeNull();
+    expect(await chain.headBlock()).toBeGreaterThan((await cursorState()).cursor);
+
+    const pass = await indexer.pollOnce();
+    expect(pass.reorgForkBlock).toBe(forkBlock);
+    expect(pass.toBlock).toBe(await chain.headBlock());
+
+    expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ status: 'open', escrowId: null });
+    expectError(await getEscrow(seller, orphaned.escrowId), 404, 'not_found');
+    expect(await chainEventRows(t, orphaned.escrowId)).toEqual([]);
+    expect((await chain.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('none');
+    expect(await chain.usdcBalance(buyer.wallet.address)).toBe(buyerBalance);
+    // Webhooks already written are not retracted (DESIGN §7: detected and reported).
+    expect((await checkoutEvents(t, checkout.id)).map((e) => e.type)).toEqual(['checkout.funded']);
+    expect(await cursorState()).toEqual({ cursor: pass.toBlock, canonical: true });
+
+    // The checkout is payable again on the canonical chain, with the same signed terms.
+    expect((await t.http.get(`/api/v1/checkout-sessions/${checkout.id}/funding-terms`)).status).toBe(200);
+    await chain.fundWithAuthorization(buyer.wallet, terms, funding.termsSignature);
+    const refunded = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    expect(refunded.escrowId).not.toBe(orphaned.escrowId);
+    expect((await getEscrow(seller, refunded.escrowId as string)).body).toMatchObject({ status: 'funded', amount: '11.00' });
+    expect((await checkoutEvents(t, checkout.id)).map((e) => e.type)).toEqual(['checkout.funded', 'checkout.funded']);
+
+    const after = await indexer.pollOnce();
+    expect(after.reorgForkBlock).toBeUndefined();
+    expect(await cursorState()).toMatchObject({ canonical: true });
+  });
+
+  it('a later action reorged away is forgotten: the escrow is re-derived from its remaining events and the action can be repeated', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const { checkout, escrowId, key } = await fundedAndIndexed(seller, buyer);
+
+    await onOrphanedBranch(async () => {
+      const acceptTx = await chain.act(seller.wallet, 'accept', key);
+      const res = await t.http.post(`/api/v1/escrows/${escrowId}/accept`).set('X-Api-Key', seller.org.key).send({ txHash: acceptTx });
+      expect(res.body.status).toBe('accepted');
+      await pollToHead(t, chain);
+    });
+
+    const pass = await indexer.pollOnce();
+    expect(pass.reorgForkBlock).toEqual(expect.any(Number));
+    const view = (await getEscrow(seller, escrowId)).body;
+    expect(view.status).toBe('funded');
+    expect(view.transactions.map((x: { action: string }) => x.action)).toEqual(['funded']);
+    expect((await getCheckout(t, seller.org, checkout.id)).status).toBe('funded');
+    expect((await chain.gateway.getOnChainEscrow(key)).state).toBe('funded');
+
+    const again = await chain.act(seller.wallet, 'accept', key);
+    const res = await t.http.post(`/api/v1/escrows/${escrowId}/accept`).set('X-Api-Key', seller.org.key).send({ txHash: again });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('accepted');
+    expect((await indexer.pollOnce()).reorgForkBlock).toBeUndefined();
+  });
+
+  it('an action the API applied ahead of the indexer and then reorged away is forgotten too', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const { checkout, escrowId, key } = await fundedAndIndexed(seller, buyer);
+    const { cursor } = await cursorState();
+
+    await onOrphanedBranch(async () => {
+      const acceptTx = await chain.act(seller.wallet, 'accept', key);
+      expect((await chain.provider.getTransactionReceipt(acceptTx))!.blockNumber).toBeGreaterThan(cursor);
+      const res = await t.http.post(`/api/v1/escrows/${escrowId}/accept`).set('X-Api-Key', seller.org.key).send({ txHash: acceptTx });
+      expect(res.body.status).toBe('accepted'); // applied by the API fast path; the indexer has not read that block
+    });
+
+    const pass = await indexer.pollOnce();
+    expect(pass.reorgForkBlock).toBe(cursor); // indexing resumes where it was; only the fast path's event is forgotten
+    expect((await getEscrow(seller, escrowId)).body.status).toBe('funded');
+    expect((await getCheckout(t, seller.org, checkout.id)).status).toBe('funded');
+    expect((await chainEventRows(t, escrowId)).map((r) => r.action)).toEqual(['funded']);
+    expect(await cursorState()).toEqual({ cursor: pass.toBlock, canonical: true });
+
+    const again = await chain.act(seller.wallet, 'accept', key);
+    const res = await t.http.post(`/api/v1/escrows/${escrowId}/accept`).set('X-Api-Key', seller.org.key).send({ txHash: again });
+    expect(res.body.status).toBe('accepted');
+    expect((await indexer.pollOnce()).reorgForkBlock).toBeUndefined();
+  });
+});
