@@ -148,6 +148,33 @@ describe('escrow refusals', () => {
   });
 
   describe('parties', () => {
+    it('a business refusal under an Idempotency-Key is stored and replayed, and a 409 state conflict too (DESIGN §5)', async () => {
+      const { escrowId } = await escrowIn('funded');
+      const key = randomUUID();
+      const body = { txHash: randomHash(), confirm: true };
+      const first = await post(seller, `${escrowId}/release`, body, key);
+      expectError(first, 403, 'forbidden');
+      expect(first.headers['idempotent-replayed']).toBe('false');
+      const again = await post(seller, `${escrowId}/release`, body, key);
+      expectError(again, 403, 'forbidden');
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect({ ...again.body, requestId: undefined }).toEqual({ ...first.body, requestId: undefined });
+      const rows: Array<{ response_status: number }> = await t.dataSource.query(
+        'SELECT response_status FROM idempotency_records WHERE idempotency_key = $1',
+        [key],
+      );
+      expect(rows).toEqual([{ response_status: 403 }]);
+
+      const stateKey = randomUUID();
+      const stateBody = { txHash: randomHash() };
+      const conflict = await post(seller, `${escrowId}/mark-delivered`, stateBody, stateKey);
+      expect(expectError(conflict, 409, 'invalid_request')).toMatchObject({ status: 'funded', allowed: ['accepted'] });
+      const conflictReplay = await post(seller, `${escrowId}/mark-delivered`, stateBody, stateKey);
+      expectError(conflictReplay, 409, 'invalid_request');
+      expect(conflictReplay.headers['idempotent-replayed']).toBe('true');
+      expectError(await post(seller, `${escrowId}/mark-delivered`, { txHash: randomHash() }, stateKey), 422, 'idempotency_conflict');
+    });
+
     it('the buyer reporting a valid accept → 403 forbidden, before any chain check', async () => {
       const { escrowId, key } = await escrowIn('funded');
       const txHash = await chain.act(seller.wallet, 'accept', key);
