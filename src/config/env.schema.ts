@@ -73,6 +73,7 @@ export class EnvSchema {
   @Max(1000)
   WEBHOOK_RETRY_SCALE = 1;
   @Transform(toInt) @IsInt() @Min(100) @Max(60000) WEBHOOK_TIMEOUT_MS = 15000;
+  @Transform(toInt) @IsInt() @Min(100) @Max(3600000) WEBHOOK_RECOVERY_INTERVAL_MS = 15000;
   @Transform(toBool) @IsBoolean() WEBHOOK_ALLOW_HTTP = false;
   @Transform(toBool) @IsBoolean() WEBHOOK_ALLOW_PRIVATE = false;
 

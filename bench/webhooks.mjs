@@ -1,0 +1,457 @@
+// Webhook delivery throughput and latency: events written to the outbox, relayed by the compiled
+// worker (dist/src/worker.js), signed and POSTed to a local receiver — against a baseline of a
+// bare BullMQ queue with one worker process POSTing the same bodies with undici.
+//
+//   npm run bench -- webhooks [--events 5000] [--paced 1000] [--rate 100] [--warmup 200]
+//                             [--concurrency N] [--servers ours,baseline] [--dist DIR]
+//
+// --concurrency is the baseline worker's (default: ours, DELIVERY_CONCURRENCY); --dist DIR runs
+// a compiled tree other than dist/ (e.g. a private copy while others rebuild dist/).
+//
+// Phases, for each side in turn (the machine has 2 cores; one side runs at a time):
+//   warmup  --warmup events at --rate per second (not measured)
+//   burst   --events events at once: ours inserts them into outbox_events in one transaction,
+//           the baseline adds them to its queue with one addBulk; deliveries/s = events / time
+//           from that commit (or addBulk) until the receiver has seen every event
+//   paced   --paced events at --rate per second, each in its own transaction (ours) or add
+//           (baseline): event-to-receipt latency at a moderate rate
+// Latency is measured in this process: from just before the insert (or add) to the receiver
+// reading the request. The receiver answers 200 at once; a sample of ours is verified with the
+// standardwebhooks library. Database `pcp_bench_webhooks` (dropped, re-created, migrated each
+// run), Redis keys under their own prefix (deleted afterwards). Results: a table on stdout and
+// bench/results/webhooks-<timestamp>.json.
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import { createServer as createNetServer } from 'node:net';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import pg from 'pg';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const NODE = process.execPath;
+const HOST = '127.0.0.1';
+const DB_NAME = 'pcp_bench_webhooks';
+const PG_BASE = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
+const DATABASE_URL = `${PG_BASE}/${DB_NAME}`;
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const SIGNER_ENCRYPTION_KEY = 'bench-only-signer-encryption-key-0123456789';
+const BASELINE_QUEUE = 'baseline-webhooks';
+const AIMS = { throughputRatio: 0.5, pacedP50Ms: 100 };
+
+const children = new Set();
+
+function parseArgs(args) {
+  const opts = { events: 5000, paced: 1000, rate: 100, warmup: 200, concurrency: null, servers: ['ours', 'baseline'], dist: 'dist' };
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = args[i].split(/=(.*)/s, 2);
+    const value = () => {
+      const v = inline ?? args[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    const count = () => {
+      const n = Number(value());
+      if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} must be a whole number >= 0`);
+      return n;
+    };
+    switch (flag) {
+      case '--events': opts.events = count(); break;
+      case '--paced': opts.paced = count(); break;
+      case '--rate': opts.rate = count(); break;
+      case '--warmup': opts.warmup = count(); break;
+      case '--concurrency': opts.concurrency = count(); break;
+      case '--servers': opts.servers = value().split(','); break;
+      case '--dist': opts.dist = value().replace(/\/$/, ''); break;
+      default: throw new Error(`unknown flag ${args[i]} (see the header of bench/webhooks.mjs)`);
+    }
+  }
+  for (const s of opts.servers) if (!['ours', 'baseline'].includes(s)) throw new Error(`unknown server ${s}`);
+  if (opts.rate < 1) throw new Error('--rate must be >= 1');
+  return opts;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createNetServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, HOST, () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function runNode(args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      if (code === 0) resolve(out);
+      else reject(new Error(`node ${args.join(' ')} exited with ${code ?? signal}:\n${out}`));
+    });
+  });
+}
+
+/** Spawns a long-running process and waits until `ready()` resolves true. */
+async function startProcess(name, args, env, ready) {
+  const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let output = '';
+  const keep = (d) => (output = (output + d).slice(-8000));
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      resolve(code ?? signal);
+    }),
+  );
+  const deadline = Date.now() + 60_000;
+  while (!(await ready(() => output).catch(() => false))) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited during start-up:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${name} was not ready within 60 s:\n${output}`);
+    }
+    await sleep(100);
+  }
+  return {
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function withPg(database, fn) {
+  const client = new pg.Client({ connectionString: `${PG_BASE}/${database}` });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function deleteRedisKeys(prefix) {
+  const { default: Redis } = await import('ioredis');
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A receiver that answers 200 at once and records when each webhook-id first arrived. */
+async function startReceiver() {
+  const firstSeen = new Map();
+  let requests = 0;
+  const sample = [];
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.now();
+      requests++;
+      const id = req.headers['webhook-id'];
+      if (!firstSeen.has(id)) firstSeen.set(id, at);
+      if (sample.length < 50 && req.headers['webhook-signature']) sample.push({ body: Buffer.concat(chunks).toString('utf8'), headers: { ...req.headers } });
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+    });
+  });
+  server.keepAliveTimeout = 10_000;
+  await new Promise((resolve) => server.listen(0, HOST, resolve));
+  return {
+    url: `http://${HOST}:${server.address().port}/hook`,
+    firstSeen,
+    sample,
+    get requests() {
+      return requests;
+    },
+    async waitFor(ids, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      while (!ids.every((id) => firstSeen.has(id))) {
+        if (Date.now() > deadline) throw new Error(`receiver saw ${ids.filter((id) => firstSeen.has(id)).length}/${ids.length} events within ${timeoutMs} ms`);
+        await sleep(5);
+      }
+    },
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(resolve);
+    }),
+  };
+}
+
+/** A realistic event object: a checkout session as the API renders it. */
+function eventObject(n) {
+  const now = new Date().toISOString();
+  return {
+    id: randomUUID(), amount: '25.00', description: `Bench order ${n}`, status: 'funded', settlement: 'escrow', orderId: `order-${n}`,
+    shopDomain: 'shop.example.com', escrowId: randomUUID(), escrowTemplateId: 'physical', payUrl: `https://pay.example.com/checkout/${n}`,
+    redirectUrl: 'https://shop.example.com/thanks', metadata: { sku: 'MUG-1', qty: 1 },
+    fee: { source: 'checkout', grossAmount: '25.00', feeAmount: '0.00', netAmount: '25.00', bps: 0, currency: 'USDC' },
+    expiresAt: now, createdAt: now, updatedAt: now,
+  };
+}
+
+function summarize(label, phase, sentAt, receiver, startedAt, finishedAt) {
+  const lat = [...sentAt].map(([id, t]) => receiver.firstSeen.get(id) - t).sort((a, b) => a - b);
+  const seconds = (finishedAt - startedAt) / 1000;
+  return {
+    side: label,
+    phase,
+    events: sentAt.size,
+    seconds: Number(seconds.toFixed(3)),
+    deliveriesPerSecond: Number((sentAt.size / seconds).toFixed(1)),
+    p50Ms: Number(percentile(lat, 50).toFixed(1)),
+    p99Ms: Number(percentile(lat, 99).toFixed(1)),
+  };
+}
+
+/** Drives one side through warmup, burst and paced phases. `send(batch)` returns once the events are committed/enqueued. */
+async function drive(label, opts, receiver, send) {
+  const results = [];
+  const paced = async (n) => {
+    const sentAt = new Map();
+    const interval = 1000 / opts.rate;
+    const start = performance.now();
+    const pending = [];
+    for (let i = 0; i < n; i++) {
+      const due = start + i * interval;
+      const wait = due - performance.now();
+      if (wait > 1) await sleep(wait);
+      const at = performance.now();
+      pending.push(send([eventObject(i)]).then(([id]) => sentAt.set(id, at)));
+    }
+    await Promise.all(pending);
+    await receiver.waitFor([...sentAt.keys()], 120_000);
+    return { sentAt, start, end: Math.max(...[...sentAt.keys()].map((id) => receiver.firstSeen.get(id))) };
+  };
+  if (opts.warmup) await paced(opts.warmup);
+  if (opts.events) {
+    const objects = Array.from({ length: opts.events }, (_, i) => eventObject(i));
+    const started = performance.now();
+    const ids = await send(objects);
+    await receiver.waitFor(ids, 600_000);
+    const finished = Math.max(...ids.map((id) => receiver.firstSeen.get(id)));
+    results.push(summarize(label, 'burst', new Map(ids.map((id) => [id, started])), receiver, started, finished));
+  }
+  if (opts.paced) {
+    const { sentAt, start, end } = await paced(opts.paced);
+    results.push(summarize(label, 'paced', sentAt, receiver, start, end));
+  }
+  return results;
+}
+
+async function runOurs(opts, receiver, redisPrefix) {
+  await withPg('postgres', async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
+    await c.query(`CREATE DATABASE ${DB_NAME}`);
+  });
+  const env = {
+    NODE_ENV: 'production', DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'warn', SIGNER_ENCRYPTION_KEY,
+    WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: 'true',
+  };
+  await runNode([`${opts.dist}/src/database/migrate.js`], env);
+  const { SecretBox } = require(join(root, opts.dist, 'src/common/crypto/secret-box.js'));
+  const orgId = randomUUID();
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  await withPg(DB_NAME, async (c) => {
+    await c.query(`INSERT INTO organizations (id, name, handle) VALUES ($1, 'Bench', $2)`, [orgId, `bench-${orgId.slice(0, 8)}`]);
+    await c.query(`INSERT INTO webhook_endpoints (id, organization_id, url, enabled, secret_sealed) VALUES ($1, $2, $3, true, $4)`, [
+      randomUUID(), orgId, receiver.url, new SecretBox(SIGNER_ENCRYPTION_KEY, 'webhook-signing-secret').seal(secret, orgId),
+    ]);
+  });
+  const port = await freePort();
+  const worker = await startProcess('worker', [`${opts.dist}/src/worker.js`], { ...env, WORKER_PORT: String(port) }, async () => {
+    const r = await fetch(`http://${HOST}:${port}/health/ready`, { signal: AbortSignal.timeout(1000) });
+    await r.arrayBuffer();
+    return r.ok;
+  });
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 });
+  try {
+    const send = async (objects) => {
+      const ids = objects.map(() => randomUUID());
+      await pool.query(
+        `INSERT INTO outbox_events (id, organization_id, type, data)
+         SELECT id, $2, 'checkout.funded', jsonb_build_object('object', obj) FROM unnest($1::uuid[], $3::jsonb[]) AS t(id, obj)`,
+        [ids, orgId, objects.map((o) => JSON.stringify(o))],
+      );
+      return ids;
+    };
+    const results = await drive('ours', opts, receiver, send);
+    const { Webhook } = require('standardwebhooks');
+    const verified = receiver.sample.filter((s) => {
+      try {
+        new Webhook(secret).verify(s.body, s.headers);
+        return true;
+      } catch {
+        return false;
+      }
+    }).length;
+    if (verified !== receiver.sample.length) throw new Error(`only ${verified}/${receiver.sample.length} sampled deliveries verified`);
+    let unrecorded = -1;
+    for (const deadline = Date.now() + 30_000; unrecorded !== 0 && Date.now() < deadline; await sleep(100)) {
+      unrecorded = (await pool.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status <> 'succeeded'`)).rows[0].n;
+    }
+    if (unrecorded !== 0) throw new Error(`${unrecorded} deliveries not recorded as succeeded`);
+    return { results, verifiedSample: verified };
+  } finally {
+    await pool.end();
+    await worker.stop();
+  }
+}
+
+async function runBaseline(opts, receiver, redisPrefix) {
+  const { Queue } = await import('bullmq');
+  const env = { BENCH_BASELINE_PREFIX: redisPrefix, BENCH_BASELINE_CONCURRENCY: String(opts.concurrency), REDIS_URL };
+  const worker = await startProcess('baseline worker', [fileURLToPath(import.meta.url), '--baseline-worker'], env, async (output) => output().includes('baseline worker ready'));
+  const queue = new Queue(BASELINE_QUEUE, { connection: { url: REDIS_URL, maxRetriesPerRequest: null }, prefix: redisPrefix });
+  try {
+    const send = async (objects) => {
+      const ids = objects.map(() => randomUUID());
+      const createdAt = new Date().toISOString();
+      await queue.addBulk(
+        objects.map((object, i) => ({
+          name: 'deliver',
+          data: { url: receiver.url, id: ids[i], body: JSON.stringify({ id: ids[i], type: 'checkout.funded', createdAt, data: { object } }) },
+          opts: { jobId: ids[i], removeOnComplete: true, removeOnFail: true },
+        })),
+      );
+      return ids;
+    };
+    return { results: await drive('baseline', opts, receiver, send) };
+  } finally {
+    await queue.close();
+    await worker.stop();
+  }
+}
+
+/** The baseline's worker process: one BullMQ Worker POSTing each job's body with undici. */
+async function baselineWorker() {
+  const { Worker } = await import('bullmq');
+  const { Agent, request } = await import('undici');
+  const agent = new Agent({ connections: 64, keepAliveTimeout: 4_000 });
+  const worker = new Worker(
+    BASELINE_QUEUE,
+    async (job) => {
+      const res = await request(job.data.url, {
+        method: 'POST',
+        body: job.data.body,
+        headers: { 'content-type': 'application/json', 'webhook-id': job.data.id },
+        dispatcher: agent,
+        signal: AbortSignal.timeout(15_000),
+      });
+      await res.body.dump();
+      if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`HTTP ${res.statusCode}`);
+    },
+    { connection: { url: process.env.REDIS_URL, maxRetriesPerRequest: null }, prefix: process.env.BENCH_BASELINE_PREFIX, concurrency: Number(process.env.BENCH_BASELINE_CONCURRENCY) },
+  );
+  await worker.waitUntilReady();
+  console.log('baseline worker ready');
+  const stop = async () => {
+    await worker.close();
+    await agent.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+function table(rows) {
+  const fmt = (v, w) => String(v ?? '—').padStart(w);
+  const lines = [`${'side'.padEnd(10)}${'phase'.padEnd(8)}${fmt('events', 8)}${fmt('seconds', 10)}${fmt('deliv/s', 10)}${fmt('p50 ms', 10)}${fmt('p99 ms', 10)}`];
+  for (const r of rows) lines.push(`${r.side.padEnd(10)}${r.phase.padEnd(8)}${fmt(r.events, 8)}${fmt(r.seconds, 10)}${fmt(r.deliveriesPerSecond, 10)}${fmt(r.p50Ms, 10)}${fmt(r.p99Ms, 10)}`);
+  return lines.join('\n');
+}
+
+/** The delivery processor's concurrency, so the baseline worker gets the same (fallback 100). */
+function oursConcurrency(dist) {
+  try {
+    return require(join(root, dist, 'src/modules/webhooks/delivery/webhook-delivery.processor.js')).DELIVERY_CONCURRENCY ?? 100;
+  } catch {
+    return 100;
+  }
+}
+
+/** Entry point for bench/run.mjs (`npm run bench -- webhooks [flags]`). */
+export async function main(args = []) {
+  const opts = parseArgs(args);
+  opts.concurrency ??= oursConcurrency(opts.dist);
+  const redisPrefix = `pcpbenchwh${process.pid}`;
+  const receiver = await startReceiver();
+  const out = { startedAt: new Date().toISOString(), options: opts, sides: {} };
+  try {
+    for (const side of opts.servers) {
+      console.log(`running ${side}…`);
+      out.sides[side] = side === 'ours' ? await runOurs(opts, receiver, `${redisPrefix}o`) : await runBaseline(opts, receiver, `${redisPrefix}b`);
+    }
+  } finally {
+    await receiver.close();
+    await deleteRedisKeys(redisPrefix).catch(() => undefined);
+    for (const child of children) child.kill('SIGKILL');
+  }
+  const rows = Object.values(out.sides).flatMap((s) => s.results);
+  console.log(`\nwebhooks: ${opts.events} events in a burst, then ${opts.paced} at ${opts.rate}/s; receiver on ${HOST}; concurrency ${opts.concurrency}`);
+  console.log(table(rows));
+  const ours = rows.find((r) => r.side === 'ours' && r.phase === 'burst');
+  const base = rows.find((r) => r.side === 'baseline' && r.phase === 'burst');
+  const oursPaced = rows.find((r) => r.side === 'ours' && r.phase === 'paced');
+  if (ours && base) {
+    out.ratio = Number((ours.deliveriesPerSecond / base.deliveriesPerSecond).toFixed(3));
+    console.log(`\nthroughput ours/baseline: ${out.ratio} (aim ≥ ${AIMS.throughputRatio})`);
+  }
+  if (oursPaced) console.log(`ours paced p50: ${oursPaced.p50Ms} ms (aim < ${AIMS.pacedP50Ms} ms at ${opts.rate}/s)`);
+  out.aims = AIMS;
+  const dir = join(root, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `webhooks-${out.startedAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(out, null, 2));
+  console.log(`results: ${relative(root, file)}`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  if (process.argv.includes('--baseline-worker')) {
+    baselineWorker().catch((err) => {
+      console.error(err);
+      process.exit(1);
+    });
+  } else {
+    main(process.argv.slice(2)).then(
+      () => process.exit(0),
+      (err) => {
+        console.error(err?.stack ?? err);
+        for (const child of children) child.kill('SIGKILL');
+        process.exit(1);
+      },
+    );
+  }
+}

@@ -1,0 +1,23 @@
+import { BullModule } from '@nestjs/bullmq';
+import { Module } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config';
+
+/**
+ * The BullMQ connection every process shares (DESIGN §1): `REDIS_URL`, keys under
+ * `REDIS_PREFIX`. The api uses it to enqueue (manual webhook retries); the worker registers
+ * its processors against the same queues. Imported once per process through the feature
+ * modules that own queues.
+ */
+@Module({
+  imports: [
+    BullModule.forRootAsync({
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => ({
+        connection: { url: config.env.REDIS_URL, maxRetriesPerRequest: null },
+        prefix: config.env.REDIS_PREFIX,
+      }),
+    }),
+  ],
+  exports: [BullModule],
+})
+export class QueueModule {}

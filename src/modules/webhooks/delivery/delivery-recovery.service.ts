@@ -1,0 +1,34 @@
+import { Injectable } from '@nestjs/common';
+import { DeliveryQueue } from '../webhooks.queue';
+import { WebhooksRepository } from '../webhooks.repository';
+
+const PARALLEL = 50;
+
+/**
+ * Rebuilds the queue from Postgres (DESIGN §8: the delivery row is the record, the job only the
+ * trigger): every `pending`/`retrying` delivery whose next attempt is due, that no worker holds,
+ * and that has no live job (Redis wiped, a crash between commit and enqueue, a job lost to a
+ * stalled worker) gets its job again, with the same deterministic job id.
+ */
+@Injectable()
+export class DeliveryRecoveryService {
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly queue: DeliveryQueue,
+  ) {}
+
+  /**
+   * @param overdueMs how long a delivery must have been due before it is checked (a live job
+   *   normally runs it long before; the worker passes its recovery interval).
+   * @returns how many jobs were (re-)enqueued, looking at up to `limit` due deliveries, oldest first.
+   */
+  async recoverDue(overdueMs = 0, limit = 1000): Promise<number> {
+    const due = await this.repo.findDueUnleased(limit, overdueMs);
+    let enqueued = 0;
+    for (let i = 0; i < due.length; i += PARALLEL) {
+      const done = await Promise.all(due.slice(i, i + PARALLEL).map((d) => this.queue.ensure({ deliveryId: d.id, attempt: d.attempts })));
+      enqueued += done.filter(Boolean).length;
+    }
+    return enqueued;
+  }
+}

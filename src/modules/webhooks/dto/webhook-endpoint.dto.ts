@@ -1,0 +1,50 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, IsUrl, MaxLength } from 'class-validator';
+import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
+
+/**
+ * Body of PUT /api/v1/webhook-endpoints (SPEC Events 3): replaces the organisation's endpoint,
+ * creating it (and its secret) when absent. Omitted `enabled` means true, omitted `events` means
+ * every event.
+ */
+export class PutWebhookEndpointDto {
+  @ApiProperty({ format: 'uri', maxLength: 2048, example: 'https://shop.example.com/webhooks/payments', description: 'https only; must resolve to a public address (DESIGN §8)' })
+  @IsString({ message: 'url must be a URL string' })
+  @MaxLength(2048, { message: 'url must be at most 2048 characters' })
+  @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false }, { message: 'url must be an absolute https URL' })
+  url: string;
+
+  @ApiPropertyOptional({ default: true, description: 'false stops new deliveries; true also re-enables an endpoint disabled by a 410 Gone' })
+  @IsOptional()
+  @IsBoolean({ message: 'enabled must be a boolean' })
+  enabled?: boolean;
+
+  @ApiPropertyOptional({ enum: WEBHOOK_EVENTS, isArray: true, nullable: true, description: 'Event types to send; null or omitted = all' })
+  @IsOptional()
+  @IsArray({ message: 'events must be an array of event types or null' })
+  @ArrayMinSize(1, { message: 'events must list at least one event type, or be null for all' })
+  @ArrayUnique({ message: 'events must not repeat an event type' })
+  @IsIn(WEBHOOK_EVENTS, { each: true, message: `events must contain only: ${WEBHOOK_EVENTS.join(', ')}` })
+  events?: string[] | null;
+
+  @ApiPropertyOptional({ default: false, description: 'Issue a new secret (returned once); the old one keeps signing for 24 h' })
+  @IsOptional()
+  @IsBoolean({ message: 'rotateSecret must be a boolean' })
+  rotateSecret?: boolean;
+}
+
+/** The organisation's webhook endpoint. `secret` appears only in the response that created or rotated it. */
+export class WebhookEndpointDto {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ format: 'uri' }) url: string;
+  @ApiProperty() enabled: boolean;
+  @ApiProperty({ enum: WEBHOOK_EVENTS, isArray: true, nullable: true, description: 'null = all event types' }) events: string[] | null;
+  @ApiProperty({ enum: ['disabled_by_merchant', 'gone'], nullable: true, type: String }) disabledReason: string | null;
+  @ApiPropertyOptional({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', description: 'Signing secret, shown only on creation and rotation' })
+  secret?: string;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) secretRotatedAt: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'Until then the previous secret also signs' })
+  previousSecretExpiresAt: string | null;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
+}

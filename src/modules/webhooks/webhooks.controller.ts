@@ -1,0 +1,72 @@
+import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Put, Query } from '@nestjs/common';
+import { ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CurrentPrincipal, RequireScopes } from '../../common/auth/auth.decorators';
+import type { Principal } from '../../common/auth/principal';
+import { ErrorBody } from '../../common/errors/error-body';
+import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
+import { Idempotent } from '../../common/idempotency/idempotent.decorator';
+import { ListWebhookDeliveriesQueryDto, WebhookDeliveryDto, WebhookDeliveryListDto } from './dto/webhook-delivery.dto';
+import { PutWebhookEndpointDto, WebhookEndpointDto } from './dto/webhook-endpoint.dto';
+import { WebhookErrors } from './webhooks.errors';
+import { WebhooksService } from './webhooks.service';
+
+const notFoundOnBadId = new ParseUUIDPipe({ exceptionFactory: () => WebhookErrors.deliveryNotFound() });
+
+/** GET/PUT /api/v1/webhook-endpoints (SPEC Events 3). */
+@ApiTags('webhooks')
+@Controller('api/v1/webhook-endpoints')
+export class WebhookEndpointsController {
+  constructor(private readonly webhooks: WebhooksService) {}
+
+  @Get()
+  @RequireScopes('webhooks:read')
+  @ApiOperation({ summary: "The organisation's webhook endpoint (its secret is never shown here)" })
+  @ApiOkResponse({ type: WebhookEndpointDto })
+  @ApiStandardErrors({ notFound: true })
+  get(@CurrentPrincipal() principal: Principal): Promise<WebhookEndpointDto> {
+    return this.webhooks.getEndpoint(principal);
+  }
+
+  @Put()
+  @HttpCode(200)
+  @RequireScopes('webhooks:write')
+  @ApiOperation({
+    summary: 'Create or replace the webhook endpoint; rotateSecret issues a new secret',
+    description:
+      'The whsec_ secret is returned only on creation and on rotation. After a rotation the old secret also signs for 24 h (two v1 signatures). ' +
+      'Not replayable by Idempotency-Key: a stored replay would keep the plaintext secret at rest.',
+  })
+  @ApiOkResponse({ type: WebhookEndpointDto })
+  @ApiStandardErrors()
+  put(@CurrentPrincipal() principal: Principal, @Body() body: PutWebhookEndpointDto): Promise<WebhookEndpointDto> {
+    return this.webhooks.putEndpoint(principal, body);
+  }
+}
+
+/** GET /api/v1/webhook-deliveries and POST …/{id}/retry (SPEC Events 4). */
+@ApiTags('webhooks')
+@Controller('api/v1/webhook-deliveries')
+export class WebhookDeliveriesController {
+  constructor(private readonly webhooks: WebhooksService) {}
+
+  @Get()
+  @RequireScopes('webhooks:read')
+  @ApiOperation({ summary: 'List webhook deliveries, newest first' })
+  @ApiOkResponse({ type: WebhookDeliveryListDto })
+  @ApiStandardErrors()
+  list(@CurrentPrincipal() principal: Principal, @Query() q: ListWebhookDeliveriesQueryDto): Promise<WebhookDeliveryListDto> {
+    return this.webhooks.listDeliveries(principal, q);
+  }
+
+  @Post(':id/retry')
+  @HttpCode(200)
+  @RequireScopes('webhooks:write')
+  @Idempotent({ required: false })
+  @ApiOperation({ summary: 'Attempt a delivery once more, now, with the same webhook-id' })
+  @ApiOkResponse({ type: WebhookDeliveryDto })
+  @ApiConflictResponse({ description: 'invalid_request (details.reason endpoint_disabled): the endpoint is disabled', type: ErrorBody })
+  @ApiStandardErrors({ notFound: true })
+  retry(@CurrentPrincipal() principal: Principal, @Param('id', notFoundOnBadId) id: string): Promise<WebhookDeliveryDto> {
+    return this.webhooks.retryDelivery(principal, id);
+  }
+}

@@ -1,0 +1,32 @@
+import { BullModule } from '@nestjs/bullmq';
+import { Module } from '@nestjs/common';
+import { QueueModule } from '../../common/queue/queue.module';
+import { WebhookDeliveriesController, WebhookEndpointsController } from './webhooks.controller';
+import { DeliveryQueue, WEBHOOK_DELIVERY_QUEUE } from './webhooks.queue';
+import { WebhooksRepository } from './webhooks.repository';
+import { WebhooksService } from './webhooks.service';
+import { WebhookSecrets } from './webhook-secrets.service';
+import { DnsHostResolver, HostResolver, WebhookUrlService } from './webhook-url.service';
+
+/**
+ * The SSRF guard on its own (DESIGN §8), for modules that take a webhook URL without managing
+ * endpoints (checkout's `webhookUrl`): {@link WebhookUrlService} and the {@link HostResolver} port.
+ */
+@Module({
+  providers: [WebhookUrlService, { provide: HostResolver, useClass: DnsHostResolver }],
+  exports: [WebhookUrlService, HostResolver],
+})
+export class WebhookUrlModule {}
+
+/**
+ * Webhook endpoints and deliveries API (SPEC Events; DESIGN §8) plus what the worker's
+ * processors build on (repository, secrets, delivery queue producer). Processors themselves are
+ * registered only in the WorkerModule.
+ */
+@Module({
+  imports: [QueueModule, BullModule.registerQueue({ name: WEBHOOK_DELIVERY_QUEUE }), WebhookUrlModule],
+  controllers: [WebhookEndpointsController, WebhookDeliveriesController],
+  providers: [WebhooksRepository, WebhooksService, WebhookSecrets, DeliveryQueue],
+  exports: [WebhooksRepository, WebhooksService, WebhookSecrets, DeliveryQueue, WebhookUrlModule, BullModule],
+})
+export class WebhooksModule {}

@@ -1,0 +1,56 @@
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import { BullBoardModule } from '@bull-board/nestjs';
+import type { BullBoardModuleOptions } from '@bull-board/nestjs/dist/bull-board.types';
+import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { operatorAuth } from './common/auth/operator-auth.middleware';
+import { AppConfig } from './config/app-config';
+import { CoreModule } from './core.module';
+import { CHAIN_QUEUE, EscrowJobsModule } from './modules/escrow/escrow-jobs.processor';
+import { HealthModule } from './modules/health/health.module';
+import { HttpMetricsMiddleware } from './modules/health/metrics';
+import { DeliveryRecoveryProcessor } from './modules/webhooks/delivery/delivery-recovery.processor';
+import { OutboxRelayProcessor } from './modules/webhooks/delivery/outbox-relay.processor';
+import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-delivery.module';
+import { WebhookDeliveryProcessor } from './modules/webhooks/delivery/webhook-delivery.processor';
+import { WebhooksModule } from './modules/webhooks/webhooks.module';
+import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
+
+/**
+ * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
+ * carries its own @bull-board/api 9.10.1 beside our 9.10.2, so the types are nominally distinct.)
+ */
+export const BULL_BOARD_ROUTE = '/admin/queues';
+
+/**
+ * The worker process (DESIGN §1, STYLE §9): the same core and feature modules as the api, plus
+ * the queue processors, which are registered here only — the outbox relay loop, the webhook
+ * delivery processor and the recovery pass (and escrow's chain jobs module). Its HTTP port (WORKER_PORT) serves only
+ * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
+ * OPERATOR_TOKEN.
+ */
+@Module({
+  imports: [
+    CoreModule,
+    WebhooksModule,
+    WebhookDeliveryModule,
+    EscrowJobsModule,
+    HealthModule,
+    BullBoardModule.forRootAsync({
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => ({
+        route: BULL_BOARD_ROUTE,
+        adapter: ExpressAdapter as unknown as BullBoardModuleOptions['adapter'],
+        middleware: operatorAuth(config.env.OPERATOR_TOKEN),
+        boardOptions: { uiConfig: { boardTitle: 'Worker queues' } },
+      }),
+    }),
+    BullBoardModule.forFeature({ name: WEBHOOK_DELIVERY_QUEUE, adapter: BullMQAdapter }, { name: CHAIN_QUEUE, adapter: BullMQAdapter }),
+  ],
+  providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor],
+})
+export class WorkerModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(HttpMetricsMiddleware).forRoutes('*path');
+  }
+}
