@@ -15,7 +15,8 @@ import { dataSourceOptions } from './data-source';
     TypeOrmModule.forRootAsync({ inject: [AppConfig], useFactory: (config: AppConfig) => dataSourceOptions(config.env.DATABASE_URL) }),
     ClsModule.forRoot({
       global: true,
-      middleware: { mount: true },
+      // No per-request middleware: withTransaction opens its own CLS context, and outside one
+      // repositories fall back to the default manager (one less cost on every request).
       plugins: [
         new ClsPluginTransactional({
           imports: [TypeOrmModule],

@@ -1,8 +1,48 @@
 import { Injectable } from '@nestjs/common';
-import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutSession } from './checkout.entity';
+
+const COLUMNS =
+  'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, created_at, updated_at';
+
+interface SessionRow {
+  id: string;
+  organization_id: string;
+  amount_units: string;
+  description: string;
+  status: CheckoutSession['status'];
+  order_id: string | null;
+  shop_domain: string | null;
+  redirect_url: string | null;
+  webhook_url: string | null;
+  escrow_template_id: CheckoutSession['escrowTemplateId'];
+  metadata: Record<string, unknown> | null;
+  escrow_id: string | null;
+  expires_at: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function fromRow(r: SessionRow): CheckoutSession {
+  return Object.assign(new CheckoutSession(), {
+    id: r.id,
+    organizationId: r.organization_id,
+    amountUnits: BigInt(r.amount_units),
+    description: r.description,
+    status: r.status,
+    orderId: r.order_id,
+    shopDomain: r.shop_domain,
+    redirectUrl: r.redirect_url,
+    webhookUrl: r.webhook_url,
+    escrowTemplateId: r.escrow_template_id,
+    metadata: r.metadata,
+    escrowId: r.escrow_id,
+    expiresAt: r.expires_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  });
+}
 
 /** All I/O of checkout sessions (STYLE §4). */
 @Injectable()
@@ -13,14 +53,27 @@ export class CheckoutRepository {
     return (this.txHost as TxHost).tx.getRepository(CheckoutSession);
   }
 
-  async insert(session: CheckoutSession): Promise<CheckoutSession> {
-    await this.repo.insert(session as QueryDeepPartialEntity<CheckoutSession>);
-    return session;
+  /** Inserts and fills `createdAt`/`updatedAt` from the database (raw SQL: the create hot path). */
+  async insert(s: CheckoutSession): Promise<CheckoutSession> {
+    const rows: Array<{ created_at: Date; updated_at: Date }> = await (this.txHost as TxHost).tx.query(
+      `INSERT INTO checkout_sessions (id, organization_id, amount_units, description, status, order_id, shop_domain,
+         redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING created_at, updated_at`,
+      [s.id, s.organizationId, s.amountUnits.toString(), s.description, s.status, s.orderId, s.shopDomain, s.redirectUrl,
+        s.webhookUrl, s.escrowTemplateId, s.metadata === null ? null : JSON.stringify(s.metadata), s.escrowId, s.expiresAt],
+    );
+    s.createdAt = rows[0].created_at;
+    s.updatedAt = rows[0].updated_at;
+    return s;
   }
 
-  /** A session of this organisation, or null (another organisation's id is treated as absent). */
-  findForOrganization(organizationId: string, id: string): Promise<CheckoutSession | null> {
-    return this.repo.findOneBy({ id, organizationId });
+  /** A session of this organisation, or null (another organisation's id is treated as absent). Raw SQL: the read hot path. */
+  async findForOrganization(organizationId: string, id: string): Promise<CheckoutSession | null> {
+    const rows: SessionRow[] = await (this.txHost as TxHost).tx.query(`SELECT ${COLUMNS} FROM checkout_sessions WHERE id = $1 AND organization_id = $2`, [
+      id,
+      organizationId,
+    ]);
+    return rows.length ? fromRow(rows[0]) : null;
   }
 
   findById(id: string): Promise<CheckoutSession | null> {
