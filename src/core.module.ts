@@ -18,7 +18,6 @@ import { FeesModule } from './modules/fees/fees.module';
           level: config.env.LOG_LEVEL,
           genReqId: (req) => (req as unknown as { id?: string }).id ?? 'unknown',
           redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'req.headers["idempotency-key"]'],
-          customProps: (req) => ({ requestId: (req as unknown as { id?: string }).id }),
           autoLogging: { ignore: (req) => req.url?.startsWith('/health') === true || req.url === '/metrics' },
         },
       }),
