@@ -58,6 +58,7 @@ Payments control plane is running.
 
   Organisation  ${s.handle} (${s.organizationId})
   Merchant key  ${s.merchantKey}
+  Buyer key     ${s.buyerKey}   (the demo buyer wallet ${s.buyerAddress}: reports release, cancel, dispute)
 
 Create a checkout session:
   ${s.curl}

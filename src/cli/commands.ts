@@ -3,6 +3,7 @@ import { AppConfig } from '../config/app-config';
 import { MERCHANT_SCOPES } from '../common/auth/scopes';
 import { TransactionHost, TxHost } from '../database/transaction';
 import { EscrowService } from '../modules/escrow/escrow.service';
+import { ESCROW_ACTIONS, EscrowApiAction } from '../modules/escrow/escrow.state';
 import { OrgsService } from '../modules/orgs/orgs.service';
 import { anvilKey } from '@lib/chain';
 import { Wallet } from 'ethers';
@@ -81,6 +82,21 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       return { ...result, checkoutSessionId: checkoutId, buyer: buyer.address };
     },
   },
+  'demo:sign': {
+    usage: 'demo:sign <escrowId> <accept|decline|mark-delivered|release|cancel|dispute>   (local chain: sign as the demo party; prints txHash)',
+    run: async (app, args) => {
+      const [escrowId, action] = args.positionals;
+      if (!escrowId || !action || !(action in ESCROW_ACTIONS)) {
+        throw new UsageError(`demo:sign needs an escrow id and one of ${Object.keys(ESCROW_ACTIONS).join(', ')}`);
+      }
+      const wallets = {
+        buyer: new Wallet(process.env.DEMO_BUYER_PRIVATE_KEY || anvilKey('demoBuyer')),
+        seller: new Wallet(process.env.DEMO_SELLER_PRIVATE_KEY || anvilKey('demoSeller')),
+      };
+      const signed = await app.get(EscrowService).signAsParty(escrowId, action as EscrowApiAction, wallets);
+      return { ...signed, escrowId, action };
+    },
+  },
   'escrow:resolve': {
     usage: 'escrow:resolve <escrowId> --to buyer|seller   (arbiter only; not public API)',
     run: async (app, args) => {
@@ -92,15 +108,22 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     },
   },
   'demo:seed': {
-    usage: 'demo:seed [--handle demo-shop]',
+    usage: 'demo:seed [--handle demo-shop]   (a demo shop with every merchant scope, and the demo buyer’s organisation)',
     run: async (app, args) => {
       const config = app.get(AppConfig);
       const orgs = app.get(OrgsService);
       const handle = typeof args.options.handle === 'string' ? args.options.handle : `demo-shop-${Date.now().toString(36)}`;
-      const { org, key } = await inTransaction(app, async () => {
+      const buyerAddress = new Wallet(process.env.DEMO_BUYER_PRIVATE_KEY || anvilKey('demoBuyer')).address;
+      const { org, key, buyerKey } = await inTransaction(app, async () => {
         const org = await orgs.createOrganization({ name: 'Demo Shop', handle, payoutAddress: process.env.DEMO_SELLER_ADDRESS || DEMO_SELLER_ADDRESS });
         const key = await orgs.createApiKey({ organizationId: org.id, kind: 'merchant', scopes: [...MERCHANT_SCOPES] });
-        return { org, key };
+        // The buyer side of the demo: the organisation bound to the demo buyer wallet (reused across runs,
+        // since the oldest organisation with an address is the one bound to it).
+        const buyerOrgId =
+          (await orgs.organizationIdForAddress(buyerAddress)) ??
+          (await orgs.createOrganization({ name: 'Demo Buyer', handle: `demo-buyer-${Date.now().toString(36)}`, payoutAddress: buyerAddress })).id;
+        const buyerKey = await orgs.createApiKey({ organizationId: buyerOrgId, kind: 'merchant', scopes: ['escrow:read', 'escrow:write'] });
+        return { org, key, buyerKey };
       });
       const api = config.env.API_BASE_URL.replace(/\/$/, '');
       const curl =
@@ -112,6 +135,8 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         payoutAddress: org.payoutAddress,
         merchantKey: key.secret,
         scopes: key.key.scopes,
+        buyerKey: buyerKey.secret,
+        buyerAddress,
         apiUrl: api,
         swaggerUrl: `${api}/docs`,
         checkoutBaseUrl: config.env.CHECKOUT_BASE_URL,

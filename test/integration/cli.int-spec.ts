@@ -120,6 +120,17 @@ describe('operator CLI (dist/src/cli.js --json)', () => {
       .send({ amount: '25.00', description: 'Demo order' });
     expect(res.status).toBe(200);
     expect(res.body.payUrl).toBe(`https://pay.test/checkout/${res.body.id}`);
+
+    // The demo buyer's organisation: bound to the demo buyer wallet, with escrow scopes only.
+    expect(seed.buyerKey).toMatch(/^bk_live_/);
+    expect(seed.buyerAddress).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    const buyerMe = await t.http.get('/api/v1/me').set('X-Api-Key', seed.buyerKey as string).expect(200);
+    expect(buyerMe.body.organization.payoutAddress).toBe(seed.buyerAddress);
+    expect(buyerMe.body.scopes).toEqual(['escrow:read', 'escrow:write']);
+    // A second seed reuses that organisation (the oldest one with an address is the one bound to it).
+    const again = onlyJson(await cli('demo:seed', '--handle', `demo-${randomUUID().slice(0, 8)}`, '--json'));
+    const buyerMeAgain = await t.http.get('/api/v1/me').set('X-Api-Key', again.buyerKey as string).expect(200);
+    expect(buyerMeAgain.body.organization.id).toBe(buyerMe.body.organization.id);
   });
 
   it('a bad scope prints a JSON error and exits 2, creating nothing', async () => {

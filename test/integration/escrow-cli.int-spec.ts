@@ -70,6 +70,41 @@ describe('operator CLI demo:pay (dist/src/cli.js --json)', () => {
     expect(await chain.usdcBalance(buyer.address)).toBe(75n * USDC);
   });
 
+  it('demo:sign signs as the demo party without telling the API; reporting its hash moves the escrow', async () => {
+    const sellerWallet = await chain.wallet();
+    const buyerWallet = await chain.wallet({ usdc: 100n * USDC });
+    const seller = await createOrg(t.app, { payoutAddress: sellerWallet.address });
+    const buyer = await createOrg(t.app, { payoutAddress: buyerWallet.address });
+    const env = { DEMO_BUYER_PRIVATE_KEY: buyerWallet.privateKey, DEMO_SELLER_PRIVATE_KEY: sellerWallet.privateKey };
+    const checkout = await createCheckout(t, seller, { amount: '10.00' });
+    const escrowId = cliJson(await runCli(['demo:pay', checkout.id, '--json'], env)).escrowId as string;
+
+    const accept = await runCli(['demo:sign', escrowId, 'accept', '--json'], env);
+    expect(accept.code).toBe(0);
+    const signed = cliJson(accept);
+    expect(signed).toEqual({ txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/), from: sellerWallet.address, escrowId, action: 'accept' });
+    // Signing alone changed nothing in the API (the indexer has not run).
+    expect((await getCheckout(t, seller, checkout.id)).status).toBe('funded');
+    const accepted = await t.http.post(`/api/v1/escrows/${escrowId}/accept`).set('X-Api-Key', seller.key).send({ txHash: signed.txHash });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.status).toBe('accepted');
+
+    const release = cliJson(await runCli(['demo:sign', escrowId, 'release', '--json'], env));
+    expect(release.from).toBe(buyerWallet.address);
+    const released = await t.http
+      .post(`/api/v1/escrows/${escrowId}/release`)
+      .set('X-Api-Key', buyer.key)
+      .set('Idempotency-Key', randomUUID())
+      .send({ txHash: release.txHash, confirm: true });
+    expect(released.status).toBe(200);
+    expect(released.body.status).toBe('released');
+    expect(await chain.usdcBalance(sellerWallet.address)).toBe(10n * USDC);
+
+    const bad = await runCli(['demo:sign', escrowId, 'teleport', '--json'], env);
+    expect(bad.code).toBe(2);
+    expect(cliJson(bad).error).toContain('accept');
+  });
+
   it('refuses an unknown checkout and a missing id with exit code 2', async () => {
     const unknown = await runCli(['demo:pay', randomUUID(), '--json']);
     expect(unknown.code).toBe(2);

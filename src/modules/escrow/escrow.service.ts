@@ -152,6 +152,21 @@ export class EscrowService {
     return { txHash, escrowId, status: (after ?? escrow).status };
   }
 
+  /**
+   * Demo tooling (local chain): signs and sends `action` on-chain as the party allowed to act,
+   * without telling the API, so the caller can then report the tx hash as a real party would.
+   * @throws AppError not_found; ChainTxError when the contract refuses.
+   */
+  async signAsParty(escrowId: string, action: EscrowApiAction, wallets: { buyer: Wallet; seller: Wallet }): Promise<{ txHash: string; from: string }> {
+    const escrow = await this.repo.findById(escrowId);
+    if (!escrow) throw AppError.notFound('escrow');
+    const actor = ESCROW_ACTIONS[action].actors[0];
+    const wallet = (actor === 'buyer' ? wallets.buyer : wallets.seller).connect(this.chain.provider);
+    const call = action === 'mark-delivered' ? 'markDelivered' : action;
+    const txHash = await this.chain.gateway.act(wallet, call, escrow.escrowKey);
+    return { txHash, from: wallet.address };
+  }
+
   /** The funding terms as the chain library takes them (CLI, tests). */
   static toChainTerms(f: CheckoutFundingDto): FundingTerms {
     return { escrowKey: f.terms.escrowId, seller: f.terms.seller, amount: BigInt(f.terms.amount), inspectionWindow: f.terms.inspectionWindow, deadline: f.terms.deadline };
