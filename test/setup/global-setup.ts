@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Wallet } from 'ethers';
-import { Client } from 'pg';
 import { migrate } from '../../src/database/migrate';
+import { recreateDatabase } from '../support/services';
 import { BASE_TEST_ENV, TEST_ENV_FILE } from './test-env';
 
 type ChainLib = typeof import('../../libs/chain/src');
@@ -54,17 +54,7 @@ async function startChain(): Promise<Record<string, string>> {
  */
 export default async function globalSetup(): Promise<void> {
   const databaseUrl = process.env.TEST_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/pcp_test_${process.pid}`;
-  const url = new URL(databaseUrl);
-  const name = url.pathname.slice(1);
-  url.pathname = '/postgres';
-  const admin = new Client({ connectionString: url.toString() });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await admin.end();
-  }
+  await recreateDatabase(databaseUrl);
   await migrate(databaseUrl);
   const env: Record<string, string> = {
     ...BASE_TEST_ENV,

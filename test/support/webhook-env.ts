@@ -1,11 +1,11 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import Redis from 'ioredis';
 import { Logger } from 'nestjs-pino';
-import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { migrate } from '../../src/database/migrate';
+import { deleteKeys, dropDatabase } from './services';
+
 import { EventsService } from '../../src/common/outbox/events.service';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { TransactionHost, TxHost } from '../../src/database/transaction';
@@ -45,36 +45,6 @@ export async function isolatedWebhookEnv(tag: string): Promise<IsolatedEnv> {
       await dropDatabase(url.toString());
     },
   };
-}
-
-async function dropDatabase(databaseUrl: string): Promise<void> {
-  const url = new URL(databaseUrl);
-  const name = url.pathname.slice(1);
-  url.pathname = '/postgres';
-  const admin = new Client({ connectionString: url.toString() });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  } finally {
-    await admin.end();
-  }
-}
-
-/** Deletes keys matching `${prefix}*` with SCAN + DEL. @returns how many were deleted. */
-export async function deleteKeys(redisUrl: string, prefix: string): Promise<number> {
-  const redis = new Redis(redisUrl);
-  let deleted = 0;
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) deleted += await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-  return deleted;
 }
 
 /** An in-process worker started by {@link startTestWorker}; `port` serves health, metrics and Bull Board. */
