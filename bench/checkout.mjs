@@ -16,47 +16,21 @@
 // --cpu-prof        writes a V8 CPU profile of the api to bench/results/prof-<timestamp>/
 // --dist DIR        compiled tree to run instead of dist/ (e.g. a copy, while others rebuild dist/)
 import autocannon from 'autocannon';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import { join, relative } from 'node:path';
+import { HOST, REDIS_URL, databaseUrl, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, root, runNode, startProcess, withPg, writeResult } from './lib.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const NODE = process.execPath;
-const HOST = '127.0.0.1';
 const DB_NAME = 'pcp_bench';
-const PG_BASE = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
-const DATABASE_URL = `${PG_BASE}/${DB_NAME}`;
-const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const DATABASE_URL = databaseUrl(DB_NAME);
 const COLLECTION = '/api/v1/checkout-sessions';
 const GET_IDS = 1000;
 const AIMS = { create: 0.5, get: 0.6 };
 
-const children = new Set();
-
-function killAll(signal = 'SIGKILL') {
-  for (const child of children) {
-    try {
-      child.kill(signal);
-    } catch {
-      /* already gone */
-    }
-  }
-}
-
 function parseArgs(args) {
   const opts = { duration: 10, connections: 10, warmup: 3, servers: ['ours', 'baseline'], scenarios: ['create', 'get'], cpuProf: false, env: {}, dist: 'dist' };
-  for (let i = 0; i < args.length; i++) {
-    const [flag, inline] = args[i].split(/=(.*)/s, 2);
-    const value = () => {
-      const v = inline ?? args[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
-      return v;
-    };
+  for (const { flag, arg, value } of eachFlag(args)) {
     const positive = (v) => {
       const n = Number(v);
       if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag} must be a positive number`);
@@ -75,7 +49,7 @@ function parseArgs(args) {
         opts.env[k] = v ?? '';
         break;
       }
-      default: throw new Error(`unknown flag ${args[i]} (see the header of bench/checkout.mjs)`);
+      default: throw new Error(`unknown flag ${arg} (see the header of bench/checkout.mjs)`);
     }
   }
   for (const s of opts.servers) if (!['ours', 'baseline'].includes(s)) throw new Error(`unknown server ${s}`);
@@ -95,100 +69,10 @@ function cpuMs(pid) {
   }
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, HOST, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** Runs a node script to completion; resolves with stdout, rejects with its output on a non-zero exit. */
-function runNode(args, env) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      children.delete(child);
-      if (code === 0) resolve(out);
-      else reject(new Error(`node ${args.join(' ')} exited with ${code ?? signal}:\n${err || out}`));
-    });
-  });
-}
-
-/** Starts a server process and waits until GET /health/live answers 200. */
-async function startServer(name, args, env, port) {
-  const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let output = '';
-  const keep = (d) => {
-    output = (output + d).slice(-8000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => {
-    children.delete(child);
-    resolve(code ?? signal);
-  }));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} server exited during start-up:\n${output}`);
-    try {
-      const r = await fetch(`http://${HOST}:${port}/health/live`, { signal: AbortSignal.timeout(1000) });
-      await r.arrayBuffer();
-      if (r.ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`${name} server did not answer /health/live within 60 s:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    name,
-    url: `http://${HOST}:${port}`,
-    pid: child.pid,
-    output: () => output,
-    /** SIGTERM (or `signal`), then SIGKILL after 10 s. */
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
-async function withPg(database, fn) {
-  const client = new pg.Client({ connectionString: `${PG_BASE}/${database}` });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 /** Fresh pcp_bench: drop, create, migrate with the compiled migrator, seed the demo org and merchant key. */
 async function prepareDatabase(redisPrefix, dist) {
-  await withPg('postgres', async (c) => {
-    await c.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
-    await c.query(`CREATE DATABASE ${DB_NAME}`);
-  });
   const env = { DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'silent' };
-  await runNode([`${dist}/src/database/migrate.js`], env);
+  await freshDatabase(DB_NAME, dist, env);
   const out = await runNode([`${dist}/src/cli.js`, 'demo:seed', '--json'], env);
   const seed = JSON.parse(out.slice(out.indexOf('{'), out.lastIndexOf('}') + 1));
   if (!seed.merchantKey || !seed.organizationId) throw new Error(`demo:seed printed no merchantKey/organizationId: ${out}`);
@@ -271,16 +155,9 @@ function table(rows) {
 
 export async function main(args) {
   const opts = parseArgs(args);
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const stamp = fileStamp();
   const redisPrefix = `pcp_bench_${Date.now().toString(36)}`;
-  const onSignal = (sig) => {
-    killAll();
-    process.exit(sig === 'SIGINT' ? 130 : 143);
-  };
-  const onExit = () => killAll();
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('exit', onExit);
+  const releaseChildren = guardChildren();
 
   const results = [];
   let profDir;
@@ -300,7 +177,8 @@ export async function main(args) {
     };
     for (const server of opts.servers) {
       const port = await freePort();
-      const env = { ...serverEnv, API_BASE_URL: `http://${HOST}:${port}`, CHECKOUT_BASE_URL: `http://${HOST}:${port}` };
+      const url = `http://${HOST}:${port}`;
+      const env = { ...serverEnv, API_BASE_URL: url, CHECKOUT_BASE_URL: url };
       let nodeArgs;
       let stopSignal = 'SIGTERM';
       if (server === 'ours') {
@@ -316,14 +194,14 @@ export async function main(args) {
       } else {
         nodeArgs = ['bench/baseline-server.mjs'];
       }
-      const srv = await startServer(server, nodeArgs, env, port);
+      const srv = await startProcess(`${server} server`, nodeArgs, { ...env, PORT: String(port) }, `${url}/health/live`, { killAfterMs: 10_000 });
       try {
         for (const scenario of opts.scenarios) {
           const requests = scenarioRequests(scenario, merchantKey, ids);
-          if (opts.warmup > 0) await cannon(srv.url, requests, opts.connections, opts.warmup);
+          if (opts.warmup > 0) await cannon(url, requests, opts.connections, opts.warmup);
           await settleDatabase();
           const cpuBefore = cpuMs(srv.pid);
-          const raw = await cannon(srv.url, scenarioRequests(scenario, merchantKey, ids), opts.connections, opts.duration);
+          const raw = await cannon(url, scenarioRequests(scenario, merchantKey, ids), opts.connections, opts.duration);
           const cpuAfter = cpuMs(srv.pid);
           const r = summarize(scenario, server, raw, cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore);
           results.push(r);
@@ -335,10 +213,7 @@ export async function main(args) {
       }
     }
   } finally {
-    killAll();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    process.off('exit', onExit);
+    releaseChildren();
   }
 
   const order = { create: 0, get: 1 };
@@ -363,9 +238,6 @@ export async function main(args) {
   }
   console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (${cpus().length} cpus; other load skews req/s)`);
 
-  const outDir = join(root, 'bench', 'results');
-  mkdirSync(outDir, { recursive: true });
-  const file = join(outDir, `checkout-${stamp}.json`);
   const report = {
     benchmark: 'checkout',
     startedAt: stamp,
@@ -378,8 +250,8 @@ export async function main(args) {
     loadAverage: loadavg(),
     aims: AIMS,
   };
-  writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
-  console.log(`\nresults: ${relative(root, file)}`);
+  const file = writeResult(`checkout-${stamp}.json`, JSON.stringify(report, null, 2) + '\n');
+  console.log(`\nresults: ${file}`);
   if (profDir) console.log(`cpu profile: ${relative(root, profDir)}`);
   return report;
 }

@@ -13,35 +13,18 @@
 // call is made: only the worker's indexer can move the checkout. A random pause of up to one
 // indexer interval separates fundings, so they do not lock onto the job schedule.
 // Results: min/median/mean/p90/max on stdout and bench/results/escrow-funding-<timestamp>.json.
-import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer as createNetServer } from 'node:net';
 import { cpus } from 'node:os';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import { join } from 'node:path';
+import { HOST, REDIS_URL, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, percentile, root, runNode, sleep, startProcess, writeResult } from './lib.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const NODE = process.execPath;
-const HOST = '127.0.0.1';
 const DB_NAME = 'pcp_bench_escrow';
-const PG_BASE = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
-const DATABASE_URL = `${PG_BASE}/${DB_NAME}`;
-const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-const children = new Set();
+const DATABASE_URL = databaseUrl(DB_NAME);
 
 function parseArgs(args) {
   const opts = { fundings: 10, chainPollMs: 250, pollMs: 20, dist: 'dist' };
-  for (let i = 0; i < args.length; i++) {
-    const [flag, inline] = args[i].split(/=(.*)/s, 2);
-    const value = () => {
-      const v = inline ?? args[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
-      return v;
-    };
+  for (const { flag, arg, value } of eachFlag(args)) {
     const positive = () => {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} must be a whole number >= 1`);
@@ -52,116 +35,18 @@ function parseArgs(args) {
       case '--chain-poll-ms': opts.chainPollMs = positive(); break;
       case '--poll-ms': opts.pollMs = positive(); break;
       case '--dist': opts.dist = value().replace(/\/$/, ''); break;
-      default: throw new Error(`unknown flag ${args[i]} (see the header of bench/escrow-funding.mjs)`);
+      default: throw new Error(`unknown flag ${arg} (see the header of bench/escrow-funding.mjs)`);
     }
   }
   if (opts.chainPollMs < 100) throw new Error('--chain-poll-ms must be >= 100 (CHAIN_POLL_MS minimum)');
   return opts;
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createNetServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, HOST, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function runNode(args, env) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      children.delete(child);
-      if (code === 0) resolve(out);
-      else reject(new Error(`node ${args.join(' ')} exited with ${code ?? signal}:\n${out}`));
-    });
-  });
-}
-
-/** Spawns a long-running node process and waits until GET {url}/health/live answers 200. */
-async function startProcess(name, args, env, healthUrl) {
-  const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let output = '';
-  const keep = (d) => (output = (output + d).slice(-8000));
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise((resolve) =>
-    child.on('exit', (code, signal) => {
-      children.delete(child);
-      resolve(code ?? signal);
-    }),
-  );
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited during start-up:\n${output}`);
-    try {
-      const r = await fetch(healthUrl, { signal: AbortSignal.timeout(1000) });
-      await r.arrayBuffer();
-      if (r.ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`${name} did not answer ${healthUrl} within 60 s:\n${output}`);
-    }
-    await sleep(100);
-  }
-  return {
-    output: () => output,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
-async function withPg(database, fn) {
-  const client = new pg.Client({ connectionString: `${PG_BASE}/${database}` });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function deleteRedisKeys(prefix) {
-  const { default: Redis } = await import('ioredis');
-  const redis = new Redis(REDIS_URL);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
-
 function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
-  const at = (p) => s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
   const median = s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
   const round = (x) => Number(x.toFixed(1));
-  return { n: s.length, minMs: round(s[0]), medianMs: round(median), meanMs: round(s.reduce((a, b) => a + b, 0) / s.length), p90Ms: round(at(90)), maxMs: round(s.at(-1)) };
+  return { n: s.length, minMs: round(s[0]), medianMs: round(median), meanMs: round(s.reduce((a, b) => a + b, 0) / s.length), p90Ms: round(percentile(s, 90)), maxMs: round(s.at(-1)) };
 }
 
 async function api(base, method, path, { key, body } = {}) {
@@ -179,12 +64,9 @@ export async function main(args) {
   const opts = parseArgs(args);
   const chainLib = require(join(root, opts.dist, 'libs', 'chain', 'src', 'index.js'));
   const { Wallet } = await import('ethers');
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const stamp = fileStamp();
   const redisPrefix = `pcp_bench_escrow_${Date.now().toString(36)}`;
-  const killAll = () => {
-    for (const c of children) c.kill('SIGKILL');
-  };
-  process.on('exit', killAll);
+  const releaseChildren = guardChildren();
 
   let anvil;
   let provider;
@@ -205,10 +87,6 @@ export async function main(args) {
     const gateway = new chainLib.EscrowGateway(provider, deployed);
     const relayer = new Wallet(chainLib.anvilKey('relayer'), provider);
 
-    await withPg('postgres', async (c) => {
-      await c.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
-      await c.query(`CREATE DATABASE ${DB_NAME}`);
-    });
     const apiPort = await freePort();
     const workerPort = await freePort();
     const base = `http://${HOST}:${apiPort}`;
@@ -234,7 +112,7 @@ export async function main(args) {
       API_BASE_URL: base,
       CHECKOUT_BASE_URL: base,
     };
-    await runNode([`${opts.dist}/src/database/migrate.js`], env);
+    await freshDatabase(DB_NAME, opts.dist, env);
     const sellerAddress = address('demoSeller');
     const orgOut = await runNode([`${opts.dist}/src/cli.js`, 'org:create', '--name', 'Bench Shop', '--handle', `bench-${Date.now().toString(36)}`, '--payout-address', sellerAddress, '--json'], env);
     const org = JSON.parse(orgOut.trim().split('\n').at(-1));
@@ -277,18 +155,17 @@ export async function main(args) {
     const summary = stats(samples);
     console.log(`\nmined funding tx → checkout funded in the API (worker indexer every ${opts.chainPollMs} ms):`);
     console.log(`  min ${summary.minMs} ms  median ${summary.medianMs} ms  mean ${summary.meanMs} ms  p90 ${summary.p90Ms} ms  max ${summary.maxMs} ms  (n=${summary.n})`);
-    const out = join(root, 'bench', 'results', `escrow-funding-${stamp}.json`);
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(
-      out,
+    const out = writeResult(
+      `escrow-funding-${stamp}.json`,
       JSON.stringify({ bench: 'escrow-funding', at: new Date().toISOString(), node: process.version, cpus: cpus().length, options: opts, summary, samplesMs: samples.map((s) => Number(s.toFixed(1))) }, null, 2),
     );
-    console.log(`results: ${relative(root, out)}`);
+    console.log(`results: ${out}`);
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => {});
     provider?.destroy();
     if (anvil) await anvil.stop();
-    await withPg('postgres', (c) => c.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`)).catch(() => {});
+    await dropDatabase(DB_NAME).catch(() => {});
     await deleteRedisKeys(redisPrefix).catch(() => {});
+    releaseChildren();
   }
 }

@@ -20,39 +20,24 @@
 // standardwebhooks library. Database `pcp_bench_webhooks` (dropped, re-created, migrated each
 // run), Redis keys under their own prefix (deleted afterwards). Results: a table on stdout and
 // bench/results/webhooks-<timestamp>.json.
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { createServer as createNetServer } from 'node:net';
-import { dirname, join, relative } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { HOST, REDIS_URL, databaseUrl, deleteRedisKeys, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, killChildren, percentile, root, sleep, startProcess, withPg, writeResult } from './lib.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const NODE = process.execPath;
-const HOST = '127.0.0.1';
 const DB_NAME = 'pcp_bench_webhooks';
-const PG_BASE = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
-const DATABASE_URL = `${PG_BASE}/${DB_NAME}`;
-const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const DATABASE_URL = databaseUrl(DB_NAME);
 const SIGNER_ENCRYPTION_KEY = 'bench-only-signer-encryption-key-0123456789';
 const BASELINE_QUEUE = 'baseline-webhooks';
 const AIMS = { throughputRatio: 0.5, pacedP50Ms: 100 };
 
-const children = new Set();
-
 function parseArgs(args) {
   const opts = { events: 5000, paced: 1000, rate: 100, warmup: 200, concurrency: null, servers: ['ours', 'baseline'], dist: 'dist' };
-  for (let i = 0; i < args.length; i++) {
-    const [flag, inline] = args[i].split(/=(.*)/s, 2);
-    const value = () => {
-      const v = inline ?? args[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value`);
-      return v;
-    };
+  for (const { flag, arg, value } of eachFlag(args)) {
     const count = () => {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 0) throw new Error(`${flag} must be a whole number >= 0`);
@@ -66,107 +51,12 @@ function parseArgs(args) {
       case '--concurrency': opts.concurrency = count(); break;
       case '--servers': opts.servers = value().split(','); break;
       case '--dist': opts.dist = value().replace(/\/$/, ''); break;
-      default: throw new Error(`unknown flag ${args[i]} (see the header of bench/webhooks.mjs)`);
+      default: throw new Error(`unknown flag ${arg} (see the header of bench/webhooks.mjs)`);
     }
   }
   for (const s of opts.servers) if (!['ours', 'baseline'].includes(s)) throw new Error(`unknown server ${s}`);
   if (opts.rate < 1) throw new Error('--rate must be >= 1');
   return opts;
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createNetServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, HOST, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function percentile(sorted, p) {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-function runNode(args, env) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      children.delete(child);
-      if (code === 0) resolve(out);
-      else reject(new Error(`node ${args.join(' ')} exited with ${code ?? signal}:\n${out}`));
-    });
-  });
-}
-
-/** Spawns a long-running process and waits until `ready()` resolves true. */
-async function startProcess(name, args, env, ready) {
-  const child = spawn(NODE, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let output = '';
-  const keep = (d) => (output = (output + d).slice(-8000));
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise((resolve) =>
-    child.on('exit', (code, signal) => {
-      children.delete(child);
-      resolve(code ?? signal);
-    }),
-  );
-  const deadline = Date.now() + 60_000;
-  while (!(await ready(() => output).catch(() => false))) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited during start-up:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`${name} was not ready within 60 s:\n${output}`);
-    }
-    await sleep(100);
-  }
-  return {
-    output: () => output,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
-
-async function withPg(database, fn) {
-  const client = new pg.Client({ connectionString: `${PG_BASE}/${database}` });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function deleteRedisKeys(prefix) {
-  const { default: Redis } = await import('ioredis');
-  const redis = new Redis(REDIS_URL);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }
 
 /** A receiver that answers 200 at once and records when each webhook-id first arrived. */
@@ -272,15 +162,11 @@ async function drive(label, opts, receiver, send) {
 }
 
 async function runOurs(opts, receiver, redisPrefix) {
-  await withPg('postgres', async (c) => {
-    await c.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
-    await c.query(`CREATE DATABASE ${DB_NAME}`);
-  });
   const env = {
     NODE_ENV: 'production', DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'warn', SIGNER_ENCRYPTION_KEY,
     WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: 'true',
   };
-  await runNode([`${opts.dist}/src/database/migrate.js`], env);
+  await freshDatabase(DB_NAME, opts.dist, env);
   const { SecretBox } = require(join(root, opts.dist, 'src/common/crypto/secret-box.js'));
   const orgId = randomUUID();
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
@@ -291,11 +177,7 @@ async function runOurs(opts, receiver, redisPrefix) {
     ]);
   });
   const port = await freePort();
-  const worker = await startProcess('worker', [`${opts.dist}/src/worker.js`], { ...env, WORKER_PORT: String(port) }, async () => {
-    const r = await fetch(`http://${HOST}:${port}/health/ready`, { signal: AbortSignal.timeout(1000) });
-    await r.arrayBuffer();
-    return r.ok;
-  });
+  const worker = await startProcess('worker', [`${opts.dist}/src/worker.js`], { ...env, WORKER_PORT: String(port) }, `http://${HOST}:${port}/health/ready`);
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 });
   try {
     const send = async (objects) => {
@@ -409,6 +291,7 @@ export async function main(args = []) {
   const redisPrefix = `pcpbenchwh${process.pid}`;
   const receiver = await startReceiver();
   const out = { startedAt: new Date().toISOString(), options: opts, sides: {} };
+  const releaseChildren = guardChildren();
   try {
     for (const side of opts.servers) {
       console.log(`running ${side}…`);
@@ -417,7 +300,7 @@ export async function main(args = []) {
   } finally {
     await receiver.close();
     await deleteRedisKeys(redisPrefix).catch(() => undefined);
-    for (const child of children) child.kill('SIGKILL');
+    releaseChildren();
   }
   const rows = Object.values(out.sides).flatMap((s) => s.results);
   console.log(`\nwebhooks: ${opts.events} events in a burst, then ${opts.paced} at ${opts.rate}/s; receiver on ${HOST}; concurrency ${opts.concurrency}`);
@@ -431,11 +314,8 @@ export async function main(args = []) {
   }
   if (oursPaced) console.log(`ours paced p50: ${oursPaced.p50Ms} ms (aim < ${AIMS.pacedP50Ms} ms at ${opts.rate}/s)`);
   out.aims = AIMS;
-  const dir = join(root, 'bench', 'results');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `webhooks-${out.startedAt.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify(out, null, 2));
-  console.log(`results: ${relative(root, file)}`);
+  const file = writeResult(`webhooks-${fileStamp(new Date(out.startedAt))}.json`, JSON.stringify(out, null, 2));
+  console.log(`results: ${file}`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
@@ -449,7 +329,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       () => process.exit(0),
       (err) => {
         console.error(err?.stack ?? err);
-        for (const child of children) child.kill('SIGKILL');
+        killChildren();
         process.exit(1);
       },
     );
