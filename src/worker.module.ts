@@ -6,6 +6,7 @@ import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { operatorAuth } from './common/auth/operator-auth.middleware';
 import { AppConfig } from './config/app-config';
 import { CoreModule } from './core.module';
+import { IdempotencyReaperModule, MAINTENANCE_QUEUE } from './common/idempotency/idempotency-reaper.module';
 import { CHAIN_QUEUE, EscrowJobsModule } from './modules/escrow/escrow-jobs.processor';
 import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
@@ -24,8 +25,9 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
 
 /**
  * The worker process (DESIGN §1, STYLE §9): the same core and feature modules as the api, plus
- * the queue processors, which are registered here only — the outbox relay loop, the webhook
- * delivery processor and the recovery pass (and escrow's chain jobs module). Its HTTP port (WORKER_PORT) serves only
+ * the queue processors, which are registered here only: the outbox relay loop, the webhook
+ * delivery processor, the recovery pass, the chain jobs (indexer, auto-release, checkout expiry)
+ * and the hourly idempotency reaper. Its HTTP port (WORKER_PORT) serves only
  * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
  * OPERATOR_TOKEN.
  */
@@ -35,6 +37,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     WebhooksModule,
     WebhookDeliveryModule,
     EscrowJobsModule,
+    IdempotencyReaperModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       inject: [AppConfig],
@@ -45,7 +48,11 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
         boardOptions: { uiConfig: { boardTitle: 'Worker queues' } },
       }),
     }),
-    BullBoardModule.forFeature({ name: WEBHOOK_DELIVERY_QUEUE, adapter: BullMQAdapter }, { name: CHAIN_QUEUE, adapter: BullMQAdapter }),
+    BullBoardModule.forFeature(
+      { name: WEBHOOK_DELIVERY_QUEUE, adapter: BullMQAdapter },
+      { name: CHAIN_QUEUE, adapter: BullMQAdapter },
+      { name: MAINTENANCE_QUEUE, adapter: BullMQAdapter },
+    ),
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor],
 })

@@ -97,6 +97,6 @@ export class CheckoutRepository {
 
   /** Newest first; `limit + 1` rows. */
   list(organizationId: string, limit: number, startingAfter?: string): Promise<CheckoutSession[]> {
-    return keysetPage(this.repo.createQueryBuilder('c'), 'c', organizationId, limit, startingAfter);
+    return keysetPage(() => this.repo.createQueryBuilder('c'), 'c', { sql: 'c.organization_id = :org', params: { org: organizationId } }, limit, startingAfter);
   }
 }

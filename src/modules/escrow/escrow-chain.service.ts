@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ChainVerificationError, createProvider, EscrowChainEvent, EscrowGateway, FundingTerms, VerifiedAction } from '@lib/chain';
-import { JsonRpcProvider, NonceManager, Wallet } from 'ethers';
+import { JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import { AppError } from '../../common/errors/app-error';
 
@@ -60,11 +60,6 @@ export class EscrowChainService {
       }
     }
     return verified;
-  }
-
-  /** A wallet that serialises nonces, for worker and CLI senders. */
-  managed(wallet: Wallet): NonceManager {
-    return new NonceManager(wallet);
   }
 
   destroy(): void {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { AppError } from '../../common/errors/app-error';
+import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
 import type { EscrowStatus } from './escrow.state';
@@ -74,22 +74,20 @@ export class EscrowRepository {
    * Newest first, `limit + 1` rows of escrows the organisation is a party to.
    * @throws AppError invalid_request (starting_after) for a cursor the organisation cannot see.
    */
-  async list(organizationId: string, opts: { limit: number; startingAfter?: string; role?: 'buyer' | 'seller'; status?: EscrowStatus }) {
-    const qb = this.em.getRepository(Escrow).createQueryBuilder('e');
-    const party =
-      opts.role === 'buyer'
-        ? 'e.buyer_organization_id = :org'
-        : opts.role === 'seller'
-          ? 'e.seller_organization_id = :org'
-          : '(e.seller_organization_id = :org OR e.buyer_organization_id = :org)';
-    qb.where(party, { org: organizationId });
-    if (opts.status) qb.andWhere('e.status = :status', { status: opts.status });
-    if (opts.startingAfter) {
-      const cursor = await this.findForOrganization(organizationId, opts.startingAfter);
-      if (!cursor) throw AppError.invalidParam('starting_after', 'is not an id from a previous page of this list');
-      qb.andWhere('(e.created_at, e.id) < (:at, :cid)', { at: cursor.createdAt, cid: cursor.id });
-    }
-    return qb.orderBy('e.created_at', 'DESC').addOrderBy('e.id', 'DESC').take(opts.limit + 1).getMany();
+  list(organizationId: string, opts: { limit: number; startingAfter?: string; role?: 'buyer' | 'seller'; status?: EscrowStatus }): Promise<Escrow[]> {
+    const role =
+      opts.role === 'buyer' ? 'e.buyer_organization_id = :org' : opts.role === 'seller' ? 'e.seller_organization_id = :org' : null;
+    return keysetPage(
+      () => this.em.getRepository(Escrow).createQueryBuilder('e'),
+      'e',
+      { sql: '(e.seller_organization_id = :org OR e.buyer_organization_id = :org)', params: { org: organizationId } },
+      opts.limit,
+      opts.startingAfter,
+      (qb) => {
+        if (role) qb.andWhere(role, { org: organizationId });
+        if (opts.status) qb.andWhere('e.status = :status', { status: opts.status });
+      },
+    );
   }
 
   /** Delivered escrows whose inspection window has passed (auto-release candidates). */

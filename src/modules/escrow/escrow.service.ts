@@ -67,12 +67,13 @@ export class EscrowService {
       throw new AppError('forbidden', `Only the ${allowed.join(' or ')} may ${action} this escrow`, { reason: `not_${allowed.join('_or_')}`, role: roles[0] });
     }
     const txHash = body.txHash.toLowerCase();
-    const recorded = (await this.repo.chainEvents(escrow.id)).find((t) => t.txHash === txHash);
+    const events = await this.repo.chainEvents(escrow.id);
+    const recorded = events.find((t) => t.txHash === txHash);
     if (recorded) {
       if (recorded.action !== rule.event) {
         throw new AppError('invalid_request', `Transaction ${txHash} was already recorded as '${recorded.action}' on this escrow`, { reason: 'tx_already_used' });
       }
-      return this.render(escrow, principal.organizationId);
+      return this.mapper.toDto(escrow, events, principal.organizationId);
     }
     if (!(rule.from as readonly EscrowStatus[]).includes(escrow.status)) {
       throw AppError.invalidState('escrow', escrow.status, rule.from);

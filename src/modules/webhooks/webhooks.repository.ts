@@ -153,10 +153,17 @@ export class WebhooksRepository {
     startingAfter: string | undefined,
     filters: { status?: DeliveryStatus; eventType?: string },
   ): Promise<WebhookDelivery[]> {
-    const qb = this.deliveries.createQueryBuilder('d');
-    if (filters.status) qb.andWhere('d.status = :status', { status: filters.status });
-    if (filters.eventType) qb.andWhere('d.event_type = :eventType', { eventType: filters.eventType });
-    return keysetPage(qb, 'd', organizationId, limit, startingAfter);
+    return keysetPage(
+      () => this.deliveries.createQueryBuilder('d'),
+      'd',
+      { sql: 'd.organization_id = :org', params: { org: organizationId } },
+      limit,
+      startingAfter,
+      (qb) => {
+        if (filters.status) qb.andWhere('d.status = :status', { status: filters.status });
+        if (filters.eventType) qb.andWhere('d.event_type = :eventType', { eventType: filters.eventType });
+      },
+    );
   }
 
   /**
