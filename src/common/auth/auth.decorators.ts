@@ -1,5 +1,5 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
-import { ApiBearerAuth, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtension, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { ErrorBody } from '../errors/error-body';
 import type { Principal } from './principal';
@@ -27,12 +27,14 @@ const securityDocs = () =>
 export const RequireScopes = (...scopes: Scope[]) =>
   applyDecorators(
     SetMetadata(REQUIRED_SCOPES, scopes),
+    ApiExtension('x-required-scopes', scopes),
     securityDocs(),
     ApiForbiddenResponse({ description: `missing_scope: needs ${scopes.join(' or ') || 'a valid credential'}`, type: ErrorBody }),
   );
 
 /** Requires an agent key (SPEC rows "agent key"); other credentials get 403 forbidden. */
-export const RequireAgentKey = (...scopes: Scope[]) => applyDecorators(SetMetadata(AGENT_ONLY, true), RequireScopes(...scopes));
+export const RequireAgentKey = (...scopes: Scope[]) =>
+  applyDecorators(SetMetadata(AGENT_ONLY, true), ApiExtension('x-agent-key', true), RequireScopes(...scopes));
 
 /** The authenticated {@link Principal} of this request. */
 export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal => {

@@ -39,7 +39,7 @@ export class WebhookEndpointDto {
   @ApiProperty({ format: 'uri' }) url: string;
   @ApiProperty() enabled: boolean;
   @ApiProperty({ enum: WEBHOOK_EVENTS, isArray: true, nullable: true, description: 'null = all event types' }) events: string[] | null;
-  @ApiProperty({ enum: ['disabled_by_merchant', 'gone'], nullable: true, type: String }) disabledReason: string | null;
+  @ApiProperty({ enum: ['disabled_by_merchant', 'gone', null], nullable: true, type: String, description: 'Why deliveries are paused; null while enabled' }) disabledReason: string | null;
   @ApiPropertyOptional({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', description: 'Signing secret, shown only on creation and rotation' })
   secret?: string;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) secretRotatedAt: string | null;
