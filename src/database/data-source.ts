@@ -15,7 +15,9 @@ export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
     migrationsTableName: 'migrations',
     synchronize: false,
     installExtensions: false,
-    extra: { max: 20 },
+    // A request waits at most 5 s for a connection: while PostgreSQL is down or restarting the
+    // api answers 503 instead of hanging (docs/decisions.md, "503 while a dependency is down").
+    extra: { max: 20, connectionTimeoutMillis: 5000 },
   };
 }
 

@@ -43,8 +43,17 @@ export function toAppError(exception: unknown): AppError {
     const code: ErrorCode | undefined =
       status === 404 ? 'not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : status === 429 ? 'rate_limited' : status < 500 ? 'invalid_request' : undefined;
     if (code === 'not_found') return new AppError('not_found', 'No such route', undefined, 404);
+    if (status === 503) {
+      // e.g. /health/ready (terminus): which checks are down goes into details.
+      const response = exception.getResponse() as { error?: unknown } | string;
+      const failing = typeof response === 'object' && response.error && typeof response.error === 'object' ? { checks: response.error } : undefined;
+      return new AppError('unavailable', 'A dependency is unavailable', failing as Record<string, unknown> | undefined, 503, { 'Retry-After': '2' });
+    }
     if (code) return new AppError(code, exception.message, undefined, status === 413 || status === 415 ? 400 : status);
     return new AppError('internal', 'Internal server error');
+  }
+  if (isDependencyDown(exception)) {
+    return new AppError('unavailable', 'The service is briefly unavailable; retry shortly', undefined, 503, { 'Retry-After': '2' });
   }
   const bodyParser = exception as { type?: string; status?: number };
   if (bodyParser && typeof bodyParser.type === 'string' && typeof bodyParser.status === 'number' && bodyParser.status < 500) {
@@ -57,4 +66,22 @@ export function toAppError(exception: unknown): AppError {
     return new AppError('invalid_request', reason, { reason: bodyParser.type });
   }
   return new AppError('internal', 'Internal server error');
+}
+
+/** Node socket errors and PostgreSQL SQLSTATEs that mean "the database is unreachable or restarting", not a bug. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+const UNREACHABLE_MESSAGES = [/Connection terminated/i, /timeout exceeded when trying to connect/i, /Client has encountered a connection error/i, /connection is closed/i, /the database system is (starting up|shutting down)/i];
+
+/**
+ * True when `err` (or the driver error it wraps) says a dependency (PostgreSQL, Redis) cannot be
+ * reached right now: the request is answered 503 `unavailable` with Retry-After instead of 500,
+ * so clients and load balancers retry (docs/decisions.md, "503 while a dependency is down").
+ */
+export function isDependencyDown(err: unknown): boolean {
+  for (let e = err as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth++) {
+    if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return true;
+    if (typeof e.message === 'string' && UNREACHABLE_MESSAGES.some((re) => re.test(e!.message as string))) return true;
+    e = (e.driverError ?? e.cause) as typeof e;
+  }
+  return false;
 }

@@ -1,4 +1,7 @@
-/** Error codes of SPEC "Errors" with the HTTP status DESIGN §4 binds to each. */
+/**
+ * Error codes of docs/api.md "Errors" with the HTTP status docs/architecture.md §4 binds to each;
+ * `unavailable` (503, a dependency such as PostgreSQL is unreachable) is our extension.
+ */
 export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
@@ -16,6 +19,7 @@ export const ERROR_STATUS = {
   signer_required: 403,
   agent_paused: 403,
   agents_disabled: 403,
+  unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

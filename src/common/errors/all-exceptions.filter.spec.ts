@@ -1,0 +1,34 @@
+import { ServiceUnavailableException } from '@nestjs/common';
+import { QueryFailedError } from 'typeorm';
+import { AppError } from './app-error';
+import { isDependencyDown, toAppError } from './all-exceptions.filter';
+
+describe('toAppError for an unreachable dependency', () => {
+  it.each([
+    ['a refused connection', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })],
+    ['an admin shutdown (57P01) wrapped by TypeORM', new QueryFailedError('SELECT 1', [], Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }))],
+    ['a starting server (57P03)', Object.assign(new Error('the database system is starting up'), { code: '57P03' })],
+    ['a dropped connection', new Error('Connection terminated unexpectedly')],
+    ['a pool wait timeout', new Error('timeout exceeded when trying to connect')],
+  ])('answers 503 unavailable with Retry-After for %s', (_, err) => {
+    expect(isDependencyDown(err)).toBe(true);
+    const e = toAppError(err);
+    expect(e).toBeInstanceOf(AppError);
+    expect([e.code, e.status, e.headers['Retry-After']]).toEqual(['unavailable', 503, '2']);
+  });
+
+  it.each([
+    ['a unique violation', new QueryFailedError('INSERT', [], Object.assign(new Error('duplicate key value'), { code: '23505' }))],
+    ['a plain bug', new TypeError("Cannot read properties of undefined (reading 'id')")],
+  ])('keeps %s as 500 internal', (_, err) => {
+    expect(isDependencyDown(err)).toBe(false);
+    expect([toAppError(err).code, toAppError(err).status]).toEqual(['internal', 500]);
+  });
+});
+
+describe('toAppError for a 503 HttpException (readiness)', () => {
+  it('answers 503 unavailable and names the failing checks', () => {
+    const e = toAppError(new ServiceUnavailableException({ status: 'error', error: { database: { status: 'down' } } }));
+    expect([e.code, e.status, e.details]).toEqual(['unavailable', 503, { checks: { database: { status: 'down' } } }]);
+  });
+});
