@@ -54,7 +54,8 @@ export class DeliveryQueue {
 
   /**
    * Makes sure a live job exists for this attempt (recovery after a Redis wipe or a crash between
-   * commit and enqueue): a waiting, delayed or active job is kept; a finished one is replaced.
+   * commit and enqueue): a waiting, delayed or active job is kept; a finished one, or a job hash
+   * left in no list when Redis lost keys mid-write, is replaced.
    * With `now`, a delayed job is promoted so the attempt runs at once (manual retry).
    * @returns true when a job was added or promoted.
    */
@@ -66,8 +67,10 @@ export class DeliveryQueue {
       await (await this.queue.getJob(id))?.promote().catch(() => undefined);
       return true;
     }
-    if (state === 'completed' || state === 'failed') await this.queue.remove(id).catch(() => 0);
-    else if (state !== 'unknown') return false;
+    if (state !== 'unknown' && state !== 'completed' && state !== 'failed') return false;
+    // A finished job, or an orphaned hash in no list (Redis keys lost mid-write): adding under the
+    // same id would be a no-op, so the old one goes first.
+    await this.queue.remove(id).catch(() => 0);
     await this.enqueue([job]);
     return true;
   }
