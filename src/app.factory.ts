@@ -1,22 +1,18 @@
-import { INestApplication, ValidationError, ValidationPipe } from '@nestjs/common';
+import { INestApplication, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express, { NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { ApiModule } from './app.module';
+import { AppConfig } from './config/app-config';
+import { mcpRouter } from './modules/mcp/mcp.http';
 import { AppError } from './common/errors/app-error';
 import { toAppError } from './common/errors/all-exceptions.filter';
 import { requestIdMiddleware, requestIdOf } from './common/errors/request-id';
+import { validationFields } from './common/validation/validation-errors';
 
-/** Flattens class-validator errors into `details.fields = [{param, message}]` (nested params dotted). */
-export function validationFields(errors: ValidationError[], parent = ''): Array<{ param: string; message: string }> {
-  return errors.flatMap((e) => {
-    const param = parent ? `${parent}.${e.property}` : e.property;
-    const own = Object.values(e.constraints ?? {}).map((message) => ({ param, message }));
-    return [...own, ...validationFields(e.children ?? [], param)];
-  });
-}
+export { validationFields };
 
 /**
  * Dotted path of a key or string value holding a NUL character, which Postgres text and
@@ -88,7 +84,25 @@ export async function createApiApp(): Promise<NestExpressApplication> {
       },
     }),
   );
+  // MCP under the api port unless it has a listener of its own (createMcpApp, MCP_PORT).
+  if (app.get(AppConfig).env.MCP_PORT === 0) app.use(mcpRouter(app));
   app.enableShutdownHooks();
   SwaggerModule.setup('docs', app, buildOpenApi(app), { jsonDocumentUrl: 'docs-json' });
   return app;
+}
+
+/**
+ * The MCP listener of its own (MCP_PORT > 0, docs/architecture.md §1): an express app serving
+ * only `/mcp` and its well-known documents, over the api application's services.
+ */
+export function createMcpApp(app: INestApplication): express.Express {
+  const mcp = express();
+  mcp.disable('x-powered-by');
+  mcp.use(requestIdMiddleware);
+  for (const parser of bodyParsers()) mcp.use(parser);
+  mcp.use(mcpRouter(app));
+  mcp.use((req: Request, res: Response) => {
+    res.status(404).json({ error: 'No such route', code: 'not_found', requestId: requestIdOf(req) });
+  });
+  return mcp;
 }

@@ -14,6 +14,7 @@ import { EscrowModule } from './modules/escrow/escrow.module';
 import { PayPageModule } from './modules/pay-page/pay-page.module';
 import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
+import { McpModule } from './modules/mcp/mcp.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
@@ -52,6 +53,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
     WebhooksModule,
     EscrowModule,
     PayPageModule,
+    McpModule,
   ],
   providers: [
     IdempotencyRepository,

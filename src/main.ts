@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { createApiApp } from './app.factory';
+import { createApiApp, createMcpApp } from './app.factory';
 import { AppConfig } from './config/app-config';
 
 /** api process entrypoint (DESIGN §1). */
@@ -7,8 +7,12 @@ async function bootstrap(): Promise<void> {
   const app = await createApiApp();
   const config = app.get(AppConfig);
   await app.listen(config.env.PORT, '0.0.0.0');
-  app.getHttpServer();
   console.log(`api listening on ${config.env.API_BASE_URL} (Swagger UI ${config.env.API_BASE_URL}/docs)`);
+  if (config.env.MCP_PORT > 0) {
+    const server = createMcpApp(app).listen(config.env.MCP_PORT, '0.0.0.0');
+    app.getHttpServer().on('close', () => server.close());
+  }
+  console.log(`MCP at ${config.env.MCP_BASE_URL.replace(/\/$/, '')}/mcp`);
 }
 
 bootstrap().catch((err: Error) => {

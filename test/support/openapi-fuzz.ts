@@ -29,6 +29,7 @@ interface Operation {
   responses?: Record<string, { content?: Record<string, { schema?: Schema }> }>;
   security?: unknown[];
   'x-required-scopes'?: string[];
+  'x-agent-key'?: boolean;
 }
 
 export interface OpenApiDoc {

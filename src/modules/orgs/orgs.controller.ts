@@ -2,7 +2,6 @@ import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { CurrentPrincipal, Public, RequireScopes } from '../../common/auth/auth.decorators';
 import type { Principal } from '../../common/auth/principal';
-import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { MeDto } from './dto/me.dto';
@@ -19,15 +18,8 @@ export class MeController {
   @ApiOperation({ summary: 'Identity, organisation, scopes and verification snapshot of the caller' })
   @ApiOkResponse({ type: MeDto })
   @ApiStandardErrors()
-  async me(@CurrentPrincipal() principal: Principal): Promise<MeDto> {
-    const org = await this.orgs.getOrganization(principal.organizationId);
-    if (!org) throw new AppError('unauthorized', 'Invalid or expired credential');
-    return {
-      identity: { type: principal.kind, credentialId: principal.credentialId, agentId: principal.agentId },
-      organization: { id: org.id, name: org.name, handle: org.handle, payoutAddress: org.payoutAddress },
-      scopes: [...principal.grantedScopes],
-      verification: { status: org.verificationStatus },
-    };
+  me(@CurrentPrincipal() principal: Principal): Promise<MeDto> {
+    return this.orgs.me(principal);
   }
 }
 

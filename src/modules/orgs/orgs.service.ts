@@ -6,6 +6,7 @@ import { Principal, PrincipalResolver } from '../../common/auth/principal';
 import { AGENT_SCOPES, expandScopes, invalidScopes, MERCHANT_SCOPES } from '../../common/auth/scopes';
 import { digestsEqual, hashSecret, randomBase62 } from '../../common/auth/secrets';
 import { AppError } from '../../common/errors/app-error';
+import type { MeDto } from './dto/me.dto';
 import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
 import { OrgsRepository } from './orgs.repository';
 
@@ -29,6 +30,22 @@ export class OrgsService extends PrincipalResolver {
     private readonly config: AppConfig,
   ) {
     super();
+  }
+
+  /**
+   * GET /api/v1/me and svc_me: the caller's identity, organisation, granted scopes and
+   * verification snapshot.
+   * @throws AppError unauthorized when the organisation no longer exists.
+   */
+  async me(principal: Principal): Promise<MeDto> {
+    const org = await this.getOrganization(principal.organizationId);
+    if (!org) throw new AppError('unauthorized', 'Invalid or expired credential');
+    return {
+      identity: { type: principal.kind, credentialId: principal.credentialId, agentId: principal.agentId },
+      organization: { id: org.id, name: org.name, handle: org.handle, payoutAddress: org.payoutAddress },
+      scopes: [...principal.grantedScopes],
+      verification: { status: org.verificationStatus },
+    };
   }
 
   /** @throws AppError invalid_request for a bad handle/address or a handle already taken. */

@@ -1,0 +1,86 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import express, { NextFunction, Request, Response, Router } from 'express';
+import { extractCredential } from '../../common/auth/auth.guard';
+import { PrincipalResolver } from '../../common/auth/principal';
+import { SCOPES } from '../../common/auth/scopes';
+import { AppError } from '../../common/errors/app-error';
+import { toAppError } from '../../common/errors/all-exceptions.filter';
+import { requestIdOf } from '../../common/errors/request-id';
+import { AppConfig } from '../../config/app-config';
+import { McpService } from './mcp.service';
+
+/** Where the MCP endpoint lives on its listener. */
+export const MCP_PATH = '/mcp';
+const RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+
+/**
+ * The MCP transport (docs/architecture.md §15): `POST /mcp`, stateless Streamable HTTP (a new
+ * server and transport per request, JSON responses), authenticated like REST (`X-Api-Key` or
+ * `Authorization: Bearer` with any of the three credentials). Without a valid credential: 401 in
+ * our error body with `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728), whose document
+ * names our client-credentials `/oauth/token` through RFC 8414 metadata. GET and DELETE answer
+ * 405 (no sessions, no server-sent stream).
+ */
+export function mcpRouter(app: INestApplicationContext): Router {
+  const config = app.get(AppConfig).env;
+  const principals = app.get(PrincipalResolver);
+  const mcp = app.get(McpService);
+  const mcpBase = config.MCP_BASE_URL.replace(/\/$/, '');
+  const apiBase = config.API_BASE_URL.replace(/\/$/, '');
+  const resourceMetadataUrl = `${mcpBase}${RESOURCE_METADATA_PATH}${MCP_PATH}`;
+  const scopes = [...SCOPES];
+  const router = express.Router();
+
+  const fail = (req: Request, res: Response, err: unknown) => {
+    const e = toAppError(err);
+    for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
+    if (e.code === 'unauthorized') res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${resourceMetadataUrl}"`);
+    res.status(e.status).json({ error: e.message, code: e.code, requestId: requestIdOf(req), ...(e.details !== undefined ? { details: e.details } : {}) });
+  };
+
+  const protectedResource = {
+    resource: `${mcpBase}${MCP_PATH}`,
+    authorization_servers: [apiBase],
+    scopes_supported: scopes,
+    bearer_methods_supported: ['header'],
+    resource_name: 'Payments control plane (MCP)',
+    resource_documentation: `${apiBase}/docs`,
+  };
+  router.get([`${RESOURCE_METADATA_PATH}${MCP_PATH}`, RESOURCE_METADATA_PATH], (_req, res) => {
+    res.json(protectedResource);
+  });
+  router.get('/.well-known/oauth-authorization-server', (_req, res) => {
+    res.json({
+      issuer: apiBase,
+      token_endpoint: `${apiBase}/oauth/token`,
+      grant_types_supported: ['client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_post'],
+      response_types_supported: [],
+      scopes_supported: scopes,
+      service_documentation: `${apiBase}/docs`,
+    });
+  });
+
+  router.post(MCP_PATH, (req: Request, res: Response, next: NextFunction) => {
+    void (async () => {
+      const secret = extractCredential(req);
+      if (!secret) throw new AppError('unauthorized', 'Missing credential: send X-Api-Key or Authorization: Bearer');
+      const principal = await principals.resolve(secret);
+      if (!principal) throw new AppError('unauthorized', 'Invalid or expired credential');
+      const server = mcp.serverFor(principal, requestIdOf(req));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      res.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    })().catch((err: unknown) => (res.headersSent ? next(err) : fail(req, res, err)));
+  });
+  router.all(MCP_PATH, (req, res) => {
+    res.setHeader('Allow', 'POST');
+    fail(req, res, new AppError('invalid_request', 'The MCP endpoint is stateless: use POST', { reason: 'method_not_allowed' }, 405));
+  });
+  return router;
+}

@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
+import { CheckoutModule } from '../checkout/checkout.module';
+import { EscrowModule } from '../escrow/escrow.module';
+import { OrgsModule } from '../orgs/orgs.module';
+import { WebhooksModule } from '../webhooks/webhooks.module';
+import { McpIdempotency } from './mcp-idempotency.service';
+import { McpService } from './mcp.service';
+import { TOOL_PROVIDERS } from './tools';
+
+/**
+ * The MCP server (docs/architecture.md §15): the svc_* tools over the feature modules' services.
+ * Api-only; its HTTP side is mounted by src/app.factory.ts (mcp.http.ts), on MCP_PORT or under
+ * the api port.
+ */
+@Module({
+  imports: [OrgsModule, CheckoutModule, EscrowModule, WebhooksModule],
+  providers: [McpService, McpIdempotency, IdempotencyRepository, ...TOOL_PROVIDERS],
+  exports: [McpService],
+})
+export class McpModule {}

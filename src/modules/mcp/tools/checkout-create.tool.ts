@@ -1,0 +1,43 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { CheckoutService } from '../../checkout/checkout.service';
+import { CreateCheckoutSessionDto } from '../../checkout/dto/create-checkout-session.dto';
+import type { McpTool, McpToolContext } from '../mcp-tool';
+import { idempotencyKey } from './ids';
+
+/** The body of POST /api/v1/checkout-sessions (docs/api.md). */
+export const checkoutCreateInput = z.object({
+  amount: z.string().describe('USDC as decimal text, e.g. "25.00"'),
+  description: z.string(),
+  redirectUrl: z.string().optional(),
+  webhookUrl: z.string().optional(),
+  orderId: z.string().optional(),
+  shopDomain: z.string().optional(),
+  escrowTemplateId: z.enum(['freelance', 'physical', 'digital', 'custom']).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  expiresAt: z.string().optional().describe('ISO-8601, 30 min to 24 h from now'),
+  idempotencyKey: idempotencyKey(false),
+});
+
+/** svc_checkout_create: POST /api/v1/checkout-sessions. */
+@Injectable()
+export class CheckoutCreateTool implements McpTool {
+  readonly name: string = 'svc_checkout_create';
+  readonly title = 'Create a checkout session';
+  readonly description = 'Creates an escrow-settled USDC checkout session; the buyer pays at its payUrl.';
+  readonly scopes = ['checkout:write'] as const;
+  readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
+  readonly input = checkoutCreateInput;
+  readonly dto = CreateCheckoutSessionDto;
+  readonly idempotency = 'optional' as const;
+  constructor(private readonly checkout: CheckoutService) {}
+  run(ctx: McpToolContext, input: Record<string, unknown>) {
+    return this.checkout.create(ctx.principal, input as unknown as CreateCheckoutSessionDto);
+  }
+}
+
+/** svc_create_checkout: the agent-facing alias of svc_checkout_create (docs/api.md, Tool interface). */
+@Injectable()
+export class CreateCheckoutTool extends CheckoutCreateTool {
+  override readonly name = 'svc_create_checkout';
+}

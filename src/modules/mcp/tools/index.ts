@@ -1,0 +1,42 @@
+import type { Provider } from '@nestjs/common';
+import type { McpTool } from '../mcp-tool';
+import { CheckoutCreateTool, CreateCheckoutTool } from './checkout-create.tool';
+import { CheckoutGetTool } from './checkout-get.tool';
+import { CheckoutListTool } from './checkout-list.tool';
+import { EscrowAcceptTool, EscrowCancelTool, EscrowDeclineTool, EscrowDisputeTool, EscrowMarkDeliveredTool, EscrowReleaseTool } from './escrow-action.tool';
+import { EscrowGetTool, EscrowListTool } from './escrow-read.tool';
+import { MeTool } from './me.tool';
+import { PaymentStatusTool } from './payment-status.tool';
+import { WebhookDeliveriesListTool, WebhookDeliveriesRetryTool } from './webhook-deliveries.tool';
+import { WebhookEndpointGetTool, WebhookEndpointPutTool } from './webhook-endpoint.tool';
+
+/** Injection token of the list of every tool. */
+export const MCP_TOOLS = Symbol('MCP_TOOLS');
+
+/** Every svc_* tool class; a new tool is one file plus one entry here. */
+export const TOOL_CLASSES = [
+  MeTool,
+  CheckoutCreateTool,
+  CreateCheckoutTool,
+  CheckoutGetTool,
+  CheckoutListTool,
+  EscrowListTool,
+  EscrowGetTool,
+  EscrowAcceptTool,
+  EscrowDeclineTool,
+  EscrowMarkDeliveredTool,
+  EscrowReleaseTool,
+  EscrowCancelTool,
+  EscrowDisputeTool,
+  WebhookEndpointGetTool,
+  WebhookEndpointPutTool,
+  WebhookDeliveriesListTool,
+  WebhookDeliveriesRetryTool,
+  PaymentStatusTool,
+];
+
+/** Providers: each tool, and MCP_TOOLS = all of them. */
+export const TOOL_PROVIDERS: Provider[] = [
+  ...TOOL_CLASSES,
+  { provide: MCP_TOOLS, inject: TOOL_CLASSES, useFactory: (...tools: McpTool[]) => tools },
+];
