@@ -52,6 +52,7 @@ Payments control plane is running.
 
   API           ${s.apiUrl}/api/v1
   Swagger UI    ${s.swaggerUrl}
+  MCP           ${(process.env.MCP_BASE_URL || s.apiUrl).replace(/\/$/, '')}/mcp   (tools for AI agents; same keys)
   Pay pages     ${s.checkoutBaseUrl}/checkout/<checkoutId>
   Worker        http://localhost:${process.env.WORKER_PORT || 3100}/health/ready   (Bull Board: /admin/queues)
   Chain (anvil) ${process.env.RPC_URL}   USDC ${process.env.USDC_ADDRESS}   escrow ${process.env.ESCROW_ADDRESS}
