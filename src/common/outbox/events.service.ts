@@ -1,20 +1,38 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { v5 as uuidv5, v7 as uuidv7 } from 'uuid';
+import { createHash } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { OutboxEvent } from './outbox-event.entity';
 import { WebhookEvent } from './webhook-event';
 
-/** Namespace of event ids derived from their source (UUID v5; a fixed random UUID of ours). */
+/** Salt of event ids derived from their source (a fixed random UUID of ours). */
 const EVENT_ID_NAMESPACE = '6f0b8c52-3f0e-4c55-9a51-2d8e3f4a7b19';
 
+/** Last byte of a derived id by type: events of one source sort in the order they are written (released before paid). */
+const TYPE_RANK: Record<WebhookEvent, number> = {
+  [WebhookEvent.CheckoutFunded]: 0,
+  [WebhookEvent.CheckoutAccepted]: 1,
+  [WebhookEvent.CheckoutDisputed]: 2,
+  [WebhookEvent.CheckoutRefunded]: 3,
+  [WebhookEvent.CheckoutCancelled]: 4,
+  [WebhookEvent.CheckoutReleased]: 5,
+  [WebhookEvent.CheckoutPaid]: 6,
+};
+
 /**
- * The outbox id of an event caused by `sourceId` (for chain events `<txHash>:<logIndex>`): a UUID v5
- * of source and type, so the same log always yields the same `webhook-id` (receivers dedupe by it)
- * and checkout.released and checkout.paid of one log get two ids (docs/architecture.md §8).
+ * The outbox id of an event caused by `sourceId` (for chain events `<txHash>:<logIndex>`): a
+ * UUID v8 whose first 15 bytes hash the source and whose last byte is the type, so the same log
+ * always yields the same `webhook-id` (receivers dedupe by it), checkout.released and checkout.paid
+ * of one log get two ids, and those sort in the order written (docs/architecture.md §8).
  */
 export function derivedEventId(sourceId: string, type: WebhookEvent): string {
-  return uuidv5(`${sourceId.toLowerCase()}/${type}`, EVENT_ID_NAMESPACE);
+  const b = Buffer.from(createHash('sha256').update(`${EVENT_ID_NAMESPACE}:${sourceId.toLowerCase()}`).digest().subarray(0, 16));
+  b[6] = (b[6] & 0x0f) | 0x80; // version 8 (custom)
+  b[8] = (b[8] & 0x3f) | 0x80; // RFC 9562 variant
+  b[15] = TYPE_RANK[type];
+  const hex = b.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /**
