@@ -15,7 +15,7 @@ export class EscrowRepository {
   }
 
   /**
-   * Records an applied log; false when (txHash, logIndex) was applied before (DESIGN §7: a log is
+   * Records an applied log; false when (txHash, logIndex) was applied before (docs/architecture.md §7: a log is
    * applied once).
    */
   async insertChainEvent(row: EscrowChainEventRow): Promise<boolean> {
