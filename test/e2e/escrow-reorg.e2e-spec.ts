@@ -1,3 +1,5 @@
+import { derivedEventId } from '../../src/common/outbox/events.service';
+import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { createTestApp, TestApp } from '../support/app';
 import {
@@ -162,5 +164,51 @@ describe('escrow indexer: chain reorgs', () => {
     const res = await t.http.post(`/api/v1/escrows/${escrowId}/accept`).set('X-Api-Key', seller.org.key).send({ txHash: again });
     expect(res.body.status).toBe('accepted');
     expect((await indexer.pollOnce()).reorgForkBlock).toBeUndefined();
+  });
+
+  it('a funding reorged away and mined again (same transaction) is re-applied under the same event id: receivers see one checkout.funded', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount: '6.00' });
+    const { funding, terms } = await fundingTerms(t, checkout.id);
+    await pollToHead(t, chain);
+
+    const first = await onOrphanedBranch(async () => {
+      const fundTx = await chain.fundWithAuthorization(buyer.wallet, terms, funding.termsSignature);
+      const raw = await chain.rpc<string>('eth_getRawTransactionByHash', [fundTx]);
+      const session = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+      const [row] = await chainEventRows(t, session.escrowId as string);
+      return { fundTx, raw, row, events: await checkoutEvents(t, checkout.id) };
+    }, 0);
+    expect(first.events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', derivedEventId(`${first.fundTx}:${first.row.log_index}`, WebhookEvent.CheckoutFunded)]]);
+
+    // The same signed transaction is mined again on the canonical branch (as a node re-includes it).
+    expect(await chain.rpc<string>('eth_sendRawTransaction', [first.raw])).toBe(first.fundTx);
+    await chain.mine(3);
+    const pass = await indexer.pollOnce();
+    expect(pass.reorgForkBlock).toEqual(expect.any(Number));
+    await pollToHead(t, chain);
+    const session = await getCheckout(t, seller.org, checkout.id);
+    expect(session.status).toBe('funded');
+    const [row] = await chainEventRows(t, session.escrowId as string);
+    expect(row.tx_hash).toBe(first.fundTx.toLowerCase());
+    const events = await checkoutEvents(t, checkout.id);
+    expect(events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', derivedEventId(`${row.tx_hash}:${row.log_index}`, WebhookEvent.CheckoutFunded)]]);
+    expect(events[0].id).toBe(first.events[0].id);
+
+    // checkout.released and checkout.paid of one Released log: two ids, both derived from it.
+    const releaseTx = await chain.act(buyer.wallet, 'release', terms.escrowKey);
+    const released = await t.http
+      .post(`/api/v1/escrows/${session.escrowId as string}/release`)
+      .set('X-Api-Key', buyer.org.key)
+      .set('Idempotency-Key', `release-${checkout.id}`)
+      .send({ txHash: releaseTx, confirm: true });
+    expect(released.status).toBe(200);
+    const releaseRow = (await chainEventRows(t, session.escrowId as string)).find((r) => r.action === 'released')!;
+    const source = `${releaseTx}:${releaseRow.log_index}`;
+    expect((await checkoutEvents(t, checkout.id)).slice(1).map((e) => [e.type, e.id])).toEqual([
+      ['checkout.released', derivedEventId(source, WebhookEvent.CheckoutReleased)],
+      ['checkout.paid', derivedEventId(source, WebhookEvent.CheckoutPaid)],
+    ]);
+    expect(derivedEventId(source, WebhookEvent.CheckoutReleased)).not.toBe(derivedEventId(source, WebhookEvent.CheckoutPaid));
   });
 });

@@ -161,6 +161,7 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
       inspectionWindowSeconds: 3 * DAY,
       deliveredAt: new Date(deliveredAt * 1000).toISOString(),
       autoReleaseAt: null,
+      flag: null,
       chain: { chainId: 31337, contract: expect.any(String), escrowKey: terms.escrowKey },
       transactions: [
         { action: 'funded', txHash: fundTx.toLowerCase(), blockNumber: expect.any(Number), from: null, recordedAt: expect.any(String) },

@@ -3,6 +3,7 @@ import { ChainVerificationError, createProvider, EscrowChainEvent, EscrowGateway
 import { JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import { AppError } from '../../common/errors/app-error';
+import { lastConfirmedBlock } from './escrow.state';
 
 /**
  * The service's view of the chain (DESIGN §7): one provider and {@link EscrowGateway} from config,
@@ -36,8 +37,8 @@ export class EscrowChainService {
   }
 
   /**
-   * Verifies that `txHash` performed `action` on the escrow, sent by one of `senders`, and has
-   * CONFIRMATIONS confirmations (DESIGN §7).
+   * Verifies that `txHash` performed `action` on the escrow, sent by one of `senders`, and is
+   * confirmed by the indexer's rule ({@link lastConfirmedBlock}: CONFIRMATIONS blocks below head).
    * @throws AppError 400 invalid_request with `details.reason` (not_found, failed, wrong_contract,
    *   wrong_escrow, wrong_action, wrong_sender), or 409 with `details.reason: "pending"` while unmined or unconfirmed.
    */
@@ -55,7 +56,7 @@ export class EscrowChainService {
     const confirmations = this.config.env.CONFIRMATIONS;
     if (confirmations > 0) {
       const head = await this.gateway.headBlock();
-      if (head - verified.blockNumber + 1 < confirmations) {
+      if (verified.blockNumber > lastConfirmedBlock(head, confirmations)) {
         throw new AppError('invalid_request', `transaction ${txHash} has not reached ${confirmations} confirmations`, { reason: 'pending', txHash }, 409);
       }
     }

@@ -1,15 +1,22 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { ChainTxError } from '@lib/chain';
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { ChainTxError, EscrowChainEvent } from '@lib/chain';
+import { QueryFailedError } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
+import { ClusterLock } from '../../database/cluster-lock';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService } from '../checkout/checkout.service';
 import { EscrowChainService } from './escrow-chain.service';
 import { EscrowLedger } from './escrow-ledger.service';
+import { chainEvents, chainJobItemFailures, chainJobRuns, indexedBlock, reorgs } from './escrow.metrics';
 import { EscrowRepository } from './escrow.repository';
+import { EscrowTransitionError, lastConfirmedBlock } from './escrow.state';
 
 const CURSOR = 'escrow';
 const MAX_RANGE = 2000;
 const KEEP_BLOCKS = 10_000;
+
+/** The chain jobs; each pass runs under its own cluster-wide lock. */
+export type ChainJobName = 'index' | 'auto-release' | 'expire-checkouts';
 
 /** Outcome of one indexer pass. */
 export interface PollResult {
@@ -17,25 +24,37 @@ export interface PollResult {
   toBlock: number;
   events: number;
   applied: number;
+  /** Events that could not be applied and were set aside (chain_events_set_aside) this pass. */
+  setAside: number;
   /** Set when a reorg of blocks with applied events (read here or by the API fast path) was found: the block indexing resumed after. */
   reorgForkBlock?: number;
+  /** true when another process held the index lock: nothing was read; `toBlock` is the stored cursor. */
+  skipped?: true;
 }
 
 /**
- * The chain indexer and the escrow schedules (DESIGN §7), run by the worker:
- * - {@link pollOnce} reads CheckoutEscrow logs from the cursor kept in Postgres up to
- *   head − CONFIRMATIONS and applies each through the ledger (once per tx hash + log index). Before
- *   reading it compares the cursor block's hash with the chain; on a mismatch it finds the fork
- *   point among remembered block hashes, forgets the events above it, re-derives the affected
+ * The chain indexer and the escrow schedules (docs/architecture.md §7), run by the worker. Each
+ * pass holds a cluster-wide lock ({@link ClusterLock}: a session advisory lock on a dedicated
+ * connection, no pooled transaction held across RPC calls), so however many workers run, one pass
+ * of each job runs at a time; a pass that finds the lock taken is skipped.
+ * - {@link pollOnce} reads CheckoutEscrow logs from the cursor kept in Postgres up to the last
+ *   confirmed block ({@link lastConfirmedBlock}, the rule the API's verification uses too) and
+ *   applies each through the ledger (once per tx hash + log index). A log the ledger cannot apply
+ *   even in chain order is set aside (chain_events_set_aside, an error log, the
+ *   `chain_indexer_events_total{outcome="set_aside"}` metric) and the cursor moves on; a transient
+ *   failure (database, RPC) fails the pass, which the next one retries from the same cursor.
+ *   Before reading it compares the cursor block's hash with the chain; on a mismatch it finds the
+ *   fork point among remembered block hashes, forgets the events above it, re-derives the affected
  *   escrows and re-indexes from there. Events the API applied from blocks above the cursor are
  *   checked by their block hash the same way.
  * - {@link autoReleaseDue} releases delivered escrows whose inspection window has passed (by chain
- *   time), sending the release with the relayer key.
+ *   time), sending the release with the relayer key; one that fails is logged, counted and skipped.
  * - {@link expireCheckouts} records expiry of open checkouts.
  */
 @Injectable()
-export class EscrowIndexer {
+export class EscrowIndexer implements OnModuleDestroy {
   private readonly logger = new Logger(EscrowIndexer.name);
+  private readonly lock: ClusterLock;
 
   constructor(
     private readonly repo: EscrowRepository,
@@ -44,12 +63,52 @@ export class EscrowIndexer {
     private readonly checkout: CheckoutService,
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
-  ) {}
+  ) {
+    this.lock = new ClusterLock(config.env.DATABASE_URL);
+  }
 
-  async pollOnce(): Promise<PollResult> {
+  async onModuleDestroy(): Promise<void> {
+    await this.lock.close();
+  }
+
+  /** One indexer pass (see the class doc); skipped when another process runs one. */
+  pollOnce(): Promise<PollResult> {
+    return this.exclusive(
+      'index',
+      () => this.indexPass(),
+      async () => {
+        const cursor = (await this.repo.getCursor(CURSOR)) ?? this.config.env.ESCROW_DEPLOY_BLOCK - 1;
+        return { fromBlock: cursor + 1, toBlock: cursor, events: 0, applied: 0, setAside: 0, skipped: true };
+      },
+    );
+  }
+
+  /** Releases due escrows with the relayer key; returns the escrow ids released (none when another process runs the pass). */
+  autoReleaseDue(): Promise<string[]> {
+    return this.exclusive('auto-release', () => this.autoReleasePass(), () => []);
+  }
+
+  /** Records expiry of open checkouts past expiresAt; returns how many (0 when another process runs the pass). */
+  expireCheckouts(): Promise<number> {
+    return this.exclusive('expire-checkouts', () => this.checkout.expireDue(new Date()), () => 0);
+  }
+
+  /** Runs a pass under its cluster-wide lock and counts it in `chain_job_runs_total` (done, skipped, failed). */
+  private async exclusive<T>(job: ChainJobName, pass: () => Promise<T>, skipped: () => Promise<T> | T): Promise<T> {
+    try {
+      const run = await this.lock.run(`chain:${job}`, pass);
+      chainJobRuns.inc({ job, outcome: run.ran ? 'done' : 'skipped' });
+      return run.ran ? run.value : await skipped();
+    } catch (err) {
+      chainJobRuns.inc({ job, outcome: 'failed' });
+      throw err;
+    }
+  }
+
+  private async indexPass(): Promise<PollResult> {
     const gateway = this.chain.gateway;
     const head = await gateway.headBlock();
-    const target = head - this.config.env.CONFIRMATIONS;
+    const target = lastConfirmedBlock(head, this.config.env.CONFIRMATIONS);
     let cursor = (await this.repo.getCursor(CURSOR)) ?? this.config.env.ESCROW_DEPLOY_BLOCK - 1;
     let reorgForkBlock: number | undefined;
     const [last] = cursor >= 0 ? await this.repo.rememberedBlocks(cursor, 1) : [];
@@ -66,13 +125,20 @@ export class EscrowIndexer {
         reorgForkBlock = cursor;
       }
     }
+    if (reorgForkBlock !== undefined) reorgs.inc();
     const fromBlock = cursor + 1;
     const toBlock = Math.min(target, cursor + MAX_RANGE);
-    if (toBlock < fromBlock) return { fromBlock, toBlock: cursor, events: 0, applied: 0, reorgForkBlock };
+    if (toBlock < fromBlock) return { fromBlock, toBlock: cursor, events: 0, applied: 0, setAside: 0, reorgForkBlock };
     const events = await gateway.getEscrowEvents(fromBlock, toBlock);
     let applied = 0;
+    let setAside = 0;
     for (const e of events) {
-      if ((await this.ledger.apply(e)).applied) applied++;
+      try {
+        if ((await this.ledger.apply(e)).applied) applied++;
+      } catch (err) {
+        if (!isPoison(err)) throw err;
+        if (await this.setAside(e, err as Error)) setAside++;
+      }
     }
     const toHash = await gateway.getBlockHash(toBlock);
     await (this.txHost as TxHost).withTransaction(async () => {
@@ -81,11 +147,35 @@ export class EscrowIndexer {
       await this.repo.setCursor(CURSOR, toBlock);
       await this.repo.pruneBlocks(toBlock - KEEP_BLOCKS);
     });
-    return { fromBlock, toBlock, events: events.length, applied, reorgForkBlock };
+    indexedBlock.set(toBlock);
+    chainEvents.inc({ outcome: 'applied' }, applied);
+    chainEvents.inc({ outcome: 'duplicate' }, events.length - applied - setAside);
+    chainEvents.inc({ outcome: 'set_aside' }, setAside);
+    return { fromBlock, toBlock, events: events.length, applied, setAside, reorgForkBlock };
   }
 
-  /** Releases due escrows with the relayer key; returns the escrow ids released. */
-  async autoReleaseDue(): Promise<string[]> {
+  /** Records an event the ledger refused; true (logged as an error) the first time this log is set aside. */
+  private async setAside(e: EscrowChainEvent, err: Error): Promise<boolean> {
+    const { action, escrowKey, txHash, logIndex, blockNumber, blockHash, ...data } = e;
+    const fresh = await (this.txHost as TxHost).withTransaction(() =>
+      this.repo.setAside({
+        txHash,
+        logIndex,
+        escrowKey,
+        action,
+        blockNumber,
+        blockHash,
+        reason: err.message,
+        data: JSON.parse(JSON.stringify(data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as Record<string, unknown>,
+      }),
+    );
+    const fields = { txHash: txHash.toLowerCase(), logIndex, escrowKey, action, blockNumber, reason: err.message };
+    if (fresh) this.logger.error(fields, 'chain event set aside: it cannot be applied to the escrow; indexing continues');
+    else this.logger.warn(fields, 'chain event set aside before met again; skipped');
+    return fresh;
+  }
+
+  private async autoReleasePass(): Promise<string[]> {
     const chainNow = new Date((await this.chain.gateway.headTimestamp()) * 1000);
     const due = await this.repo.dueForAutoRelease(chainNow);
     const released: string[] = [];
@@ -96,15 +186,12 @@ export class EscrowIndexer {
         await this.ledger.apply(verified.event, verified.from);
         released.push(escrow.id);
       } catch (err) {
+        chainJobItemFailures.inc({ job: 'auto-release' });
         const reason = err instanceof ChainTxError ? (err.errorName ?? err.message) : (err as Error).message;
         this.logger.warn({ escrowId: escrow.id, reason }, 'auto-release not possible yet');
       }
     }
     return released;
-  }
-
-  expireCheckouts(): Promise<number> {
-    return this.checkout.expireDue(new Date());
   }
 
   private async findFork(cursor: number): Promise<number> {
@@ -131,4 +218,18 @@ export class EscrowIndexer {
       await this.repo.setCursor(CURSOR, Math.min(fork, cursor));
     });
   }
+}
+
+/** SQLSTATEs a row's own values cause (not null, check, data exceptions such as numeric overflow): retrying cannot help. */
+const ROW_VALUE_ERRORS = /^(23502|23514|22\w{3})$/;
+
+/**
+ * Whether applying an event failed for a reason retrying cannot fix: it does not fold onto the
+ * escrow's events, or the database refuses the row's values. Races (unique or foreign-key
+ * violations), connection and RPC failures are not: the pass fails and the next one retries.
+ */
+function isPoison(err: unknown): boolean {
+  if (err instanceof EscrowTransitionError) return true;
+  const code = err instanceof QueryFailedError ? (err.driverError as { code?: string } | undefined)?.code : undefined;
+  return typeof code === 'string' && ROW_VALUE_ERRORS.test(code);
 }

@@ -2,24 +2,22 @@ import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Injectable, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { BullModule } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
-import { Counter, Gauge } from 'prom-client';
 import { AppConfig } from '../../config/app-config';
 import { QueueModule } from '../../common/queue/queue.module';
-import { metricsRegistry } from '../health/metrics';
 import { EscrowIndexer } from './escrow-indexer.service';
+import type { ChainJobName } from './escrow-indexer.service';
 import { EscrowModule } from './escrow.module';
 
-/** The worker's chain queue: repeatable jobs for the indexer and the escrow schedules (DESIGN §7). */
+/** The worker's chain queue: repeatable jobs for the indexer and the escrow schedules (docs/architecture.md §7). */
 export const CHAIN_QUEUE = 'chain';
-export type ChainJobName = 'index' | 'auto-release' | 'expire-checkouts';
-
-const indexedBlock = new Gauge({ name: 'chain_indexer_block', help: 'Last block the escrow indexer applied', registers: [metricsRegistry] });
-const chainEvents = new Counter({ name: 'chain_indexer_events_total', help: 'Escrow logs read, by outcome', labelNames: ['outcome'] as const, registers: [metricsRegistry] });
-const reorgs = new Counter({ name: 'chain_reorgs_total', help: 'Reorgs of already-processed blocks detected', registers: [metricsRegistry] });
+export type { ChainJobName };
 
 /**
- * Runs the chain jobs one at a time per worker (concurrency 1); BullMQ's job schedulers make each
- * repeatable job run on one worker at a time however many workers there are.
+ * Runs the chain jobs one at a time per worker (concurrency 1). Across workers BullMQ may start
+ * the next iteration of a job while the last still runs elsewhere, so each pass also takes a
+ * cluster-wide lock inside {@link EscrowIndexer} and is skipped when another worker holds it.
+ * A failed pass is logged and counted (`chain_job_runs_total{outcome="failed"}`) and the next
+ * iteration retries it; a loop never dies silently.
  */
 @Processor(CHAIN_QUEUE, { concurrency: 1 })
 export class EscrowJobsProcessor extends WorkerHost {
@@ -30,22 +28,21 @@ export class EscrowJobsProcessor extends WorkerHost {
   }
 
   async process(job: Job): Promise<unknown> {
-    switch (job.name as ChainJobName) {
-      case 'index': {
-        const r = await this.indexer.pollOnce();
-        indexedBlock.set(r.toBlock);
-        chainEvents.inc({ outcome: 'applied' }, r.applied);
-        chainEvents.inc({ outcome: 'duplicate' }, r.events - r.applied);
-        if (r.reorgForkBlock !== undefined) reorgs.inc();
-        return r;
+    try {
+      switch (job.name as ChainJobName) {
+        case 'index':
+          return await this.indexer.pollOnce();
+        case 'auto-release':
+          return { released: await this.indexer.autoReleaseDue() };
+        case 'expire-checkouts':
+          return { expired: await this.indexer.expireCheckouts() };
+        default:
+          this.logger.warn({ name: job.name }, 'unknown chain job');
+          return null;
       }
-      case 'auto-release':
-        return { released: await this.indexer.autoReleaseDue() };
-      case 'expire-checkouts':
-        return { expired: await this.indexer.expireCheckouts() };
-      default:
-        this.logger.warn({ name: job.name }, 'unknown chain job');
-        return null;
+    } catch (err) {
+      this.logger.error({ job: job.name, err: (err as Error).message, stack: (err as Error).stack }, 'chain job pass failed; the next iteration retries it');
+      throw err;
     }
   }
 }

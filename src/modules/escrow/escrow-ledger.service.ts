@@ -3,23 +3,36 @@ import { EscrowChainEvent, idFromEscrowKey } from '@lib/chain';
 import { v7 as uuidv7 } from 'uuid';
 import { EventsService } from '../../common/outbox/events.service';
 import { TransactionHost, TxHost } from '../../database/transaction';
-import { CheckoutService } from '../checkout/checkout.service';
+import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
 import { OrgsService } from '../orgs/orgs.service';
-import { Escrow, EscrowChainEventRow } from './escrow.entity';
+import { Escrow, EscrowChainEventRow, TermsMismatch } from './escrow.entity';
 import { EscrowRepository } from './escrow.repository';
 import { applyChainEvent, EscrowStateSnapshot, EscrowTransitionError } from './escrow.state';
 
 /** What applying one chain event did. */
 export interface LedgerResult {
   escrow: Escrow | null;
-  /** false when this log (tx hash + log index) had been applied before. */
+  /** false when this log (tx hash + log index) had been applied before, or was ignored. */
   applied: boolean;
 }
 
+type CheckoutSessionRow = NonNullable<Awaited<ReturnType<CheckoutService['findById']>>>;
+
 /**
- * The one writer of escrow state (DESIGN §7). Applies a CheckoutEscrow event exactly once — the
- * API fast path, the chain indexer and the CLI all call it and converge — and, in the same
- * transaction, mirrors the status onto the checkout and writes the webhook event to the outbox.
+ * The one writer of escrow state (docs/architecture.md §7). Applies a CheckoutEscrow event exactly
+ * once — the API fast path, the chain indexer and the CLI all call it and converge — and, in the
+ * same transaction, mirrors the status onto the checkout and writes the webhook event to the
+ * outbox, with an event id derived from the log (tx hash, log index, type), so a log re-applied
+ * after a reorg carries the same id.
+ *
+ * - A Funded event creates the escrow row with `INSERT … ON CONFLICT DO NOTHING`, then the event is
+ *   applied under the row lock: concurrent recorders of one funding never collide.
+ * - A Funded event whose amount, seller or inspection window differ from the checkout and its
+ *   organisation's payout address flags the escrow (`terms_mismatch`): it is recorded but never
+ *   reaches the checkout or webhooks.
+ * - An event older than the escrow's newest applied (block, log index) — the API applied a later
+ *   action first — is inserted and the escrow refolded in chain order. Its status cannot change
+ *   (the newest event fixes it), so it sends no webhook.
  */
 @Injectable()
 export class EscrowLedger {
@@ -36,29 +49,37 @@ export class EscrowLedger {
   /**
    * @param fromAddress the transaction sender when known (API fast path), else null.
    * @returns the escrow after the event, and whether the event was new.
+   * @throws EscrowTransitionError when the event cannot follow the escrow's events even in chain
+   *   order (nothing is written; the indexer sets such an event aside).
    */
   apply(e: EscrowChainEvent, fromAddress: string | null = null): Promise<LedgerResult> {
     return (this.txHost as TxHost).withTransaction(async () => {
-      let escrow = await this.repo.findByKeyForUpdate(e.escrowKey);
+      if (e.action === 'funded') await this.repo.insertIfAbsent(await this.fromFunding(e));
+      const escrow = await this.repo.findByKeyForUpdate(e.escrowKey.toLowerCase());
       if (await this.repo.findChainEvent(e.txHash, e.logIndex)) return { escrow, applied: false };
-      if (e.action === 'funded') {
-        if (escrow) {
-          this.logger.error({ escrowKey: e.escrowKey, txHash: e.txHash }, 'second Funded event for one escrow; ignored');
-          return { escrow, applied: false };
-        }
-        escrow = await this.createFromFunding(e);
-      } else if (!escrow) {
+      if (!escrow) {
         this.logger.warn({ escrowKey: e.escrowKey, action: e.action, txHash: e.txHash }, 'event for an escrow never funded here; ignored');
         return { escrow: null, applied: false };
+      }
+      const rows = await this.repo.chainEvents(escrow.id);
+      if (e.action === 'funded' && rows.some((r) => r.action === 'funded')) {
+        this.logger.error({ escrowKey: e.escrowKey, txHash: e.txHash }, 'second Funded event for one escrow; ignored');
+        return { escrow, applied: false };
+      }
+      const last = rows.at(-1);
+      if (last && (e.blockNumber < last.blockNumber || (e.blockNumber === last.blockNumber && e.logIndex < last.logIndex))) {
+        return { escrow: await this.insertLate(escrow, e, fromAddress), applied: true };
       }
       const { next, webhook } = applyChainEvent(e.action === 'funded' ? emptySnapshot() : snapshotOf(escrow), e, deliveredAt(escrow, e));
       await this.repo.insertChainEvent(this.eventRow(escrow.id, e, fromAddress));
       Object.assign(escrow, next);
       await this.repo.update(escrow);
-      if (escrow.checkoutSessionId) {
+      if (escrow.checkoutSessionId && !escrow.flag) {
         const mirrored = await this.checkout.mirrorEscrow(escrow.checkoutSessionId, escrow.id, escrow.status);
         if (mirrored && webhook) {
-          await this.events.emit(mirrored.session.organizationId, webhook, mirrored.dto, mirrored.session.webhookUrl);
+          await this.events.emit(mirrored.session.organizationId, webhook, mirrored.dto, mirrored.session.webhookUrl, {
+            sourceId: `${e.txHash.toLowerCase()}:${e.logIndex}`,
+          });
         }
       }
       return { escrow, applied: true };
@@ -66,9 +87,9 @@ export class EscrowLedger {
   }
 
   /**
-   * Re-derives an escrow from its remaining applied events after a reorg removed some (DESIGN §7).
-   * An escrow left with no events is deleted and its checkout is open again. Emits no events:
-   * webhooks already sent are not retracted.
+   * Re-derives an escrow from its remaining applied events after a reorg removed some
+   * (docs/architecture.md §7). An escrow left with no events is deleted and its checkout is open
+   * again. Emits no events: webhooks already sent are not retracted.
    */
   rebuild(escrowId: string): Promise<void> {
     return (this.txHost as TxHost).withTransaction(async () => {
@@ -76,13 +97,13 @@ export class EscrowLedger {
       if (!escrow) return;
       const rows = await this.repo.chainEvents(escrowId);
       if (rows.length === 0) {
-        if (escrow.checkoutSessionId) await this.checkout.mirrorEscrow(escrow.checkoutSessionId, null, 'open');
+        if (escrow.checkoutSessionId && !escrow.flag) await this.checkout.mirrorEscrow(escrow.checkoutSessionId, null, 'open');
         await this.repo.delete(escrow.id);
         return;
       }
       let state = emptySnapshot();
       for (const row of rows) {
-        const e = { ...(row.data as object), action: row.action, escrowKey: escrow.escrowKey, txHash: row.txHash, logIndex: row.logIndex, blockNumber: row.blockNumber, blockHash: row.blockHash } as EscrowChainEvent;
+        const e = eventOf(escrow, row);
         try {
           state = applyChainEvent(state, e, deliveredAt(escrow, e)).next;
         } catch (err) {
@@ -93,11 +114,30 @@ export class EscrowLedger {
       }
       Object.assign(escrow, state);
       await this.repo.update(escrow);
-      if (escrow.checkoutSessionId) await this.checkout.mirrorEscrow(escrow.checkoutSessionId, escrow.id, escrow.status);
+      if (escrow.checkoutSessionId && !escrow.flag) await this.checkout.mirrorEscrow(escrow.checkoutSessionId, escrow.id, escrow.status);
     });
   }
 
-  private async createFromFunding(e: Extract<EscrowChainEvent, { action: 'funded' }>): Promise<Escrow> {
+  /** Inserts an event older than the newest applied one and refolds all events in chain order; throws (rolling back) when they do not fold. */
+  private async insertLate(escrow: Escrow, e: EscrowChainEvent, fromAddress: string | null): Promise<Escrow> {
+    const before = escrow.status;
+    await this.repo.insertChainEvent(this.eventRow(escrow.id, e, fromAddress));
+    let state = emptySnapshot();
+    for (const row of await this.repo.chainEvents(escrow.id)) {
+      const event = eventOf(escrow, row);
+      state = applyChainEvent(state, event, deliveredAt(escrow, event)).next;
+    }
+    Object.assign(escrow, state);
+    await this.repo.update(escrow);
+    if (escrow.status !== before && escrow.checkoutSessionId && !escrow.flag) {
+      await this.checkout.mirrorEscrow(escrow.checkoutSessionId, escrow.id, escrow.status);
+    }
+    this.logger.warn({ escrowId: escrow.id, action: e.action, txHash: e.txHash, status: escrow.status }, 'older chain event applied late; escrow refolded in chain order');
+    return escrow;
+  }
+
+  /** The escrow row a Funded event creates, flagged when its terms differ from the checkout's. */
+  private async fromFunding(e: Extract<EscrowChainEvent, { action: 'funded' }>): Promise<Escrow> {
     let checkoutId: string | null = null;
     try {
       checkoutId = idFromEscrowKey(e.escrowKey);
@@ -105,7 +145,11 @@ export class EscrowLedger {
       checkoutId = null;
     }
     const session = checkoutId ? await this.checkout.findById(checkoutId) : null;
-    const escrow = Object.assign(new Escrow(), {
+    const mismatches = session ? await this.termsMismatches(e, session) : [];
+    if (mismatches.length) {
+      this.logger.error({ escrowKey: e.escrowKey, txHash: e.txHash, checkoutSessionId: session?.id, mismatches }, 'funding terms differ from the checkout; escrow flagged');
+    }
+    return Object.assign(new Escrow(), {
       id: uuidv7(),
       escrowKey: e.escrowKey.toLowerCase(),
       checkoutSessionId: session?.id ?? null,
@@ -119,9 +163,28 @@ export class EscrowLedger {
       inspectionWindowSeconds: e.inspectionWindow,
       deliveredAt: null,
       autoReleaseAt: null,
+      flag: mismatches.length ? ('terms_mismatch' as const) : null,
+      flagDetails: mismatches.length ? { mismatches } : null,
     });
-    await this.repo.insert(escrow);
-    return escrow;
+  }
+
+  /**
+   * Compares a Funded event with what the service signs for the checkout (docs/architecture.md §7):
+   * amount (base units), seller (the organisation's payout address now) and inspection window (seconds).
+   */
+  private async termsMismatches(e: Extract<EscrowChainEvent, { action: 'funded' }>, session: CheckoutSessionRow): Promise<TermsMismatch[]> {
+    const out: TermsMismatch[] = [];
+    if (e.amount !== session.amountUnits) out.push({ field: 'amount', expected: session.amountUnits.toString(), actual: e.amount.toString() });
+    const payout = (await this.orgs.getOrganization(session.organizationId))?.payoutAddress ?? null;
+    if (!payout || payout.toLowerCase() !== e.seller.toLowerCase()) out.push({ field: 'seller', expected: payout ?? 'none', actual: e.seller });
+    let window: number | null;
+    try {
+      window = inspectionWindowSeconds(session.escrowTemplateId, session.metadata);
+    } catch {
+      window = null;
+    }
+    if (window !== Number(e.inspectionWindow)) out.push({ field: 'inspectionWindow', expected: String(window ?? 'invalid'), actual: String(e.inspectionWindow) });
+    return out;
   }
 
   private eventRow(escrowId: string, e: EscrowChainEvent, fromAddress: string | null): EscrowChainEventRow {
@@ -138,6 +201,11 @@ export class EscrowLedger {
       data: JSON.parse(JSON.stringify(data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as Record<string, unknown>,
     });
   }
+}
+
+/** The chain event a stored row records (its data columns as decoded). */
+function eventOf(escrow: Escrow, row: EscrowChainEventRow): EscrowChainEvent {
+  return { ...(row.data as object), action: row.action, escrowKey: escrow.escrowKey, txHash: row.txHash, logIndex: row.logIndex, blockNumber: row.blockNumber, blockHash: row.blockHash } as EscrowChainEvent;
 }
 
 function emptySnapshot(): EscrowStateSnapshot {

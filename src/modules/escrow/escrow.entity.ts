@@ -2,9 +2,20 @@ import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } fro
 import { bigintTransformer } from '../../database/bigint.transformer';
 import type { EscrowStatus } from './escrow.state';
 
+/** Why an escrow is held from its checkout (docs/architecture.md §7): its Funded terms differ from the checkout's. */
+export type EscrowFlag = 'terms_mismatch';
+
+/** One term of a Funded event that differs from what the checkout and its organisation say; values as decimal text or addresses. */
+export interface TermsMismatch {
+  field: 'amount' | 'seller' | 'inspectionWindow';
+  expected: string;
+  actual: string;
+}
+
 /**
- * An escrow mirrored from CheckoutEscrow (DESIGN §7). `status`, `deliveredAt` and
+ * An escrow mirrored from CheckoutEscrow (docs/architecture.md §7). `status`, `deliveredAt` and
  * `autoReleaseAt` are derived from its applied chain events; `amountUnits` is USDC base units.
+ * A flagged escrow (`flag` set) never reaches its checkout: no mirrored status, no webhooks.
  */
 @Entity('escrows')
 export class Escrow {
@@ -21,6 +32,8 @@ export class Escrow {
   @Column('int', { name: 'inspection_window_seconds' }) inspectionWindowSeconds: number;
   @Column('timestamptz', { name: 'delivered_at', nullable: true }) deliveredAt: Date | null;
   @Column('timestamptz', { name: 'auto_release_at', nullable: true }) autoReleaseAt: Date | null;
+  @Column('text', { nullable: true }) flag: EscrowFlag | null;
+  @Column('jsonb', { name: 'flag_details', nullable: true }) flagDetails: { mismatches: TermsMismatch[] } | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

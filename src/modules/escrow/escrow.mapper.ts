@@ -25,6 +25,7 @@ export class EscrowMapper {
       inspectionWindowSeconds: e.inspectionWindowSeconds,
       deliveredAt: e.deliveredAt?.toISOString() ?? null,
       autoReleaseAt: e.autoReleaseAt?.toISOString() ?? null,
+      flag: e.flag ? { reason: e.flag, mismatches: e.flagDetails?.mismatches ?? [] } : null,
       chain: { chainId: this.config.env.CHAIN_ID, contract: this.config.env.ESCROW_ADDRESS, escrowKey: e.escrowKey },
       transactions: events.map((t) => ({
         action: t.action,

@@ -15,7 +15,7 @@ export class EscrowRepository {
   }
 
   /**
-   * Records an applied log; false when (txHash, logIndex) was applied before (DESIGN §7: a log is
+   * Records an applied log; false when (txHash, logIndex) was applied before (docs/architecture.md §7: a log is
    * applied once).
    */
   async insertChainEvent(row: EscrowChainEventRow): Promise<boolean> {
@@ -45,8 +45,43 @@ export class EscrowRepository {
     return this.em.getRepository(Escrow).findOneBy({ id });
   }
 
-  async insert(escrow: Escrow): Promise<void> {
-    await this.em.getRepository(Escrow).insert(escrow as QueryDeepPartialEntity<Escrow>);
+  /**
+   * Creates the escrow row unless one exists for its key (`INSERT … ON CONFLICT DO NOTHING`): the
+   * API path and the indexer may record one funding at once, and the loser waits for the winner's
+   * commit here instead of failing on the unique key (docs/architecture.md §7: one writer).
+   * @returns true when this call created the row.
+   */
+  async insertIfAbsent(escrow: Escrow): Promise<boolean> {
+    const result = await this.em
+      .createQueryBuilder()
+      .insert()
+      .into(Escrow)
+      .values(escrow as QueryDeepPartialEntity<Escrow>)
+      .orIgnore()
+      .execute();
+    return (result.raw as unknown[]).length > 0;
+  }
+
+  /** Position (block, log index) of the escrow's newest applied event, or null when it has none. */
+  async lastEventPosition(escrowId: string): Promise<{ blockNumber: number; logIndex: number } | null> {
+    const rows: Array<{ block_number: string; log_index: number }> = await this.em.query(
+      'SELECT block_number, log_index FROM escrow_chain_events WHERE escrow_id = $1 ORDER BY block_number DESC, log_index DESC LIMIT 1',
+      [escrowId],
+    );
+    return rows.length ? { blockNumber: Number(rows[0].block_number), logIndex: rows[0].log_index } : null;
+  }
+
+  /**
+   * Records a log the ledger could not apply (docs/architecture.md §7: one bad event never blocks
+   * the indexer). @returns false when this log was set aside before.
+   */
+  async setAside(row: { txHash: string; logIndex: number; escrowKey: string; action: string; blockNumber: number; blockHash: string; reason: string; data: Record<string, unknown> }): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(
+      `INSERT INTO chain_events_set_aside (tx_hash, log_index, escrow_key, action, block_number, block_hash, reason, data)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (tx_hash, log_index) DO NOTHING RETURNING tx_hash`,
+      [row.txHash.toLowerCase(), row.logIndex, row.escrowKey.toLowerCase(), row.action, row.blockNumber, row.blockHash, row.reason, JSON.stringify(row.data)],
+    );
+    return rows.length > 0;
   }
 
   /** Writes the derived state; also sets `escrow.updatedAt`, so a response rendered from it matches a later read. */
@@ -90,12 +125,12 @@ export class EscrowRepository {
     );
   }
 
-  /** Delivered escrows whose inspection window has passed (auto-release candidates). */
+  /** Delivered, unflagged escrows whose inspection window has passed (auto-release candidates). */
   dueForAutoRelease(now: Date, limit = 50) {
     return this.em
       .getRepository(Escrow)
       .createQueryBuilder('e')
-      .where("e.status = 'delivered' AND e.auto_release_at <= :now", { now })
+      .where("e.status = 'delivered' AND e.auto_release_at <= :now AND e.flag IS NULL", { now })
       .orderBy('e.auto_release_at', 'ASC')
       .take(limit)
       .getMany();

@@ -1,7 +1,7 @@
 import type { EscrowChainEvent } from '@lib/chain';
 import { WebhookEvent } from '../../common/outbox/webhook-event';
 
-/** Escrow statuses (DESIGN §7); a checkout's status follows its escrow's once funded. */
+/** Escrow statuses (docs/architecture.md §7); a checkout's status follows its escrow's once funded. */
 export const ESCROW_STATUSES = ['funded', 'accepted', 'delivered', 'released', 'refunded', 'cancelled', 'disputed'] as const;
 export type EscrowStatus = (typeof ESCROW_STATUSES)[number];
 export const TERMINAL_STATUSES: readonly EscrowStatus[] = ['released', 'refunded', 'cancelled'];
@@ -35,7 +35,7 @@ const FROM: Record<EscrowChainEvent['action'], ReadonlyArray<EscrowStatus | null
 };
 
 /**
- * Applies one CheckoutEscrow event to a snapshot (DESIGN §7 table) and names the webhook event it
+ * Applies one CheckoutEscrow event to a snapshot (docs/architecture.md §7 table) and names the webhook event it
  * causes, if any. Pure: the same fold serves the API fast path, the indexer and reorg rebuilds.
  * @throws EscrowTransitionError when the event cannot follow the snapshot's status.
  */
@@ -71,7 +71,7 @@ export function applyChainEvent(
   }
 }
 
-/** Party actions of the public API (SPEC "Escrow action rules", DESIGN §7 and §5). */
+/** Party actions of the public API (docs/api.md "Escrow action rules", docs/architecture.md §7 and §5). */
 export const ESCROW_ACTIONS = {
   accept: { actors: ['seller'], from: ['funded'], event: 'accepted', idempotencyRequired: false, confirm: false },
   decline: { actors: ['seller'], from: ['funded', 'accepted'], event: 'declined', idempotencyRequired: true, confirm: false },
@@ -84,3 +84,12 @@ export const ESCROW_ACTIONS = {
   { actors: ReadonlyArray<'buyer' | 'seller'>; from: readonly EscrowStatus[]; event: EscrowChainEvent['action']; idempotencyRequired: boolean; confirm: boolean }
 >;
 export type EscrowApiAction = keyof typeof ESCROW_ACTIONS;
+
+/**
+ * The highest block whose logs count as confirmed (docs/architecture.md §7: `CONFIRMATIONS`
+ * blocks behind head; 0 on anvil). The one rule for the API's verification of a reported action
+ * and the indexer's reading range, so neither applies a log the other would not.
+ */
+export function lastConfirmedBlock(head: number, confirmations: number): number {
+  return head - confirmations;
+}

@@ -23,7 +23,19 @@ export class EscrowChainDto {
   @ApiProperty({ description: 'bytes32 escrow id on the contract' }) escrowKey: string;
 }
 
-/** An escrow (DESIGN §7); amounts are decimal USDC text. */
+export class EscrowTermsMismatchDto {
+  @ApiProperty({ enum: ['amount', 'seller', 'inspectionWindow'] }) field: 'amount' | 'seller' | 'inspectionWindow';
+  @ApiProperty({ description: 'What the checkout and its organisation say (base units, address or seconds)' }) expected: string;
+  @ApiProperty({ description: 'What the Funded event says' }) actual: string;
+}
+
+/** Why an escrow is held from its checkout (docs/decisions.md "Funded terms are checked"). */
+export class EscrowFlagDto {
+  @ApiProperty({ enum: ['terms_mismatch'] }) reason: 'terms_mismatch';
+  @ApiProperty({ type: [EscrowTermsMismatchDto] }) mismatches: EscrowTermsMismatchDto[];
+}
+
+/** An escrow (docs/architecture.md §7); amounts are decimal USDC text. */
 export class EscrowDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ enum: ESCROW_STATUSES }) status: EscrowStatus;
@@ -38,6 +50,12 @@ export class EscrowDto {
   @ApiProperty({ type: String, nullable: true, format: 'date-time' }) deliveredAt: string | null;
   @ApiProperty({ type: String, nullable: true, format: 'date-time', description: 'When anyone may release (delivered escrows)' })
   autoReleaseAt: string | null;
+  @ApiProperty({
+    type: EscrowFlagDto,
+    nullable: true,
+    description: 'Set when the on-chain funding terms differ from the checkout: the escrow never updates the checkout or sends webhooks',
+  })
+  flag: EscrowFlagDto | null;
   @ApiProperty() chain: EscrowChainDto;
   @ApiProperty({ type: [EscrowTransactionDto] }) transactions: EscrowTransactionDto[];
   @ApiProperty({ format: 'date-time' }) createdAt: string;
