@@ -5,6 +5,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express, { NextFunction, Request, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { ApiModule } from './app.module';
+import { AppConfig } from './config/app-config';
 import { AppError } from './common/errors/app-error';
 import { toAppError } from './common/errors/all-exceptions.filter';
 import { requestIdMiddleware, requestIdOf } from './common/errors/request-id';
@@ -67,12 +68,14 @@ export function buildOpenApi(app: INestApplication) {
 
 /**
  * Builds the api application (used by main.ts, the e2e tests and the bench) without listening.
- * Swagger UI at /docs, JSON at /docs-json.
+ * Swagger UI at /docs, JSON at /docs-json. The client address (`req.ip`, used by the rate limits)
+ * honours X-Forwarded-For only from `TRUSTED_PROXIES` (Express `trust proxy`).
+ * @throws Error (no abort) when the configuration is invalid, naming the variable.
  */
 export async function createApiApp(): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule, { bodyParser: false, bufferLogs: true });
+  const app = await NestFactory.create<NestExpressApplication>(ApiModule, { bodyParser: false, bufferLogs: true, abortOnError: false });
   app.useLogger(app.get(Logger));
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestIdMiddleware);

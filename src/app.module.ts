@@ -9,6 +9,7 @@ import { IdempotencyRepository } from './common/idempotency/idempotency.reposito
 import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
 import { RateLimitStorageModule, RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage';
 import { CoreModule } from './core.module';
+import { PROCESS_SECRETS } from './config/secrets';
 import { CheckoutModule } from './modules/checkout/checkout.module';
 import { EscrowModule } from './modules/escrow/escrow.module';
 import { PayPageModule } from './modules/pay-page/pay-page.module';
@@ -23,7 +24,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
  */
 @Module({
   imports: [
-    CoreModule,
+    CoreModule.forProcess({ name: 'api', secrets: PROCESS_SECRETS.api }),
     ThrottlerModule.forRootAsync({
       imports: [RateLimitStorageModule],
       inject: [AppConfig, RedisThrottlerStorage],
