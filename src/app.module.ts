@@ -6,6 +6,7 @@ import { AuthGuard } from './common/auth/auth.guard';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { IdempotencyInterceptor } from './common/idempotency/idempotency.interceptor';
 import { IdempotencyRepository } from './common/idempotency/idempotency.repository';
+import { AuthFailureLimiter } from './common/rate-limit/auth-failure.limiter';
 import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
 import { RateLimitStorageModule, RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage';
 import { CoreModule } from './core.module';
@@ -19,7 +20,8 @@ import { OrgsModule } from './modules/orgs/orgs.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
 /**
- * The api process (DESIGN §1–2): request id → auth guard → rate limit → idempotency →
+ * The api process (DESIGN §1–2): request id → per-IP allowance of failed authentications →
+ * auth guard → rate limit → idempotency →
  * validation → controller → service → repository, with one error filter.
  */
 @Module({
@@ -56,6 +58,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
   ],
   providers: [
     IdempotencyRepository,
+    AuthFailureLimiter,
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: RateLimitGuard },
     { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },

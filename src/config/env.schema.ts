@@ -110,7 +110,7 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(1) RATE_LIMIT_PER_MINUTE = 600;
   @Transform(toInt) @IsInt() @Min(1) RATE_LIMIT_PUBLIC_PER_MINUTE = 120;
   /** Failed authentications per client IP per minute before 429 (checked before any credential lookup). */
-  @Transform(toInt) @IsInt() @Min(1) AUTH_FAILURES_PER_MINUTE = 30;
+  @Transform(toInt) @IsInt() @Min(1) AUTH_FAILURES_PER_MINUTE = 60;
   /** Proxies whose X-Forwarded-For is believed (Express `trust proxy`): addresses, CIDRs, loopback/linklocal/uniquelocal. */
   @Transform(toList) @IsArray() @ArrayMinSize(1) @Validate(IsTrustedProxy, { each: true }) TRUSTED_PROXIES: string[] = ['loopback'];
 

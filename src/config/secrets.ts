@@ -1,4 +1,6 @@
-import { ANVIL_CHAIN_ID, ANVIL_KEYS, anvilKey } from '@lib/chain';
+// A relative import, not @lib/chain: migrate.ts loads this file from jest's global setup, which
+// runs without the @lib path mapping (and the chain barrel would pull in compiled contracts).
+import { ANVIL_CHAIN_ID, ANVIL_KEYS, anvilKey } from '../../libs/chain/src/anvil';
 
 /**
  * The secrets a process may hold (docs/architecture.md §10). None of them is ever printed: a
