@@ -90,7 +90,8 @@ export class OrgsRepository {
   /** Sets `revoked_at` once (an earlier revocation time is kept). @returns the key's id and revocation time, or null when unknown. */
   async revokeApiKey(id: string): Promise<{ id: string; revokedAt: Date } | null> {
     const rows: Array<{ id: string; revoked_at: Date }> = await this.em.query(
-      'UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, revoked_at',
+      // A SELECT over the UPDATE: TypeORM returns [rows, count] for a bare UPDATE … RETURNING.
+      'WITH u AS (UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, revoked_at) SELECT * FROM u',
       [id],
     );
     return rows.length ? { id: rows[0].id, revokedAt: rows[0].revoked_at } : null;
@@ -98,7 +99,7 @@ export class OrgsRepository {
   /** As {@link revokeApiKey}, for an OAuth client by its public `client_id` (bac_…). */
   async revokeOAuthClient(clientId: string): Promise<{ clientId: string; revokedAt: Date } | null> {
     const rows: Array<{ client_id: string; revoked_at: Date }> = await this.em.query(
-      'UPDATE oauth_clients SET revoked_at = coalesce(revoked_at, now()) WHERE client_id = $1 RETURNING client_id, revoked_at',
+      'WITH u AS (UPDATE oauth_clients SET revoked_at = coalesce(revoked_at, now()) WHERE client_id = $1 RETURNING client_id, revoked_at) SELECT * FROM u',
       [clientId],
     );
     return rows.length ? { clientId: rows[0].client_id, revokedAt: rows[0].revoked_at } : null;
