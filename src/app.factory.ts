@@ -63,12 +63,14 @@ export function buildOpenApi(app: INestApplication) {
 
 /**
  * Builds the api application (used by main.ts, the e2e tests and the bench) without listening.
- * Swagger UI at /docs, JSON at /docs-json.
+ * Swagger UI at /docs, JSON at /docs-json. The client address (`req.ip`, used by the rate limits)
+ * honours X-Forwarded-For only from `TRUSTED_PROXIES` (Express `trust proxy`).
+ * @throws Error (no abort) when the configuration is invalid, naming the variable.
  */
 export async function createApiApp(): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule, { bodyParser: false, bufferLogs: true });
+  const app = await NestFactory.create<NestExpressApplication>(ApiModule, { bodyParser: false, bufferLogs: true, abortOnError: false });
   app.useLogger(app.get(Logger));
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestIdMiddleware);
@@ -98,6 +100,7 @@ export async function createApiApp(): Promise<NestExpressApplication> {
 export function createMcpApp(app: INestApplication): express.Express {
   const mcp = express();
   mcp.disable('x-powered-by');
+  mcp.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
   mcp.use(requestIdMiddleware);
   for (const parser of bodyParsers()) mcp.use(parser);
   mcp.use(mcpRouter(app));

@@ -6,9 +6,11 @@ import { AuthGuard } from './common/auth/auth.guard';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { IdempotencyInterceptor } from './common/idempotency/idempotency.interceptor';
 import { IdempotencyRepository } from './common/idempotency/idempotency.repository';
+import { AuthFailureLimiter } from './common/rate-limit/auth-failure.limiter';
 import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
 import { RateLimitStorageModule, RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage';
 import { CoreModule } from './core.module';
+import { PROCESS_SECRETS } from './config/secrets';
 import { CheckoutModule } from './modules/checkout/checkout.module';
 import { EscrowModule } from './modules/escrow/escrow.module';
 import { PayPageModule } from './modules/pay-page/pay-page.module';
@@ -19,12 +21,13 @@ import { OrgsModule } from './modules/orgs/orgs.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
 /**
- * The api process (DESIGN §1–2): request id → auth guard → rate limit → idempotency →
+ * The api process (DESIGN §1–2): request id → per-IP allowance of failed authentications →
+ * auth guard → rate limit → idempotency →
  * validation → controller → service → repository, with one error filter.
  */
 @Module({
   imports: [
-    CoreModule,
+    CoreModule.forProcess({ name: 'api', secrets: PROCESS_SECRETS.api }),
     ThrottlerModule.forRootAsync({
       imports: [RateLimitStorageModule],
       inject: [AppConfig, RedisThrottlerStorage],
@@ -57,6 +60,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
   ],
   providers: [
     IdempotencyRepository,
+    AuthFailureLimiter,
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: RateLimitGuard },
     { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },

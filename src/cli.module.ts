@@ -1,9 +1,15 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
+import type { SecretName } from './config/secrets';
 import { CoreModule } from './core.module';
 import { CheckoutModule } from './modules/checkout/checkout.module';
 import { EscrowModule } from './modules/escrow/escrow.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
 
 /** Providers the operator CLI uses; the same modules as the api, without HTTP. */
-@Module({ imports: [CoreModule, OrgsModule, CheckoutModule, EscrowModule] })
-export class CliModule {}
+@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule] })
+export class CliModule {
+  /** The CLI for one command, loading only the secrets that command uses (docs/architecture.md §10). */
+  static forCommand(secrets: readonly SecretName[]): DynamicModule {
+    return { module: CliModule, imports: [CoreModule.forProcess({ name: 'cli', secrets })] };
+  }
+}

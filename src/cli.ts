@@ -1,7 +1,9 @@
 import 'reflect-metadata';
+import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { CliModule } from './cli.module';
 import { parseArgs } from './cli/args';
+import { COMMAND_SECRETS } from './cli/command-secrets';
 import { COMMANDS } from './cli/commands';
 import { UsageError } from './cli/args';
 import { AppError } from './common/errors/app-error';
@@ -22,7 +24,19 @@ async function main(argv: string[]): Promise<number> {
     else console.error(`usage: npm run cli -- <command> [--json]\n${usage}`);
     return 2;
   }
-  const app = await NestFactory.createApplicationContext(CliModule, { logger: json ? false : ['error', 'warn'] });
+  let app: INestApplicationContext;
+  try {
+    // Only the secrets this command uses are loaded and checked (docs/architecture.md §10).
+    app = await NestFactory.createApplicationContext(CliModule.forCommand(COMMAND_SECRETS[args.command!] ?? []), {
+      logger: json ? false : ['error', 'warn'],
+      abortOnError: false,
+    });
+  } catch (err) {
+    const error = (err as Error).message;
+    if (json) console.log(JSON.stringify({ error }));
+    else console.error(`error: ${error}`);
+    return 1;
+  }
   try {
     const result = await command.run(app, args);
     if (json) console.log(JSON.stringify(result));

@@ -1,16 +1,19 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
 import { ConfigModule } from './config/config.module';
 import { AppConfig } from './config/app-config';
+import type { ProcessSecrets } from './config/secrets';
 import { OutboxModule } from './common/outbox/outbox.module';
 import { RedisModule } from './common/redis/redis.module';
 import { DatabaseModule } from './database/database.module';
 import { FeesModule } from './modules/fees/fees.module';
 
-/** What every process (api, worker, cli) shares: config, logging, Postgres, Redis, outbox, fees. */
+/**
+ * What every process (api, worker, cli) shares: config, logging, Postgres, Redis, outbox, fees.
+ * Import it as `CoreModule.forProcess(...)`: the process names the secrets it loads.
+ */
 @Module({
   imports: [
-    ConfigModule,
     LoggerModule.forRootAsync({
       inject: [AppConfig],
       useFactory: (config: AppConfig) => ({
@@ -27,6 +30,11 @@ import { FeesModule } from './modules/fees/fees.module';
     OutboxModule,
     FeesModule,
   ],
-  exports: [ConfigModule, DatabaseModule, RedisModule, OutboxModule, FeesModule, LoggerModule],
+  exports: [DatabaseModule, RedisModule, OutboxModule, FeesModule, LoggerModule],
 })
-export class CoreModule {}
+export class CoreModule {
+  /** The core modules with the configuration of `process` (which secrets it loads; docs/architecture.md §10). */
+  static forProcess(process: ProcessSecrets): DynamicModule {
+    return { module: CoreModule, imports: [ConfigModule.forProcess(process)], exports: [ConfigModule] };
+  }
+}

@@ -6,6 +6,7 @@ import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { operatorAuth } from './common/auth/operator-auth.middleware';
 import { AppConfig } from './config/app-config';
 import { CoreModule } from './core.module';
+import { PROCESS_SECRETS } from './config/secrets';
 import { IdempotencyReaperModule, MAINTENANCE_QUEUE } from './common/idempotency/idempotency-reaper.module';
 import { CHAIN_QUEUE, EscrowJobsModule } from './modules/escrow/escrow-jobs.processor';
 import { HealthModule } from './modules/health/health.module';
@@ -33,7 +34,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
  */
 @Module({
   imports: [
-    CoreModule,
+    CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }),
     WebhooksModule,
     WebhookDeliveryModule,
     EscrowJobsModule,
@@ -44,7 +45,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       useFactory: (config: AppConfig) => ({
         route: BULL_BOARD_ROUTE,
         adapter: ExpressAdapter as unknown as BullBoardModuleOptions['adapter'],
-        middleware: operatorAuth(config.env.OPERATOR_TOKEN),
+        middleware: operatorAuth(config.secret('OPERATOR_TOKEN')),
         boardOptions: { uiConfig: { boardTitle: 'Worker queues' } },
       }),
     }),

@@ -12,7 +12,7 @@ import { BULL_BOARD_ROUTE, WorkerModule } from './worker.module';
  * queue processors start on init; the HTTP side carries only health, metrics and Bull Board.
  */
 export async function createWorkerApp(): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(WorkerModule, { bufferLogs: true });
+  const app = await NestFactory.create<NestExpressApplication>(WorkerModule, { bufferLogs: true, abortOnError: false });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
   app.use(requestIdMiddleware);

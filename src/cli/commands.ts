@@ -144,4 +144,18 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       };
     },
   },
+  'key:revoke': {
+    usage: 'key:revoke --key ID   (the key answers 401 from the next request on)',
+    run: async (app, args) => {
+      const revoked = await inTransaction(app, () => app.get(OrgsService).revokeApiKey(requireOption(args, 'key')));
+      return { id: revoked.id, revokedAt: revoked.revokedAt.toISOString() };
+    },
+  },
+  'oauth:client:revoke': {
+    usage: 'oauth:client:revoke --client bac_…   (no new tokens; its access tokens answer 401 at once)',
+    run: async (app, args) => {
+      const revoked = await inTransaction(app, () => app.get(OrgsService).revokeOAuthClient(requireOption(args, 'client')));
+      return { clientId: revoked.clientId, revokedAt: revoked.revokedAt.toISOString() };
+    },
+  },
 };

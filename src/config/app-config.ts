@@ -1,20 +1,39 @@
 import { parseAmount } from '@lib/money';
 import { EnvSchema, validateEnv } from './env.schema';
+import { ProcessSecrets, SecretName } from './secrets';
+
+/** A process that loads no secrets (unit tests, tools that only need the plain settings). */
+const NO_SECRETS: ProcessSecrets = { name: 'unnamed', secrets: [] };
 
 /**
  * Typed, validated configuration; the only reader of `process.env` (STYLE §10). Injected by
- * class token. Amount limits are bigint base units.
+ * class token. Amount limits are bigint base units. `process` names the process and the secrets
+ * it loads (docs/architecture.md §10); read them through {@link secret}.
+ * @throws Error from {@link validateEnv} when the environment is invalid.
  */
 export class AppConfig {
   readonly env: EnvSchema;
   readonly maxAmountUnits: bigint;
 
-  constructor(source: Record<string, string | undefined> = process.env) {
-    this.env = validateEnv(source);
+  constructor(
+    source: Record<string, string | undefined> = globalThis.process.env,
+    readonly process: ProcessSecrets = NO_SECRETS,
+  ) {
+    this.env = validateEnv(source, this.process.secrets);
     this.maxAmountUnits = parseAmount(this.env.MAX_AMOUNT);
   }
 
   get isTest(): boolean {
     return this.env.NODE_ENV === 'test';
+  }
+
+  /**
+   * A secret this process loaded (validated at start-up).
+   * @throws Error naming the secret and the process when this process does not load it.
+   */
+  secret(name: SecretName): string {
+    const value = this.env[name];
+    if (value === undefined) throw new Error(`${name} is not loaded by the ${this.process.name} process`);
+    return value;
   }
 }

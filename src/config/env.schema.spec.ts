@@ -1,4 +1,8 @@
+import { ANVIL_KEYS, anvilKey } from '@lib/chain';
+import { Wallet } from 'ethers';
+import { AppConfig } from './app-config';
 import { validateEnv } from './env.schema';
+import { PROCESS_SECRETS, SECRET_NAMES } from './secrets';
 
 describe('validateEnv', () => {
   it('applies the documented defaults to an empty environment', () => {
@@ -22,10 +26,130 @@ describe('validateEnv', () => {
     ['AGENTS_ENABLED', 'yes'],
     ['DATABASE_URL', 'mysql://x'],
     ['USDC_ADDRESS', '0x123'],
-    ['RELAYER_PRIVATE_KEY', 'nope'],
     ['MAX_AMOUNT', '1e6'],
     ['CHECKOUT_BASE_URL', 'not a url'],
+    ['AUTH_FAILURES_PER_MINUTE', '0'],
+    ['TRUSTED_PROXIES', 'not-an-address'],
+    ['TRUSTED_PROXIES', '10.0.0.0/33'],
   ])('rejects %s=%s naming the variable', (name, value) => {
-    expect(() => validateEnv({ [name]: value })).toThrow(new RegExp(`${name}=`));
+    expect(() => validateEnv({ [name]: value }, SECRET_NAMES)).toThrow(new RegExp(`${name}=`));
+  });
+});
+
+describe('TRUSTED_PROXIES', () => {
+  it('defaults to loopback only', () => {
+    expect(validateEnv({}).TRUSTED_PROXIES).toEqual(['loopback']);
+  });
+  it('takes a comma-separated list of addresses, CIDRs and the names Express knows', () => {
+    expect(validateEnv({ TRUSTED_PROXIES: '10.0.0.0/8, 192.168.1.7,loopback, fd00::/8' }).TRUSTED_PROXIES).toEqual([
+      '10.0.0.0/8',
+      '192.168.1.7',
+      'loopback',
+      'fd00::/8',
+    ]);
+  });
+});
+
+/** Keys outside the local chain (docs/architecture.md §10). */
+describe('secrets', () => {
+  const fresh = () => Wallet.createRandom().privateKey;
+  const live = (extra: Record<string, string> = {}) => ({
+    CHAIN_ID: '8453',
+    RELAYER_PRIVATE_KEY: fresh(),
+    TERMS_SIGNER_PRIVATE_KEY: fresh(),
+    ARBITER_PRIVATE_KEY: fresh(),
+    SIGNER_ENCRYPTION_KEY: 'a-real-secret-of-at-least-32-characters-0123',
+    OPERATOR_TOKEN: 'a-real-operator-token-0123456789',
+    ...extra,
+  });
+  const errorOf = (fn: () => unknown): string => {
+    try {
+      fn();
+    } catch (err) {
+      return (err as Error).message;
+    }
+    throw new Error('expected a refusal');
+  };
+
+  it('outside chain 31337 every key a process uses is required, named in the message', () => {
+    for (const name of SECRET_NAMES) {
+      const env: Record<string, string | undefined> = live();
+      delete env[name];
+      const message = errorOf(() => validateEnv(env, SECRET_NAMES));
+      expect(message).toContain(name);
+      expect(message).toMatch(/must be set/);
+    }
+  });
+
+  it.each([
+    ['RELAYER_PRIVATE_KEY', anvilKey('relayer')],
+    ['TERMS_SIGNER_PRIVATE_KEY', anvilKey('termsSigner')],
+    ['ARBITER_PRIVATE_KEY', anvilKey('arbiter')],
+    ['RELAYER_PRIVATE_KEY', ANVIL_KEYS[0].toUpperCase().replace('0X', '0x')],
+    ['ARBITER_PRIVATE_KEY', ANVIL_KEYS[9]],
+    ['SIGNER_ENCRYPTION_KEY', 'dev-only-signer-encryption-key-change-me'],
+    ['OPERATOR_TOKEN', 'dev-operator-token-change-me'],
+  ])('outside chain 31337 a publicly known %s is refused, naming the variable and never printing the value', (name, value) => {
+    const message = errorOf(() => validateEnv(live({ [name]: value }), SECRET_NAMES));
+    expect(message).toContain(name);
+    expect(message).toMatch(/publicly known/);
+    expect(message.toLowerCase()).not.toContain(value.toLowerCase());
+    expect(message.toLowerCase()).not.toContain(value.toLowerCase().replace(/^0x/, '').slice(0, 16));
+  });
+
+  it('an invalid secret value is refused without printing it', () => {
+    const bad = '0xnot-a-key-but-a-secret-someone-pasted';
+    const message = errorOf(() => validateEnv(live({ RELAYER_PRIVATE_KEY: bad, OPERATOR_TOKEN: 'short-secret' }), SECRET_NAMES));
+    expect(message).toMatch(/RELAYER_PRIVATE_KEY/);
+    expect(message).toMatch(/OPERATOR_TOKEN/);
+    expect(message).not.toContain(bad);
+    expect(message).not.toContain('short-secret');
+  });
+
+  it('an invalid DATABASE_URL is named without printing it (it may carry a password)', () => {
+    const message = errorOf(() => validateEnv({ DATABASE_URL: 'mysql://admin:hunter2hunter2@db/x' }));
+    expect(message).toContain('DATABASE_URL');
+    expect(message).not.toContain('hunter2hunter2');
+  });
+
+  it('outside chain 31337, explicit fresh keys pass', () => {
+    const source = live();
+    const env = validateEnv(source, SECRET_NAMES);
+    for (const name of SECRET_NAMES) expect(env[name]).toBe(source[name]);
+  });
+
+  it('on chain 31337 the development defaults still work (anvil roles, dev strings)', () => {
+    const env = validateEnv({ CHAIN_ID: '31337' }, SECRET_NAMES);
+    expect(env.RELAYER_PRIVATE_KEY).toBe(anvilKey('relayer'));
+    expect(env.TERMS_SIGNER_PRIVATE_KEY).toBe(anvilKey('termsSigner'));
+    expect(env.ARBITER_PRIVATE_KEY).toBe(anvilKey('arbiter'));
+    expect(env.SIGNER_ENCRYPTION_KEY).toBe('dev-only-signer-encryption-key-change-me');
+    expect(env.OPERATOR_TOKEN).toBe('dev-operator-token-change-me');
+    expect(validateEnv({ CHAIN_ID: '31337', OPERATOR_TOKEN: 'dev-operator-token-change-me', RELAYER_PRIVATE_KEY: ANVIL_KEYS[7] }, SECRET_NAMES).RELAYER_PRIVATE_KEY).toBe(
+      ANVIL_KEYS[7],
+    );
+  });
+
+  it('a process loads only the keys it uses: the others are neither required, validated nor kept', () => {
+    const env: Record<string, string> = live({ ARBITER_PRIVATE_KEY: 'garbage that is never read' });
+    delete env.TERMS_SIGNER_PRIVATE_KEY;
+    const worker = validateEnv(env, PROCESS_SECRETS.worker);
+    expect(worker.RELAYER_PRIVATE_KEY).toBe(env.RELAYER_PRIVATE_KEY);
+    expect(worker.ARBITER_PRIVATE_KEY).toBeUndefined();
+    expect(worker.TERMS_SIGNER_PRIVATE_KEY).toBeUndefined();
+    expect(() => validateEnv(env, PROCESS_SECRETS.api)).toThrow(/TERMS_SIGNER_PRIVATE_KEY must be set/);
+  });
+
+  it('which process uses which key', () => {
+    expect([...PROCESS_SECRETS.api].sort()).toEqual(['OPERATOR_TOKEN', 'RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY', 'TERMS_SIGNER_PRIVATE_KEY']);
+    expect([...PROCESS_SECRETS.worker].sort()).toEqual(['OPERATOR_TOKEN', 'RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY']);
+    expect([...PROCESS_SECRETS.api, ...PROCESS_SECRETS.worker]).not.toContain('ARBITER_PRIVATE_KEY');
+  });
+
+  it('AppConfig.secret() hands out only the keys its process loaded', () => {
+    const env = live();
+    const config = new AppConfig(env, { name: 'worker', secrets: PROCESS_SECRETS.worker });
+    expect(config.secret('RELAYER_PRIVATE_KEY')).toBe(env.RELAYER_PRIVATE_KEY);
+    expect(() => config.secret('ARBITER_PRIVATE_KEY')).toThrow('ARBITER_PRIVATE_KEY is not loaded by the worker process');
   });
 });

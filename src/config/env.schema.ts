@@ -1,5 +1,8 @@
 import { plainToInstance, Transform } from 'class-transformer';
+import { isIP } from 'node:net';
 import {
+  ArrayMinSize,
+  IsArray,
   IsBoolean,
   IsIn,
   IsInt,
@@ -10,15 +13,40 @@ import {
   Max,
   Min,
   MinLength,
+  Validate,
   validateSync,
+  ValidatorConstraint,
+  ValidatorConstraintInterface,
 } from 'class-validator';
+import { DEV_SECRETS, isKnownSecret, isLocalChain, SECRET_NAMES, SecretName } from './secrets';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const toBool = ({ value }: { value: unknown }) =>
   value === undefined || value === '' ? undefined : value === 'true' ? true : value === 'false' ? false : value;
+const toList = ({ value }: { value: unknown }) =>
+  typeof value === 'string' ? value.split(',').map((v) => v.trim()).filter(Boolean) : value;
 const urlOpts = { require_tld: false, require_protocol: true, protocols: ['http', 'https'] };
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An IP address, an IP/prefix CIDR, or one of the names Express's `trust proxy` knows. */
+@ValidatorConstraint({ name: 'trustedProxy' })
+class IsTrustedProxy implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    if (typeof value !== 'string') return false;
+    if (PROXY_NAMES.has(value)) return true;
+    const [address, prefix, ...rest] = value.split('/');
+    const family = isIP(address);
+    if (!family || rest.length) return false;
+    if (prefix === undefined) return true;
+    return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+  }
+  defaultMessage(): string {
+    return 'must list IP addresses, CIDRs (10.0.0.0/8) or loopback, linklocal, uniquelocal, separated by commas';
+  }
+}
 
 /**
  * Every setting of the service, read from environment variables and validated at start-up
@@ -51,16 +79,18 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(0) ESCROW_DEPLOY_BLOCK = 0;
   @Transform(toInt) @IsInt() @Min(0) @Max(1000) CONFIRMATIONS = 0;
   @Transform(toInt) @IsInt() @Min(100) CHAIN_POLL_MS = 1000;
-  @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
-  RELAYER_PRIVATE_KEY = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a';
-  @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
-  TERMS_SIGNER_PRIVATE_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
-  @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
-  ARBITER_PRIVATE_KEY = '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6';
-  @IsString() @MinLength(32, { message: 'must be at least 32 characters' })
-  SIGNER_ENCRYPTION_KEY = 'dev-only-signer-encryption-key-change-me';
-  @IsString() @MinLength(16, { message: 'must be at least 16 characters' })
-  OPERATOR_TOKEN = 'dev-operator-token-change-me';
+  // Secrets: no class defaults. validateEnv loads only those the process uses, fills the
+  // development defaults on the local chain and refuses publicly known values elsewhere.
+  @IsOptional() @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
+  RELAYER_PRIVATE_KEY?: string;
+  @IsOptional() @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
+  TERMS_SIGNER_PRIVATE_KEY?: string;
+  @IsOptional() @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
+  ARBITER_PRIVATE_KEY?: string;
+  @IsOptional() @IsString() @MinLength(32, { message: 'must be at least 32 characters' })
+  SIGNER_ENCRYPTION_KEY?: string;
+  @IsOptional() @IsString() @MinLength(16, { message: 'must be at least 16 characters' })
+  OPERATOR_TOKEN?: string;
 
   @Transform(toBool) @IsBoolean() AGENTS_ENABLED = true;
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) MAX_AMOUNT = '1000000';
@@ -79,21 +109,47 @@ export class EnvSchema {
 
   @Transform(toInt) @IsInt() @Min(1) RATE_LIMIT_PER_MINUTE = 600;
   @Transform(toInt) @IsInt() @Min(1) RATE_LIMIT_PUBLIC_PER_MINUTE = 120;
+  /** Failed authentications per client IP per minute before 429 (checked before any credential lookup). */
+  @Transform(toInt) @IsInt() @Min(1) AUTH_FAILURES_PER_MINUTE = 60;
+  /** Proxies whose X-Forwarded-For is believed (Express `trust proxy`): addresses, CIDRs, loopback/linklocal/uniquelocal. */
+  @Transform(toList) @IsArray() @ArrayMinSize(1) @Validate(IsTrustedProxy, { each: true }) TRUSTED_PROXIES: string[] = ['loopback'];
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) LOG_LEVEL = 'info';
 }
 
+/** Variables whose value never appears in a message (keys, tokens, URLs that may carry a password). */
+const HIDDEN = new Set<string>([...SECRET_NAMES, 'DATABASE_URL', 'REDIS_URL', 'RPC_URL']);
+
 /**
- * Validates `source` (normally `process.env`) against {@link EnvSchema}.
- * @throws Error whose message lists each invalid variable by name with the rule it broke.
+ * Validates `source` (normally `process.env`) against {@link EnvSchema} and loads the secrets
+ * in `secrets` (the ones this process uses; docs/architecture.md §10). Secrets not listed are
+ * dropped unread, even when set. On the local chain (CHAIN_ID 31337) an unset secret takes its
+ * development default; on any other chain each listed secret must be set and must not be a
+ * publicly known value (anvil's published keys, the development defaults).
+ * @throws Error whose message lists each invalid variable by name with the rule it broke; values
+ *   of secrets and connection URLs are never included.
  */
-export function validateEnv(source: Record<string, string | undefined>): EnvSchema {
-  const defined = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
+export function validateEnv(source: Record<string, string | undefined>, secrets: readonly SecretName[] = []): EnvSchema {
+  const wanted = new Set<string>(secrets);
+  const defined = Object.fromEntries(
+    Object.entries(source).filter(([k, v]) => v !== undefined && v !== '' && (!(SECRET_NAMES as readonly string[]).includes(k) || wanted.has(k))),
+  );
   const env = plainToInstance(EnvSchema, defined, { exposeDefaultValues: true });
   const errors = validateSync(env, { whitelist: false });
-  if (errors.length > 0) {
-    const lines = errors.map((e) => `  ${e.property}=${JSON.stringify(e.value)}: ${Object.values(e.constraints ?? {}).join('; ')}`);
-    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  const lines = errors.map((e) => {
+    const shown = HIDDEN.has(e.property) ? '<hidden>' : JSON.stringify(e.value);
+    return `  ${e.property}=${shown}: ${Object.values(e.constraints ?? {}).join('; ')}`;
+  });
+  const local = isLocalChain(env.CHAIN_ID);
+  for (const name of secrets) {
+    const value = env[name];
+    if (value === undefined) {
+      if (local) env[name] = DEV_SECRETS[name];
+      else lines.push(`  ${name} must be set when CHAIN_ID is not 31337 (the local development chain); the defaults are for local use only`);
+    } else if (!local && isKnownSecret(value)) {
+      lines.push(`  ${name}=<hidden>: is a publicly known value (an anvil account key or a development default); set a secret of your own`);
+    }
   }
+  if (lines.length > 0) throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   return env;
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DEV_SECRETS } from '../../src/config/secrets';
 import { createTestApp, TestApp } from '../support/app';
 import { expectError } from '../support/errors';
 import { createKey, createOrg, TestOrg } from '../support/factories';
@@ -323,7 +324,8 @@ describe('errors, request ids, limits, docs and health', () => {
     it('GET /metrics exposes http_request_duration_seconds labelled by route template', async () => {
       await t.http.get('/api/v1/checkout-sessions').set('X-Api-Key', org.key);
       await t.http.get(`/api/v1/checkout-sessions/${randomUUID()}`).set('X-Api-Key', org.key);
-      const res = await t.http.get('/metrics');
+      // Behind OPERATOR_TOKEN on the api (its development default on chain 31337).
+      const res = await t.http.get('/metrics').set('Authorization', `Bearer ${DEV_SECRETS.OPERATOR_TOKEN}`);
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/^text\/plain/);
       expect(res.text).toContain('# TYPE http_request_duration_seconds histogram');

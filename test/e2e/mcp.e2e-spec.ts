@@ -90,6 +90,27 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
     });
   });
 
+  it('spends the address allowance of failed authentications like REST: 401, then 429 before any lookup', async () => {
+    const limited = await createTestApp({ AUTH_FAILURES_PER_MINUTE: '3' });
+    try {
+      await limited.app.listen(0, '127.0.0.1');
+      const url = `http://127.0.0.1:${(limited.app.getHttpServer().address() as AddressInfo).port}/mcp`;
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-api-key': `bk_live_guess${i}` },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        });
+        statuses.push(res.status);
+        if (res.status === 429) expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+      }
+      expect(statuses).toEqual([401, 401, 401, 429, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+
   describe('tools/list per credential', () => {
     const names = async (client: Client) => (await client.listTools()).tools.map((tool) => tool.name).sort();
 

@@ -8,9 +8,24 @@ import type { Scope } from './scopes';
 export const PUBLIC_ROUTE = 'auth:public';
 export const REQUIRED_SCOPES = 'auth:scopes';
 export const AGENT_ONLY = 'auth:agent-only';
+export const CREDENTIAL_EXCHANGE = 'auth:credential-exchange';
+export const OPERATOR_ROUTE = 'auth:operator';
 
 /** Marks a route as needing no credential (fee quote, x402 challenge, agent cards, health). */
 export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
+
+/**
+ * A public route that checks a secret itself (the OAuth token endpoint): its 401s spend the
+ * client address's allowance of failed authentications, and a spent allowance answers 429
+ * before the route runs (docs/decisions.md, "Authentication failures").
+ */
+export const CredentialExchange = () => applyDecorators(Public(), SetMetadata(CREDENTIAL_EXCHANGE, true));
+
+/**
+ * An operator route on the api port (`/metrics`): needs `Authorization: Bearer <OPERATOR_TOKEN>`
+ * instead of a credential (docs/architecture.md §10); anything else → 401 unauthorized.
+ */
+export const OperatorRoute = () => SetMetadata(OPERATOR_ROUTE, true);
 
 const securityDocs = () =>
   applyDecorators(

@@ -1,10 +1,13 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
+import { AppConfig } from '../../config/app-config';
 import { AppError } from '../errors/app-error';
-import { AGENT_ONLY, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
+import { AuthFailureLimiter } from '../rate-limit/auth-failure.limiter';
+import { AGENT_ONLY, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
 import { Principal, PrincipalResolver } from './principal';
 import type { Scope } from './scopes';
+import { digestsEqual, hashSecret } from './secrets';
 
 /**
  * Extracts the credential from `X-Api-Key` or `Authorization: Bearer` (SPEC Authentication 2).
@@ -29,23 +32,55 @@ export function extractCredential(req: Pick<Request, 'header'>): string | undefi
 /**
  * The one global guard (STYLE §7): every route needs a valid credential unless marked
  * {@link Public}; scopes come from {@link RequireScopes} metadata. Sets `req.principal`.
+ * Before any credential lookup, the client address takes a slot of its allowance of failed
+ * authentications ({@link AuthFailureLimiter}; 429 once spent); a failure (401) spends it. The
+ * same allowance covers {@link CredentialExchange} routes (the OAuth token endpoint) and
+ * {@link OperatorRoute}s, which take `Authorization: Bearer <OPERATOR_TOKEN>` instead of a
+ * credential (docs/architecture.md §10).
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
+  private readonly operatorDigest: Buffer;
+
   constructor(
     private readonly reflector: Reflector,
     private readonly resolver: PrincipalResolver,
-  ) {}
+    private readonly limiter: AuthFailureLimiter,
+    config: AppConfig,
+  ) {
+    this.operatorDigest = hashSecret(config.secret('OPERATOR_TOKEN'));
+  }
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     if (ctx.getType() !== 'http') return true;
     const targets = [ctx.getHandler(), ctx.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
     const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
-    const secret = extractCredential(req);
-    if (!secret) throw new AppError('unauthorized', 'Missing credential: send X-Api-Key or Authorization: Bearer');
-    const principal = await this.resolver.resolve(secret);
-    if (!principal) throw new AppError('unauthorized', 'Invalid or expired credential');
+    if (this.reflector.getAllAndOverride<boolean>(OPERATOR_ROUTE, targets)) return this.operator(req);
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) {
+      if (this.reflector.getAllAndOverride<boolean>(CREDENTIAL_EXCHANGE, targets)) {
+        const attempt = await this.limiter.admit(clientAddress(req));
+        const res = ctx.switchToHttp().getResponse<Response>();
+        res.once('finish', () => void attempt.settle(res.statusCode === 401).catch(() => undefined));
+        res.once('close', () => void attempt.settle(false).catch(() => undefined));
+      }
+      return true;
+    }
+    const attempt = await this.limiter.admit(clientAddress(req));
+    let principal: Principal | null;
+    try {
+      const secret = extractCredential(req);
+      if (!secret) throw new AppError('unauthorized', 'Missing credential: send X-Api-Key or Authorization: Bearer');
+      principal = await this.resolver.resolve(secret);
+    } catch (err) {
+      await attempt.settle(err instanceof AppError && err.code === 'unauthorized');
+      throw err;
+    }
+    if (!principal) {
+      await attempt.settle(true);
+      throw new AppError('unauthorized', 'Invalid or expired credential');
+    }
+    // Not awaited: the one Redis connection runs it before any later command of this address.
+    void attempt.settle(false).catch(() => undefined);
     req.principal = principal;
     const required = this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [];
     if (required.length > 0 && !required.some((s) => principal.scopes.has(s))) {
@@ -59,4 +94,19 @@ export class AuthGuard implements CanActivate {
     }
     return true;
   }
+
+  /** `Authorization: Bearer <OPERATOR_TOKEN>`, compared in constant time over SHA-256 digests. */
+  private async operator(req: Request): Promise<boolean> {
+    const attempt = await this.limiter.admit(clientAddress(req));
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '');
+    const ok = bearer !== null && digestsEqual(hashSecret(bearer[1]), this.operatorDigest);
+    await attempt.settle(!ok);
+    if (!ok) throw new AppError('unauthorized', 'This operator route needs Authorization: Bearer <OPERATOR_TOKEN>');
+    return true;
+  }
+}
+
+/** The client address of `req` (X-Forwarded-For believed only from TRUSTED_PROXIES, via Express `trust proxy`). */
+export function clientAddress(req: Pick<Request, 'ip'>): string {
+  return req.ip ?? 'unknown';
 }

@@ -5,7 +5,8 @@ import type { Principal } from '../auth/principal';
 import { AppError } from '../errors/app-error';
 
 /**
- * Per-credential rate limit (per client IP on public routes), counted in Redis. Sets the
+ * Per-credential rate limit (per OAuth client for `bat_` tokens, so minting tokens does not
+ * multiply it; per client IP on public routes), counted in Redis. Sets the
  * IETF draft-ietf-httpapi-ratelimit-headers-10 fields `RateLimit-Policy` and `RateLimit` on
  * every response, and answers 429 rate_limited with `Retry-After` when the window is spent.
  */
@@ -13,7 +14,8 @@ import { AppError } from '../errors/app-error';
 export class RateLimitGuard extends ThrottlerGuard {
   protected override async getTracker(req: Record<string, unknown>): Promise<string> {
     const principal = (req as { principal?: Principal }).principal;
-    return principal ? `cred:${principal.credentialId}` : `ip:${(req as unknown as Request).ip ?? 'unknown'}`;
+    if (!principal) return `ip:${(req as unknown as Request).ip ?? 'unknown'}`;
+    return principal.kind === 'oauth' ? principal.actor : `cred:${principal.credentialId}`;
   }
 
   protected override generateKey(_ctx: ExecutionContext, tracker: string, name: string): string {

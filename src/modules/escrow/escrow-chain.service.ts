@@ -2,29 +2,48 @@ import { Injectable } from '@nestjs/common';
 import { ChainVerificationError, createProvider, EscrowChainEvent, EscrowGateway, FundingTerms, VerifiedAction } from '@lib/chain';
 import { JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
+import type { SecretName } from '../../config/secrets';
 import { AppError } from '../../common/errors/app-error';
 import { lastConfirmedBlock } from './escrow.state';
 
 /**
  * The service's view of the chain (DESIGN §7): one provider and {@link EscrowGateway} from config,
  * the terms-signer, relayer and arbiter wallets, and verification that maps chain failures to API
- * errors. Amounts are USDC base units.
+ * errors. Amounts are USDC base units. Each wallet is built on first use from a key its process
+ * loaded (docs/architecture.md §10: the api holds no arbiter key); using one the process did not
+ * load throws, naming the key.
  */
 @Injectable()
 export class EscrowChainService {
   readonly provider: JsonRpcProvider;
   readonly gateway: EscrowGateway;
-  readonly termsSigner: Wallet;
-  readonly relayer: Wallet;
-  readonly arbiter: Wallet;
+  private readonly wallets = new Map<SecretName, Wallet>();
 
   constructor(readonly config: AppConfig) {
     const env = config.env;
     this.provider = createProvider(env.RPC_URL, env.CHAIN_ID);
     this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS });
-    this.termsSigner = new Wallet(env.TERMS_SIGNER_PRIVATE_KEY, this.provider);
-    this.relayer = new Wallet(env.RELAYER_PRIVATE_KEY, this.provider);
-    this.arbiter = new Wallet(env.ARBITER_PRIVATE_KEY, this.provider);
+  }
+
+  get termsSigner(): Wallet {
+    return this.wallet('TERMS_SIGNER_PRIVATE_KEY');
+  }
+
+  get relayer(): Wallet {
+    return this.wallet('RELAYER_PRIVATE_KEY');
+  }
+
+  get arbiter(): Wallet {
+    return this.wallet('ARBITER_PRIVATE_KEY');
+  }
+
+  private wallet(name: SecretName): Wallet {
+    let wallet = this.wallets.get(name);
+    if (!wallet) {
+      wallet = new Wallet(this.config.secret(name), this.provider);
+      this.wallets.set(name, wallet);
+    }
+    return wallet;
   }
 
   get chainId(): number {

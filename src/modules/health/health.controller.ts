@@ -2,7 +2,7 @@ import { Controller, Get, Header, Inject, Injectable } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import Redis from 'ioredis';
-import { Public } from '../../common/auth/auth.decorators';
+import { OperatorRoute, Public } from '../../common/auth/auth.decorators';
 import { REDIS } from '../../common/redis/redis.module';
 import { metricsRegistry } from './metrics';
 
@@ -48,8 +48,9 @@ export class HealthController {
     return this.health.check([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy()]);
   }
 
+  /** Behind OPERATOR_TOKEN on the api (the global auth guard); the worker's port is operator-only and has no auth guard. */
   @Get('metrics')
-  @Public()
+  @OperatorRoute()
   @Header('Content-Type', 'text/plain; version=0.0.4')
   metrics(): Promise<string> {
     return metricsRegistry.metrics();

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { CurrentPrincipal, Public, RequireScopes } from '../../common/auth/auth.decorators';
+import { CredentialExchange, CurrentPrincipal, RequireScopes } from '../../common/auth/auth.decorators';
 import type { Principal } from '../../common/auth/principal';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
@@ -29,7 +29,7 @@ export class OAuthController {
   constructor(private readonly orgs: OrgsService) {}
 
   @Post('token')
-  @Public()
+  @CredentialExchange()
   @HttpCode(200)
   @ApiOperation({ summary: 'Client-credentials grant: exchange an OAuth client id and secret for a bat_ access token' })
   @ApiOkResponse({ type: TokenResponseDto })

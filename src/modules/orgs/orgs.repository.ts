@@ -64,20 +64,44 @@ export class OrgsRepository {
   insertOAuthToken(token: OAuthToken) {
     return this.em.getRepository(OAuthToken).insert(token);
   }
-  async findOAuthTokenByHash(tokenHash: Buffer): Promise<OAuthToken | null> {
+  /**
+   * A token by digest with its client's revocation time (`clientRevokedAt`), read in the same
+   * statement so revoking a client stops its tokens at once.
+   */
+  async findOAuthTokenByHash(tokenHash: Buffer): Promise<(OAuthToken & { clientRevokedAt: Date | null }) | null> {
     const rows: Array<Record<string, unknown>> = await this.em.query(
-      'SELECT id, oauth_client_id, organization_id, token_hash, scopes, expires_at FROM oauth_tokens WHERE token_hash = $1',
+      `SELECT t.id, t.oauth_client_id, t.organization_id, t.token_hash, t.scopes, t.expires_at, c.revoked_at AS client_revoked_at
+         FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.oauth_client_id
+        WHERE t.token_hash = $1`,
       [tokenHash],
     );
     if (!rows.length) return null;
     const r = rows[0];
     return Object.assign(new OAuthToken(), {
-      id: r.id,
-      oauthClientId: r.oauth_client_id,
-      organizationId: r.organization_id,
-      tokenHash: r.token_hash,
-      scopes: r.scopes,
-      expiresAt: r.expires_at,
+      id: r.id as string,
+      oauthClientId: r.oauth_client_id as string,
+      organizationId: r.organization_id as string,
+      tokenHash: r.token_hash as Buffer,
+      scopes: r.scopes as string[],
+      expiresAt: r.expires_at as Date,
+      clientRevokedAt: (r.client_revoked_at as Date | null) ?? null,
     });
+  }
+  /** Sets `revoked_at` once (an earlier revocation time is kept). @returns the key's id and revocation time, or null when unknown. */
+  async revokeApiKey(id: string): Promise<{ id: string; revokedAt: Date } | null> {
+    const rows: Array<{ id: string; revoked_at: Date }> = await this.em.query(
+      // A SELECT over the UPDATE: TypeORM returns [rows, count] for a bare UPDATE … RETURNING.
+      'WITH u AS (UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, revoked_at) SELECT * FROM u',
+      [id],
+    );
+    return rows.length ? { id: rows[0].id, revokedAt: rows[0].revoked_at } : null;
+  }
+  /** As {@link revokeApiKey}, for an OAuth client by its public `client_id` (bac_…). */
+  async revokeOAuthClient(clientId: string): Promise<{ clientId: string; revokedAt: Date } | null> {
+    const rows: Array<{ client_id: string; revoked_at: Date }> = await this.em.query(
+      'WITH u AS (UPDATE oauth_clients SET revoked_at = coalesce(revoked_at, now()) WHERE client_id = $1 RETURNING client_id, revoked_at) SELECT * FROM u',
+      [clientId],
+    );
+    return rows.length ? { clientId: rows[0].client_id, revokedAt: rows[0].revoked_at } : null;
   }
 }

@@ -16,6 +16,7 @@ export const OAUTH_TOKEN_PREFIX = 'bat_';
 export const OAUTH_CLIENT_PREFIX = 'bac_';
 export const OAUTH_SECRET_PREFIX = 'bacs_';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HANDLE = /^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])?$/;
 
 /**
@@ -161,6 +162,31 @@ export class OrgsService extends PrincipalResolver {
     return { access_token: token, token_type: 'Bearer' as const, expires_in: ttl, scope: requested.join(' ') };
   }
 
+  /**
+   * Revokes an API key at once: the next request with it gets 401 (operator CLI `key:revoke`,
+   * docs/architecture.md §9). Revoking again keeps the first revocation time.
+   * @throws AppError not_found for an unknown key id; invalid_request for an id that is not a UUID.
+   */
+  async revokeApiKey(id: string): Promise<{ id: string; revokedAt: Date }> {
+    if (!UUID.test(id)) throw AppError.invalidParam('key', 'must be an API key id (UUID)');
+    const revoked = await this.repo.revokeApiKey(id);
+    if (!revoked) throw AppError.notFound('api key');
+    return revoked;
+  }
+
+  /**
+   * Revokes an OAuth client by its `client_id` (bac_…): no new tokens, and its access tokens
+   * stop working at once (operator CLI `oauth:client:revoke`, docs/architecture.md §9).
+   * Revoking again keeps the first revocation time.
+   * @throws AppError not_found for an unknown client.
+   */
+  async revokeOAuthClient(clientId: string): Promise<{ clientId: string; revokedAt: Date }> {
+    const revoked = await this.repo.revokeOAuthClient(clientId);
+    if (!revoked) throw AppError.notFound('oauth client');
+    return revoked;
+  }
+
+  /** A revoked key, a revoked OAuth client's token, or an expired token resolves to null. */
   async resolve(secret: string): Promise<Principal | null> {
     if (secret.length > 200) return null;
     const digest = hashSecret(secret);
@@ -181,7 +207,7 @@ export class OrgsService extends PrincipalResolver {
     }
     if (secret.startsWith(OAUTH_TOKEN_PREFIX)) {
       const token = await this.repo.findOAuthTokenByHash(digest);
-      if (!token || !digestsEqual(token.tokenHash, digest) || token.expiresAt.getTime() <= Date.now()) return null;
+      if (!token || token.clientRevokedAt || !digestsEqual(token.tokenHash, digest) || token.expiresAt.getTime() <= Date.now()) return null;
       return {
         kind: 'oauth',
         credentialId: token.id,

@@ -26,7 +26,7 @@ export class WebhookSecrets {
   private readonly opened = new Map<string, string>();
 
   constructor(config: AppConfig) {
-    this.box = new SecretBox(config.env.SIGNER_ENCRYPTION_KEY, 'webhook-signing-secret');
+    this.box = new SecretBox(config.secret('SIGNER_ENCRYPTION_KEY'), 'webhook-signing-secret');
   }
 
   seal(organizationId: string, secret: string): string {

@@ -1,0 +1,11 @@
+import type { SecretName } from '../config/secrets';
+
+/**
+ * The secrets each operator command loads (docs/architecture.md §10: a process loads only the
+ * keys it uses). Commands not listed load none, so creating organisations, keys or clients on a
+ * machine that holds no chain keys works.
+ */
+export const COMMAND_SECRETS: Readonly<Record<string, readonly SecretName[]>> = {
+  'escrow:resolve': ['ARBITER_PRIVATE_KEY'],
+  'demo:pay': ['TERMS_SIGNER_PRIVATE_KEY', 'RELAYER_PRIVATE_KEY'],
+};
