@@ -91,7 +91,7 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
   });
 
   it('spends the address allowance of failed authentications like REST: 401, then 429 before any lookup', async () => {
-    const limited = await createTestApp({ AUTH_FAILURES_PER_MINUTE: '3' });
+    const limited = await createTestApp({ AUTH_FAILURES_PER_MINUTE: '3', REDIS_PREFIX: `${process.env.REDIS_PREFIX}mcplimit` });
     try {
       await limited.app.listen(0, '127.0.0.1');
       const url = `http://127.0.0.1:${(limited.app.getHttpServer().address() as AddressInfo).port}/mcp`;
