@@ -27,6 +27,7 @@ export const WebhooksMapper = {
       id: d.id,
       eventId: d.eventId,
       eventType: d.eventType,
+      target: d.target,
       url: d.url,
       status: d.status,
       attempts: d.attempts,

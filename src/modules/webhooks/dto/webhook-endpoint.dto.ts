@@ -14,7 +14,11 @@ export class PutWebhookEndpointDto {
   @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false }, { message: 'url must be an absolute https URL' })
   url: string;
 
-  @ApiPropertyOptional({ default: true, description: 'false stops new deliveries; true also re-enables an endpoint disabled by a 410 Gone' })
+  @ApiPropertyOptional({
+    default: true,
+    description:
+      'false stops sending: events keep being recorded as held deliveries. true also re-enables an endpoint disabled by a 410 Gone and sends every held delivery, once, with its original webhook-id',
+  })
   @IsOptional()
   @IsBoolean({ message: 'enabled must be a boolean' })
   enabled?: boolean;
@@ -27,7 +31,11 @@ export class PutWebhookEndpointDto {
   @IsIn(WEBHOOK_EVENTS, { each: true, message: `events must contain only: ${WEBHOOK_EVENTS.join(', ')}` })
   events?: string[] | null;
 
-  @ApiPropertyOptional({ default: false, description: 'Issue a new secret (returned once); the old one keeps signing for 24 h' })
+  @ApiPropertyOptional({
+    default: false,
+    description:
+      'Issue a new secret (returned once); the secret it replaces keeps signing for 24 h. A rotation within those 24 h (e.g. a retried request) replaces only the newest secret: the secret from before the first rotation keeps signing until the original 24 h end',
+  })
   @IsOptional()
   @IsBoolean({ message: 'rotateSecret must be a boolean' })
   rotateSecret?: boolean;
