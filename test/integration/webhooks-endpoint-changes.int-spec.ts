@@ -1,5 +1,10 @@
+import { ClsService } from 'nestjs-cls';
+import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
+import { TransactionHost, TxHost } from '../../src/database/transaction';
+import { deliveriesFor } from '../../src/modules/webhooks/delivery/outbox-relay.service';
+import { WebhooksRepository } from '../../src/modules/webhooks/webhooks.repository';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg, TestOrg } from '../support/factories';
 import { sleep, waitFor } from '../support/wait';
@@ -192,6 +197,88 @@ describe('webhook deliveries follow the endpoint as it is now', () => {
     const got = r.byWebhookId();
     expect([...got.keys()].sort()).toEqual([...ids].sort());
     expect([...got.values()].filter((l) => l.length !== 1)).toEqual([]);
+  });
+
+  describe('with the relay driven by hand (no worker running)', () => {
+    let running = true;
+    const startWorker = async () => {
+      worker = await startTestWorker({ ...iso.env, WEBHOOK_RETRY_SCALE: '0.001', WEBHOOK_RECOVERY_INTERVAL_MS: '1000' });
+      running = true;
+    };
+    beforeAll(async () => {
+      await worker.close();
+      running = false;
+    });
+    afterAll(async () => {
+      if (!running) await startWorker();
+    });
+
+    /** Relays the organisation's waiting events as the worker's relay does, in one transaction. */
+    async function relayByHand(orgId: string): Promise<void> {
+      const repo = api.app.get(WebhooksRepository);
+      await (api.app.get(TransactionHost) as TxHost).withTransaction(async () => {
+        const claimed = (await repo.claimPendingEvents(100)).filter((e) => e.organizationId === orgId);
+        await repo.insertDeliveriesAndMarkRelayed(claimed.flatMap((e) => deliveriesFor(e)), claimed.map((e) => e.id));
+      });
+    }
+
+    it('a PUT enabling the endpoint while a relay holds its events waits for the relay and then releases them', async () => {
+      const r = await receiver();
+      const org = await orgWithEndpoint(r.url());
+      await put(org, { url: r.url(), enabled: false }).expect(200);
+      const [eventId] = await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { id: 'c-8' } }]);
+      const repo = api.app.get(WebhooksRepository);
+      let enabling: Promise<{ status: number }> | null = null;
+      // In a CLS context of its own: the in-process server would otherwise inherit the test's
+      // transaction and join it instead of waiting for it.
+      const enable = () => api.app.get(ClsService).run({ ifNested: 'override' }, () => put(org, { url: r.url(), enabled: true }).then((res) => res));
+      let answered = false;
+      let answeredBeforeRelayCommitted: boolean | null = null;
+      await (api.app.get(TransactionHost) as TxHost).withTransaction(async () => {
+        const claimed = (await repo.claimPendingEvents(100)).filter((e) => e.organizationId === org.organizationId);
+        expect(claimed.map((e) => [e.id, e.endpoint?.enabled])).toEqual([[eventId, false]]);
+        enabling = enable().then((res) => {
+          answered = true;
+          return res;
+        });
+        await sleep(500);
+        const rowsToInsert = claimed.flatMap((e) => deliveriesFor(e));
+        expect(rowsToInsert.map((d) => d.status)).toEqual(['held']);
+        await repo.insertDeliveriesAndMarkRelayed(rowsToInsert, claimed.map((e) => e.id));
+        answeredBeforeRelayCommitted = answered;
+      });
+      expect((await enabling!).status).toBe(200);
+      expect(answeredBeforeRelayCommitted).toBe(false);
+      const [row] = await rows(org.organizationId);
+      expect(row).toMatchObject({ event_id: eventId, status: 'pending', attempts: 0 });
+    });
+
+    it('an attempt that leased a delivery while the endpoint looked disabled waits for an enabling PUT in flight, then sends instead of holding', async () => {
+      const r = await receiver();
+      const org = await orgWithEndpoint(r.url());
+      const [eventId] = await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { id: 'c-9' } }]);
+      await relayByHand(org.organizationId);
+      await put(org, { url: r.url(), enabled: false }).expect(200);
+      expect((await rows(org.organizationId)).map((d) => d.status)).toEqual(['pending']);
+
+      // An enabling PUT in flight: the endpoint row is locked and enabled, not yet committed.
+      const inFlight = new Client({ connectionString: iso.env.DATABASE_URL });
+      await inFlight.connect();
+      try {
+        await inFlight.query('BEGIN');
+        await inFlight.query(`UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL WHERE organization_id = $1`, [org.organizationId]);
+        await startWorker();
+        const waiting = async () =>
+          (await api.dataSource.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).length > 0;
+        await waitFor(async () => (await waiting()) || (await rows(org.organizationId))[0].status !== 'pending', { label: 'the attempt reached the endpoint lock' });
+        await inFlight.query('COMMIT');
+      } finally {
+        await inFlight.end();
+      }
+      const [done] = await waitFor(settled(org.organizationId, 1), { timeoutMs: 10_000, label: 'sent after the PUT committed', describe: () => rows(org.organizationId) });
+      expect(done).toMatchObject({ attempts: 1, response_status: 200 });
+      expect(r.received.map((d) => d.webhookId)).toEqual([eventId]);
+    });
   });
 
   describe('rotateSecret', () => {
