@@ -199,6 +199,79 @@ describe('webhook deliveries follow the endpoint as it is now', () => {
     expect([...got.values()].filter((l) => l.length !== 1)).toEqual([]);
   });
 
+  describe('failure streak', () => {
+    const endpointOf = async (org: TestOrg) => (await api.http.get(ENDPOINT).set('X-Api-Key', org.key)).body;
+    const streakStartedAgo = (org: TestOrg, interval: string) =>
+      api.dataSource.query(`UPDATE webhook_endpoints SET failing_since = now() - $2::interval WHERE organization_id = $1`, [org.organizationId, interval]);
+
+    it('the first failed attempt starts it and a success ends it', async () => {
+      const r = await receiver();
+      r.respond = (_d, nth) => {
+        if (nth === 2) r.hold();
+        return nth === 1 ? 500 : 200;
+      };
+      const org = await orgWithEndpoint(r.url());
+      expect((await endpointOf(org)).failingSince).toBeNull();
+      await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { id: 'c-10' } }]);
+      await waitFor(() => r.heldCount === 1, { label: 'the second attempt in flight' });
+      const [failed] = await rows(org.organizationId);
+      const during = await endpointOf(org);
+      expect(during).toMatchObject({ enabled: true, failingSince: new Date(failed.last_attempt_at!).toISOString() });
+      r.release();
+      await waitFor(settled(org.organizationId, 1), { label: 'delivered' });
+      expect(await endpointOf(org)).toMatchObject({ enabled: true, failingSince: null });
+    });
+
+    it('after five days of failures the next failure disables the endpoint as failing and holds the delivery; re-enabling sends it', async () => {
+      const r = await receiver();
+      r.respond = (_d, nth) => (nth === 1 ? 503 : 200);
+      const org = await orgWithEndpoint(r.url());
+      await streakStartedAgo(org, '5 days 1 minute');
+      const [eventId] = await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { id: 'c-11' } }]);
+      const [held] = await waitFor(async () => {
+        const list = await rows(org.organizationId);
+        return list[0]?.attempts === 1 ? list : null;
+      }, { label: 'the failure recorded' });
+      expect(held).toMatchObject({ status: 'held', response_status: 503, next_attempt_at: null, last_error: 'HTTP 503; endpoint disabled: every attempt failed for 5 days' });
+      expect(await endpointOf(org)).toMatchObject({ enabled: false, disabledReason: 'failing' });
+      await sleep(200);
+      expect(r.received).toHaveLength(1);
+
+      expect((await put(org, { url: r.url(), enabled: true })).body).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
+      await waitFor(settled(org.organizationId, 1), { label: 'sent after re-enabling' });
+      expect(r.received.map((d) => [d.webhookId, d.answeredStatus])).toEqual([
+        [eventId, 503],
+        [eventId, 200],
+      ]);
+    });
+
+    it('four days of failures are not enough, and a failure at a replaced URL does not count', async () => {
+      const r = await receiver();
+      r.respond = (_d, nth) => (nth === 1 ? 500 : 200);
+      const org = await orgWithEndpoint(r.url());
+      await streakStartedAgo(org, '4 days 23 hours');
+      await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { id: 'c-12' } }]);
+      const [done] = await waitFor(settled(org.organizationId, 1), { label: 'delivered on the retry' });
+      expect(done.attempts).toBe(2);
+      expect(await endpointOf(org)).toMatchObject({ enabled: true, failingSince: null });
+
+      const old = await receiver();
+      old.respond = () => 500;
+      const fresh = await receiver();
+      await put(org, { url: old.url() }).expect(200);
+      await streakStartedAgo(org, '6 days');
+      old.hold();
+      await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutAccepted, object: { id: 'c-12' } }]);
+      await waitFor(() => old.heldCount === 1, { label: 'attempt at the old URL in flight' });
+      expect((await put(org, { url: fresh.url() })).body).toMatchObject({ enabled: true, failingSince: null });
+      await streakStartedAgo(org, '6 days');
+      old.release();
+      await waitFor(settled(org.organizationId, 2), { label: 'delivered at the new URL' });
+      expect(fresh.received).toHaveLength(1);
+      expect(await endpointOf(org)).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
+    });
+  });
+
   describe('with the relay driven by hand (no worker running)', () => {
     let running = true;
     const startWorker = async () => {

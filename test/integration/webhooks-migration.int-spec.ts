@@ -24,7 +24,7 @@ describe('migration: webhook delivery targets', () => {
     await iso?.drop();
   });
 
-  it('backfills target from the event and the endpoint, turns held into failed on the way down, and keys deliveries by (event, target)', async () => {
+  it('backfills target from the event and the endpoint, turns held into failed and failing into disabled_by_merchant on the way down, and keys deliveries by (event, target)', async () => {
     const A = 'http://127.0.0.1:9/endpoint';
     const C = 'http://127.0.0.1:9/checkout';
     const withEndpoint = await createOrg(api.app);
@@ -44,9 +44,14 @@ describe('migration: webhook delivery targets', () => {
       A,
     ]);
 
+    await ds.query(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'failing', failing_since = now() WHERE organization_id = $1`, [withEndpoint.organizationId]);
     const qr = ds.createQueryRunner();
     try {
       await migration.down(qr);
+      expect((await ds.query(`SELECT enabled, disabled_reason FROM webhook_endpoints WHERE organization_id = $1`, [withEndpoint.organizationId]))[0]).toEqual({
+        enabled: false,
+        disabled_reason: 'disabled_by_merchant',
+      });
       expect((await ds.query(`SELECT status, last_error FROM webhook_deliveries WHERE id = $1`, [held]))[0]).toEqual({ status: 'failed', last_error: 'held while the endpoint was disabled' });
       const old = [
         [e1, withEndpoint.organizationId, A, 'succeeded'],

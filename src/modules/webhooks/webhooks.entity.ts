@@ -18,8 +18,16 @@ export const DELIVERY_TARGETS = ['endpoint', 'checkout'] as const;
 /** One of {@link DELIVERY_TARGETS}. */
 export type DeliveryTarget = (typeof DELIVERY_TARGETS)[number];
 
-/** Why an endpoint stopped receiving: the merchant turned it off, or it answered 410 Gone. */
-export type EndpointDisabledReason = 'disabled_by_merchant' | 'gone';
+/**
+ * Why an endpoint stopped receiving: the merchant turned it off, it answered 410 Gone, or every
+ * attempt failed for {@link FAILING_DISABLE_AFTER_MS} (docs/decisions.md).
+ */
+export const ENDPOINT_DISABLED_REASONS = ['disabled_by_merchant', 'gone', 'failing'] as const;
+/** One of {@link ENDPOINT_DISABLED_REASONS}. */
+export type EndpointDisabledReason = (typeof ENDPOINT_DISABLED_REASONS)[number];
+
+/** How long an endpoint may fail every attempt before it is disabled as `failing` (5 days, as Svix). */
+export const FAILING_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
 
 /**
  * The organisation's one webhook endpoint (docs/api.md Events 3). Signing secrets are stored
@@ -40,6 +48,8 @@ export class WebhookEndpoint {
   @Column('text', { name: 'previous_secret_sealed', nullable: true }) previousSecretSealed: string | null;
   @Column('timestamptz', { name: 'previous_secret_expires_at', nullable: true }) previousSecretExpiresAt: Date | null;
   @Column('timestamptz', { name: 'secret_rotated_at', nullable: true }) secretRotatedAt: Date | null;
+  /** The first failed attempt since the last success at this URL; null while healthy. */
+  @Column('timestamptz', { name: 'failing_since', nullable: true }) failingSince: Date | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

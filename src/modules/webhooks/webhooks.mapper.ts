@@ -14,6 +14,7 @@ export const WebhooksMapper = {
       enabled: e.enabled,
       events: e.events,
       disabledReason: e.disabledReason,
+      failingSince: iso(e.failingSince),
       ...(secret ? { secret } : {}),
       secretRotatedAt: iso(e.secretRotatedAt),
       previousSecretExpiresAt: e.previousSecretExpiresAt && e.previousSecretExpiresAt.getTime() > Date.now() ? e.previousSecretExpiresAt.toISOString() : null,

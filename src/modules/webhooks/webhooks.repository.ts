@@ -31,6 +31,7 @@ export interface LeasedDelivery {
     secretSealed: string;
     previousSecretSealed: string | null;
     previousSecretExpiresAt: Date | null;
+    failingSince: Date | null;
   } | null;
 }
 
@@ -89,6 +90,7 @@ interface LeaseRow {
   secret_sealed: string | null;
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
 }
 
 interface LeaseRequest {
@@ -164,6 +166,14 @@ export class WebhooksRepository {
   async disableEndpointForUrl(organizationId: string, url: string, reason: EndpointDisabledReason): Promise<boolean> {
     const res = await this.endpoints.update({ organizationId, url, enabled: true }, { enabled: false, disabledReason: reason });
     return (res.affected ?? 0) > 0;
+  }
+
+  /** Ends the organisation endpoint's failure streak (a successful attempt at `url`, its current URL). */
+  async clearFailing(organizationId: string, url: string): Promise<void> {
+    await this.manager.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE organization_id = $1 AND url = $2 AND failing_since IS NOT NULL`, [
+      organizationId,
+      url,
+    ]);
   }
 
   /**
@@ -317,7 +327,7 @@ export class WebhooksRepository {
           RETURNING w.id, w.organization_id, w.target, w.url, w.attempts, w.max_attempts, w.event_id, w.lease_token)
        SELECT d.*, e.type AS event_type, e.data AS event_data, e.created_at AS event_created_at,
               ep.url AS endpoint_url, ep.enabled AS endpoint_enabled, ep.disabled_reason AS endpoint_disabled_reason,
-              ep.secret_sealed, ep.previous_secret_sealed, ep.previous_secret_expires_at
+              ep.secret_sealed, ep.previous_secret_sealed, ep.previous_secret_expires_at, ep.failing_since
          FROM d JOIN outbox_events e ON e.id = d.event_id
          LEFT JOIN webhook_endpoints ep ON ep.organization_id = d.organization_id`,
       [reqs.map((r) => r.id), reqs.map((r) => r.attempt), reqs.map((r) => r.token), reqs.map((r) => r.leaseMs)],
@@ -344,6 +354,7 @@ export class WebhooksRepository {
                 secretSealed: r.secret_sealed,
                 previousSecretSealed: r.previous_secret_sealed,
                 previousSecretExpiresAt: r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at) : null,
+                failingSince: r.failing_since ? new Date(r.failing_since) : null,
               },
       };
     });

@@ -56,7 +56,8 @@ export class WebhooksService {
    * keeps signing for 24 h; a rotation inside that window replaces only the current secret, so
    * the secret from before the window keeps signing until the window ends (a retried rotation
    * never retires the secret the merchant runs; docs/decisions.md). `enabled: true` also clears
-   * a 410-Gone disable and releases the deliveries held while the endpoint was disabled: they are
+   * a 410-Gone or `failing` disable (and a new URL or re-enabling resets the failure streak), and
+   * releases the deliveries held while the endpoint was disabled: they are
    * `pending` when this commits, and their jobs are enqueued after (a failed enqueue is left to
    * the worker's recovery pass). Concurrent PUTs serialise on the endpoint row.
    * @throws AppError invalid_request (details.param `url`, details.reason e.g. `private_address`)
@@ -78,6 +79,8 @@ export class WebhooksService {
         existing = (await this.repo.findEndpointForUpdate(organizationId))!;
       }
       const patch: Partial<WebhookEndpoint> = { ...fields };
+      // A new URL, or enabling again, starts the failure streak afresh (the five days of `failing`).
+      if (existing.url !== input.url || (enabled && !existing.enabled)) patch.failingSince = null;
       if (input.rotateSecret) {
         secret = generateWebhookSecret();
         Object.assign(patch, rotation(existing, this.secrets.seal(organizationId, secret), new Date()));

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../../../config/app-config';
 import { TransactionHost, TxHost } from '../../../database/transaction';
-import { DeliveryStatus } from '../webhooks.entity';
+import { DeliveryStatus, FAILING_DISABLE_AFTER_MS } from '../webhooks.entity';
 import { DeliveryJob, DeliveryQueue } from '../webhooks.queue';
 import { AttemptRecord, LeasedDelivery, WebhooksRepository } from '../webhooks.repository';
 import { WebhookSecrets } from '../webhook-secrets.service';
@@ -25,7 +25,7 @@ const LEASE_MARGIN_MS = 10_000;
  * with every live secret (`webhook-id` = event id), POST it, record status / response / error /
  * URL with attempts + 1 and release the lease, then schedule the next attempt as a delayed
  * BullMQ job (schedule × WEBHOOK_RETRY_SCALE) or end `failed`. A 410 Gone from the organisation
- * endpoint disables it and holds the delivery. The row is the record; a stale, duplicate or
+ * endpoint, or five days in which every attempt at it failed, disables it and holds the delivery. The row is the record; a stale, duplicate or
  * racing job finds no lease and does nothing.
  */
 @Injectable()
@@ -86,7 +86,7 @@ export class WebhookDeliveryService {
     this.metrics.attemptSeconds.observe({ outcome }, res.durationMs / 1000);
     if (res.ok) this.metrics.eventLatency.observe((finishedAt.getTime() - d.event.createdAt.getTime()) / 1000);
 
-    /** `stop`: no automatic retry (a 410); `held`: wait for the endpoint's re-enabling; `disabled`: this 410 disabled it. */
+    /** `stop`: no automatic retry (a 410 from a checkout URL); `held`: wait for the endpoint's re-enabling; `disabled`: this 410 disabled it. */
     const record = (stop: boolean, held: boolean, disabled: boolean): AttemptRecord => {
       const delayMs = res.ok || stop || held ? null : nextRetryDelayMs(made, this.config.env.WEBHOOK_RETRY_SCALE, d.maxAttempts, res.retryAfterSeconds);
       return {
@@ -102,17 +102,29 @@ export class WebhookDeliveryService {
     };
     let rec: AttemptRecord;
     let recorded: boolean;
-    if (res.status === 410 && d.target === 'endpoint') {
-      // A 410 from the endpoint disables it and holds this delivery for its re-enabling, unless the
-      // merchant replaced the URL meanwhile (then the 410 is about a URL no longer in use: retry).
+    if (!res.ok && d.target === 'endpoint') {
+      // A failure at the endpoint is judged against the endpoint row as it is now, locked: a 410
+      // from its current URL disables it (`gone`), so does a failure streak of five days
+      // (`failing`), and while it is disabled the delivery is held for its re-enabling. A failure
+      // at a URL the merchant has since replaced only schedules the retry (to the new URL).
       ({ rec, recorded } = await (this.txHost as TxHost).withTransaction(async () => {
         const now = await this.repo.findEndpointForUpdate(d.organizationId);
-        const stillThere = now !== null && now.url === url;
-        if (stillThere && now.enabled) await this.repo.disableEndpointForUrl(d.organizationId, url, 'gone');
-        const r = record(stillThere, stillThere || (now !== null && !now.enabled), stillThere);
+        const current = now !== null && now.url === url && now.enabled;
+        const gone = current && res.status === 410;
+        let failing = false;
+        if (current && !gone) {
+          const since = now.failingSince ?? attemptedAt;
+          failing = attemptedAt.getTime() - since.getTime() >= FAILING_DISABLE_AFTER_MS;
+          if (!failing && now.failingSince === null) await this.repo.updateEndpoint(now.id, { failingSince: since });
+        }
+        if (gone || failing) await this.repo.disableEndpointForUrl(d.organizationId, url, gone ? 'gone' : 'failing');
+        const held = gone || failing || (now !== null && !now.enabled);
+        const r = record(false, held, gone);
+        if (failing) r.lastError = `${res.error}; endpoint disabled: every attempt failed for 5 days`;
         return { rec: r, recorded: await this.repo.recordAttemptInTransaction(d.id, token, r) };
       }));
     } else {
+      if (res.ok && d.target === 'endpoint' && endpoint.failingSince !== null) await this.repo.clearFailing(d.organizationId, url);
       rec = record(res.status === 410, false, false);
       recorded = await this.repo.recordAttempt(d.id, token, rec);
     }

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsIn, IsOptional, IsString, IsUrl, MaxLength } from 'class-validator';
 import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
+import { ENDPOINT_DISABLED_REASONS } from '../webhooks.entity';
 
 /**
  * Body of PUT /api/v1/webhook-endpoints (SPEC Events 3): replaces the organisation's endpoint,
@@ -47,7 +48,15 @@ export class WebhookEndpointDto {
   @ApiProperty({ format: 'uri' }) url: string;
   @ApiProperty() enabled: boolean;
   @ApiProperty({ enum: WEBHOOK_EVENTS, isArray: true, nullable: true, description: 'null = all event types' }) events: string[] | null;
-  @ApiProperty({ enum: ['disabled_by_merchant', 'gone'], nullable: true, type: String }) disabledReason: string | null;
+  @ApiProperty({
+    enum: ENDPOINT_DISABLED_REASONS,
+    nullable: true,
+    type: String,
+    description: 'disabled_by_merchant: PUT enabled=false; gone: it answered 410; failing: every attempt failed for 5 days. Deliveries meanwhile are held',
+  })
+  disabledReason: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'First failed attempt since the last success; after 5 days of failures the endpoint is disabled (failing)' })
+  failingSince: string | null;
   @ApiPropertyOptional({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', description: 'Signing secret, shown only on creation and rotation' })
   secret?: string;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) secretRotatedAt: string | null;
