@@ -423,6 +423,51 @@ export class WebhooksRepository {
   }
 
   /**
+   * Runs `pass` on a connection of its own while holding the cluster-wide session advisory lock
+   * `key` (`pg_try_advisory_lock`), so of several worker replicas only one runs it at a time;
+   * the lock ends with the pass (or with the connection, should the process die).
+   * @returns the pass's result, or null when another session holds the lock.
+   */
+  async underAdvisoryLock<T>(key: string, pass: (query: (sql: string, params: unknown[]) => Promise<unknown[]>) => Promise<T>): Promise<T | null> {
+    const qr = this.dataSource.createQueryRunner();
+    await qr.connect();
+    try {
+      const [{ locked }] = (await qr.query(`SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`, [key])) as Array<{ locked: boolean }>;
+      if (!locked) return null;
+      try {
+        return await pass((sql, params) => qr.query(sql, params) as Promise<unknown[]>);
+      } finally {
+        await qr.query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [key]);
+      }
+    } finally {
+      await qr.release();
+    }
+  }
+
+  /**
+   * Deletes up to `limit` events created more than `days` days ago that were relayed and have no
+   * delivery still in flight (`pending`, `retrying`), oldest first, with their deliveries
+   * (cascade), through `query` (the connection of {@link underAdvisoryLock}).
+   * @returns how many events and deliveries were deleted.
+   */
+  async deleteExpiredEvents(query: (sql: string, params: unknown[]) => Promise<unknown[]>, days: number, limit: number): Promise<{ events: number; deliveries: number }> {
+    const [row] = (await query(
+      `WITH doomed AS (
+         SELECT e.id FROM outbox_events e
+          WHERE e.created_at < now() - $1 * interval '1 day' AND e.relayed_at IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'retrying'))
+          ORDER BY e.created_at
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED),
+       dd AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.event_id = doomed.id RETURNING 1),
+       de AS (DELETE FROM outbox_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
+       SELECT (SELECT count(*) FROM de)::int AS events, (SELECT count(*) FROM dd)::int AS deliveries`,
+      [days, limit],
+    )) as Array<{ events: number; deliveries: number }>;
+    return row;
+  }
+
+  /**
    * LISTENs on {@link OUTBOX_CHANNEL} with a dedicated connection; `onNotify` runs after each
    * commit that inserted outbox rows, `onError` when the connection drops.
    * @returns a function that closes the connection.
