@@ -15,6 +15,7 @@ import { DeliveryRecoveryProcessor } from './modules/webhooks/delivery/delivery-
 import { OutboxRelayProcessor } from './modules/webhooks/delivery/outbox-relay.processor';
 import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-delivery.module';
 import { WebhookDeliveryProcessor } from './modules/webhooks/delivery/webhook-delivery.processor';
+import { WebhookRetentionProcessor } from './modules/webhooks/delivery/webhook-retention.processor';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
 
@@ -55,7 +56,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: MAINTENANCE_QUEUE, adapter: BullMQAdapter },
     ),
   ],
-  providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor],
+  providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor, WebhookRetentionProcessor],
 })
 export class WorkerModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

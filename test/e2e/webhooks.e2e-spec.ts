@@ -123,15 +123,15 @@ describe('webhook endpoints and deliveries API', () => {
         const [eventId] = await emitEvents(t.app, org.organizationId, [{ type: types[i % 3], object: { n: i } }]);
         const row = { id: uuidv7(), status: statuses[i % 5], eventType: types[i % 3] };
         await t.dataSource.query(
-          `INSERT INTO webhook_deliveries (id, event_id, organization_id, event_type, url, status, attempts, response_status, created_at)
-           VALUES ($1, $2, $3, $4, 'http://127.0.0.1:9/hook', $5, $6, $7, now() - ($8 || ' seconds')::interval)`,
+          `INSERT INTO webhook_deliveries (id, event_id, organization_id, event_type, target, url, status, attempts, response_status, created_at)
+           VALUES ($1, $2, $3, $4, 'endpoint', 'http://127.0.0.1:9/hook', $5, $6, $7, now() - ($8 || ' seconds')::interval)`,
           [row.id, eventId, org.organizationId, row.eventType, row.status, row.status === 'pending' ? 0 : 1, row.status === 'succeeded' ? 200 : null, 100 - i],
         );
         seeded.push(row);
       }
       const [foreignEvent] = await emitEvents(t.app, otherOrg.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: {} }]);
       await t.dataSource.query(
-        `INSERT INTO webhook_deliveries (id, event_id, organization_id, event_type, url, status) VALUES ($1, $2, $3, 'checkout.funded', 'http://127.0.0.1:9/x', 'failed')`,
+        `INSERT INTO webhook_deliveries (id, event_id, organization_id, event_type, target, url, status) VALUES ($1, $2, $3, 'checkout.funded', 'checkout', 'http://127.0.0.1:9/x', 'failed')`,
         [uuidv7(), foreignEvent, otherOrg.organizationId],
       );
     });
@@ -156,7 +156,7 @@ describe('webhook endpoints and deliveries API', () => {
       expect(seen).toEqual(newestFirst);
       const first = (await list({ limit: 1 })).body.data[0];
       expect(Object.keys(first).sort()).toEqual(
-        ['attempts', 'createdAt', 'deliveredAt', 'eventId', 'eventType', 'id', 'lastAttemptAt', 'lastError', 'nextAttemptAt', 'responseBody', 'responseStatus', 'status', 'updatedAt', 'url'].sort(),
+        ['attempts', 'createdAt', 'deliveredAt', 'eventId', 'eventType', 'id', 'lastAttemptAt', 'lastError', 'nextAttemptAt', 'responseBody', 'responseStatus', 'status', 'target', 'updatedAt', 'url'].sort(),
       );
       expect((await list()).body.data).toHaveLength(10);
     });

@@ -33,7 +33,9 @@ export class WebhookEndpointsController {
   @ApiOperation({
     summary: 'Create or replace the webhook endpoint; rotateSecret issues a new secret',
     description:
-      'The whsec_ secret is returned only on creation and on rotation. After a rotation the old secret also signs for 24 h (two v1 signatures). ' +
+      'The whsec_ secret is returned only on creation and on rotation. After a rotation the old secret also signs for 24 h (two v1 signatures); ' +
+      'rotating again within those 24 h replaces only the newest secret, so a retried rotation never retires the secret already deployed. ' +
+      'enabled=false holds new deliveries (status held); enabled=true sends them. ' +
       'Not replayable by Idempotency-Key: a stored replay would keep the plaintext secret at rest.',
   })
   @ApiOkResponse({ type: WebhookEndpointDto })

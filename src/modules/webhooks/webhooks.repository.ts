@@ -6,15 +6,20 @@ import { CoalescingBatcher } from '../../common/batching/coalescing-batcher';
 import { keysetPage } from '../../common/http/keyset';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
-import { DeliveryStatus, EndpointDisabledReason, WebhookDelivery, WebhookEndpoint } from './webhooks.entity';
+import { DeliveryStatus, DeliveryTarget, EndpointDisabledReason, WebhookDelivery, WebhookEndpoint } from './webhooks.entity';
 
 /** Postgres channel the outbox trigger notifies on commit (migration Webhooks1795300003000). */
 export const OUTBOX_CHANNEL = 'outbox_events';
 
-/** A delivery leased for one attempt, with its event and the organisation endpoint's signing state. */
+/**
+ * A delivery leased for one attempt, with its event and the organisation endpoint as it is now
+ * (URL, enabled, signing state): an `endpoint` delivery is sent to `endpoint.url`, not to `url`.
+ */
 export interface LeasedDelivery {
   id: string;
   organizationId: string;
+  target: DeliveryTarget;
+  /** The URL attempted last (for a `checkout` delivery, its fixed target). */
   url: string;
   attempts: number;
   maxAttempts: number;
@@ -26,10 +31,14 @@ export interface LeasedDelivery {
     secretSealed: string;
     previousSecretSealed: string | null;
     previousSecretExpiresAt: Date | null;
+    failingSince: Date | null;
   } | null;
 }
 
-/** An outbox row claimed by the relay, with its organisation endpoint's targeting (null: no endpoint). */
+/**
+ * An outbox row claimed by the relay, with its organisation endpoint's targeting as of a share
+ * lock on the endpoint row (null: no endpoint).
+ */
 export interface ClaimedEvent {
   id: string;
   organizationId: string;
@@ -44,6 +53,7 @@ export interface NewDelivery {
   eventId: string;
   organizationId: string;
   eventType: string;
+  target: DeliveryTarget;
   url: string;
   status: DeliveryStatus;
   lastError: string | null;
@@ -52,6 +62,8 @@ export interface NewDelivery {
 /** What one finished attempt writes to its delivery row. */
 export interface AttemptRecord {
   status: DeliveryStatus;
+  /** The URL this attempt went to (null: nothing was sent, keep the row's). */
+  url: string | null;
   responseStatus: number | null;
   responseBody: string | null;
   lastError: string | null;
@@ -64,6 +76,7 @@ interface LeaseRow {
   id: string;
   lease_token: string;
   organization_id: string;
+  target: DeliveryTarget;
   url: string;
   attempts: number;
   max_attempts: number;
@@ -77,6 +90,7 @@ interface LeaseRow {
   secret_sealed: string | null;
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
 }
 
 interface LeaseRequest {
@@ -137,9 +151,64 @@ export class WebhooksRepository {
     await this.endpoints.update({ id }, patch as QueryDeepPartialEntity<WebhookEndpoint>);
   }
 
-  /** Disables the organisation's endpoint when its URL is `url` (a 410 Gone from it, DESIGN §8). */
-  async disableEndpointForUrl(organizationId: string, url: string, reason: EndpointDisabledReason): Promise<void> {
-    await this.endpoints.update({ organizationId, url, enabled: true }, { enabled: false, disabledReason: reason });
+  /**
+   * The endpoint row share-locked (inside a transaction): a concurrent PUT, which holds the row
+   * `FOR UPDATE` until it commits, is waited for, so what is read here stays true until commit.
+   */
+  findEndpointForShare(organizationId: string): Promise<WebhookEndpoint | null> {
+    return this.endpoints.createQueryBuilder('w').where('w.organization_id = :organizationId', { organizationId }).setLock('pessimistic_read').getOne();
+  }
+
+  /**
+   * Disables the organisation's endpoint when it is enabled and its URL is still `url` (a 410
+   * Gone from it, docs/architecture.md §8). @returns whether this call disabled it.
+   */
+  async disableEndpointForUrl(organizationId: string, url: string, reason: EndpointDisabledReason): Promise<boolean> {
+    const res = await this.endpoints.update({ organizationId, url, enabled: true }, { enabled: false, disabledReason: reason });
+    return (res.affected ?? 0) > 0;
+  }
+
+  /** Ends the organisation endpoint's failure streak (a successful attempt at `url`, its current URL). */
+  async clearFailing(organizationId: string, url: string): Promise<void> {
+    await this.manager.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE organization_id = $1 AND url = $2 AND failing_since IS NOT NULL`, [
+      organizationId,
+      url,
+    ]);
+  }
+
+  /**
+   * Makes every `held` endpoint delivery of the organisation `pending` and due now, with room for
+   * one more attempt (inside the transaction that enables the endpoint, which holds its row lock).
+   * @returns the released deliveries' ids and finished-attempt counts, for their jobs.
+   */
+  releaseHeld(organizationId: string): Promise<Array<{ id: string; attempts: number }>> {
+    return this.manager.query(
+      `WITH released AS (
+         UPDATE webhook_deliveries
+            SET status = 'pending', next_attempt_at = now(), max_attempts = GREATEST(max_attempts, attempts + 1), updated_at = now()
+          WHERE organization_id = $1 AND status = 'held' AND target = 'endpoint'
+         RETURNING id, attempts)
+       SELECT id, attempts FROM released`,
+      [organizationId],
+    );
+  }
+
+  /**
+   * Parks a leased delivery as `held` (nothing sent, attempts unchanged) and releases the lease,
+   * only while `token` holds it; call inside the transaction that share-locked the endpoint and
+   * saw it disabled. @returns false when the lease was lost.
+   */
+  async holdLeased(id: string, token: string): Promise<boolean> {
+    const rows: unknown[] = await this.manager.query(
+      `WITH held AS (
+         UPDATE webhook_deliveries
+            SET status = 'held', next_attempt_at = NULL, lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+          WHERE id = $1 AND lease_token = $2
+         RETURNING id)
+       SELECT id FROM held`,
+      [id, token],
+    );
+    return rows.length > 0;
   }
 
   findDelivery(organizationId: string, id: string): Promise<WebhookDelivery | null> {
@@ -182,32 +251,41 @@ export class WebhooksRepository {
   }
 
   /**
-   * Claims up to `limit` unrelayed outbox rows, oldest first, with their organisation's endpoint
-   * targeting, locking them `FOR UPDATE SKIP LOCKED` so concurrent relays take different rows
-   * (inside a transaction). The event data is not read: deliveries reference the event.
+   * Claims up to `limit` unrelayed outbox rows, oldest first, locking them `FOR UPDATE SKIP
+   * LOCKED` so concurrent relays take different rows, then share-locks their organisations'
+   * endpoint rows and reads the targeting from them (inside a transaction): a PUT that enables
+   * the endpoint either commits first (the relay sees it enabled) or waits for the relay's
+   * commit (and then releases the rows the relay held). The event data is not read.
    */
   async claimPendingEvents(limit: number): Promise<ClaimedEvent[]> {
-    const rows: Array<{ id: string; organization_id: string; type: string; extra_target_url: string | null; url: string | null; enabled: boolean | null; events: string[] | null }> =
-      await this.manager.query(
-        `SELECT e.id, e.organization_id, e.type, e.extra_target_url, w.url, w.enabled, w.events
-           FROM outbox_events e LEFT JOIN webhook_endpoints w ON w.organization_id = e.organization_id
-          WHERE e.relayed_at IS NULL
-          ORDER BY e.created_at, e.id
-          LIMIT $1
-          FOR UPDATE OF e SKIP LOCKED`,
-        [limit],
-      );
+    const rows: Array<{ id: string; organization_id: string; type: string; extra_target_url: string | null }> = await this.manager.query(
+      `SELECT e.id, e.organization_id, e.type, e.extra_target_url
+         FROM outbox_events e
+        WHERE e.relayed_at IS NULL
+        ORDER BY e.created_at, e.id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED`,
+      [limit],
+    );
+    if (rows.length === 0) return [];
+    const orgs = [...new Set(rows.map((r) => r.organization_id))].sort();
+    const endpoints: Array<{ organization_id: string; url: string; enabled: boolean; events: string[] | null }> = await this.manager.query(
+      `SELECT organization_id, url, enabled, events FROM webhook_endpoints
+        WHERE organization_id = ANY($1::uuid[]) ORDER BY organization_id FOR SHARE`,
+      [orgs],
+    );
+    const byOrg = new Map(endpoints.map((w) => [w.organization_id, { url: w.url, enabled: w.enabled, events: w.events }]));
     return rows.map((r) => ({
       id: r.id,
       organizationId: r.organization_id,
       type: r.type,
       extraTargetUrl: r.extra_target_url,
-      endpoint: r.url === null ? null : { url: r.url, enabled: r.enabled!, events: r.events },
+      endpoint: byOrg.get(r.organization_id) ?? null,
     }));
   }
 
   /**
-   * Inserts delivery rows (ignoring (event, url) pairs that exist) and marks the events relayed,
+   * Inserts delivery rows (ignoring (event, target) pairs that exist; only `pending` rows are due) and marks the events relayed,
    * in one statement (inside the claiming transaction).
    * @returns the rows actually inserted (id and status).
    */
@@ -215,16 +293,16 @@ export class WebhooksRepository {
     const col = <K extends keyof NewDelivery>(k: K) => rows.map((r) => r[k]);
     return this.manager.query(
       `WITH ins AS (
-         INSERT INTO webhook_deliveries (id, event_id, organization_id, event_type, url, status, last_error, next_attempt_at)
-         SELECT d.id, d.event_id, d.organization_id, d.event_type, d.url, d.status, d.last_error,
+         INSERT INTO webhook_deliveries (id, event_id, organization_id, event_type, target, url, status, last_error, next_attempt_at)
+         SELECT d.id, d.event_id, d.organization_id, d.event_type, d.target, d.url, d.status, d.last_error,
                 CASE WHEN d.status = 'pending' THEN now() END
-           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[])
-                AS d(id, event_id, organization_id, event_type, url, status, last_error)
-         ON CONFLICT (event_id, url) DO NOTHING
+           FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+                AS d(id, event_id, organization_id, event_type, target, url, status, last_error)
+         ON CONFLICT (event_id, target) DO NOTHING
          RETURNING id, status),
-       relayed AS (UPDATE outbox_events SET relayed_at = now() WHERE id = ANY($8::uuid[]))
+       relayed AS (UPDATE outbox_events SET relayed_at = now() WHERE id = ANY($9::uuid[]))
        SELECT id, status FROM ins`,
-      [col('id'), col('eventId'), col('organizationId'), col('eventType'), col('url'), col('status'), col('lastError'), eventIds],
+      [col('id'), col('eventId'), col('organizationId'), col('eventType'), col('target'), col('url'), col('status'), col('lastError'), eventIds],
     );
   }
 
@@ -246,10 +324,10 @@ export class WebhooksRepository {
            FROM req
           WHERE w.id = req.id AND w.attempts = req.attempt AND w.attempts < w.max_attempts AND w.status IN ('pending', 'retrying')
             AND (w.lease_expires_at IS NULL OR w.lease_expires_at < now())
-          RETURNING w.id, w.organization_id, w.url, w.attempts, w.max_attempts, w.event_id, w.lease_token)
+          RETURNING w.id, w.organization_id, w.target, w.url, w.attempts, w.max_attempts, w.event_id, w.lease_token)
        SELECT d.*, e.type AS event_type, e.data AS event_data, e.created_at AS event_created_at,
               ep.url AS endpoint_url, ep.enabled AS endpoint_enabled, ep.disabled_reason AS endpoint_disabled_reason,
-              ep.secret_sealed, ep.previous_secret_sealed, ep.previous_secret_expires_at
+              ep.secret_sealed, ep.previous_secret_sealed, ep.previous_secret_expires_at, ep.failing_since
          FROM d JOIN outbox_events e ON e.id = d.event_id
          LEFT JOIN webhook_endpoints ep ON ep.organization_id = d.organization_id`,
       [reqs.map((r) => r.id), reqs.map((r) => r.attempt), reqs.map((r) => r.token), reqs.map((r) => r.leaseMs)],
@@ -261,6 +339,7 @@ export class WebhooksRepository {
       return {
         id: r.id,
         organizationId: r.organization_id,
+        target: r.target,
         url: r.url,
         attempts: r.attempts,
         maxAttempts: r.max_attempts,
@@ -275,6 +354,7 @@ export class WebhooksRepository {
                 secretSealed: r.secret_sealed,
                 previousSecretSealed: r.previous_secret_sealed,
                 previousSecretExpiresAt: r.previous_secret_expires_at ? new Date(r.previous_secret_expires_at) : null,
+                failingSince: r.failing_since ? new Date(r.failing_since) : null,
               },
       };
     });
@@ -302,11 +382,11 @@ export class WebhooksRepository {
     const rows = await query(
       `WITH done AS (
        UPDATE webhook_deliveries w
-          SET status = v.status, attempts = w.attempts + 1, response_status = v.response_status, response_body = v.response_body,
+          SET status = v.status, url = COALESCE(v.url, w.url), attempts = w.attempts + 1, response_status = v.response_status, response_body = v.response_body,
               last_error = v.last_error, next_attempt_at = v.next_attempt_at, last_attempt_at = v.last_attempt_at,
               delivered_at = COALESCE(v.delivered_at, w.delivered_at), lease_token = NULL, lease_expires_at = NULL, updated_at = now()
-         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[])
-              AS v(id, token, status, response_status, response_body, last_error, next_attempt_at, last_attempt_at, delivered_at)
+         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::text[])
+              AS v(id, token, status, response_status, response_body, last_error, next_attempt_at, last_attempt_at, delivered_at, url)
         WHERE w.id = v.id AND w.lease_token = v.token
         RETURNING w.id, v.token)
        SELECT id, token FROM done`,
@@ -320,6 +400,7 @@ export class WebhooksRepository {
         col((i) => i.rec.nextAttemptAt),
         col((i) => i.rec.attemptedAt),
         col((i) => i.rec.deliveredAt),
+        col((i) => i.rec.url),
       ],
     );
     const done = new Set(rows.map((r) => `${r.id}|${r.token}`));
@@ -339,6 +420,51 @@ export class WebhooksRepository {
         ORDER BY next_attempt_at LIMIT $1`,
       [limit, overdueMs],
     );
+  }
+
+  /**
+   * Runs `pass` on a connection of its own while holding the cluster-wide session advisory lock
+   * `key` (`pg_try_advisory_lock`), so of several worker replicas only one runs it at a time;
+   * the lock ends with the pass (or with the connection, should the process die).
+   * @returns the pass's result, or null when another session holds the lock.
+   */
+  async underAdvisoryLock<T>(key: string, pass: (query: (sql: string, params: unknown[]) => Promise<unknown[]>) => Promise<T>): Promise<T | null> {
+    const qr = this.dataSource.createQueryRunner();
+    await qr.connect();
+    try {
+      const [{ locked }] = (await qr.query(`SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`, [key])) as Array<{ locked: boolean }>;
+      if (!locked) return null;
+      try {
+        return await pass((sql, params) => qr.query(sql, params) as Promise<unknown[]>);
+      } finally {
+        await qr.query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [key]);
+      }
+    } finally {
+      await qr.release();
+    }
+  }
+
+  /**
+   * Deletes up to `limit` events created more than `days` days ago that were relayed and have no
+   * delivery still in flight (`pending`, `retrying`), oldest first, with their deliveries
+   * (cascade), through `query` (the connection of {@link underAdvisoryLock}).
+   * @returns how many events and deliveries were deleted.
+   */
+  async deleteExpiredEvents(query: (sql: string, params: unknown[]) => Promise<unknown[]>, days: number, limit: number): Promise<{ events: number; deliveries: number }> {
+    const [row] = (await query(
+      `WITH doomed AS (
+         SELECT e.id FROM outbox_events e
+          WHERE e.created_at < now() - $1 * interval '1 day' AND e.relayed_at IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'retrying'))
+          ORDER BY e.created_at
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED),
+       dd AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.event_id = doomed.id RETURNING 1),
+       de AS (DELETE FROM outbox_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
+       SELECT (SELECT count(*) FROM de)::int AS events, (SELECT count(*) FROM dd)::int AS deliveries`,
+      [days, limit],
+    )) as Array<{ events: number; deliveries: number }>;
+    return row;
   }
 
   /**

@@ -11,10 +11,26 @@ import { WebhookErrors } from './webhooks.errors';
 import { WebhooksMapper } from './webhooks.mapper';
 import { DeliveryQueue } from './webhooks.queue';
 import { WebhooksRepository } from './webhooks.repository';
-import { ROTATION_OVERLAP_MS, WebhookSecrets } from './webhook-secrets.service';
+import { ROTATION_OVERLAP_MS, SealedSecrets, WebhookSecrets } from './webhook-secrets.service';
 import { WebhookUrlService } from './webhook-url.service';
 
-/** The organisation's webhook endpoint and its deliveries (SPEC Events 3–4, DESIGN §8). */
+/**
+ * The secret columns a rotation writes (docs/architecture.md §8): the new sealed secret becomes
+ * current. Outside an overlap window the replaced secret signs on for {@link ROTATION_OVERLAP_MS};
+ * inside one (an earlier rotation's previous secret still live) the previous secret and its
+ * expiry are kept and the replaced one, never deployed as far as we can tell, is dropped.
+ */
+export function rotation(current: SealedSecrets, newSealed: string, now: Date): Pick<WebhookEndpoint, 'secretSealed' | 'previousSecretSealed' | 'previousSecretExpiresAt' | 'secretRotatedAt'> {
+  const inWindow = current.previousSecretSealed !== null && current.previousSecretExpiresAt !== null && current.previousSecretExpiresAt.getTime() > now.getTime();
+  return {
+    secretSealed: newSealed,
+    previousSecretSealed: inWindow ? current.previousSecretSealed : current.secretSealed,
+    previousSecretExpiresAt: inWindow ? current.previousSecretExpiresAt : new Date(now.getTime() + ROTATION_OVERLAP_MS),
+    secretRotatedAt: now,
+  };
+}
+
+/** The organisation's webhook endpoint and its deliveries (docs/api.md Events 3–4, docs/architecture.md §8). */
 @Injectable()
 export class WebhooksService {
   private readonly logger = new Logger(WebhooksService.name);
@@ -36,41 +52,51 @@ export class WebhooksService {
 
   /**
    * Creates or replaces the endpoint. The `whsec_` secret is returned in plaintext only when it
-   * is created (first PUT) or rotated (`rotateSecret`); after a rotation the old secret keeps
-   * signing for 24 h, and rotating again inside that window retires the oldest at once.
-   * `enabled: true` also clears a 410-Gone disable.
+   * is created (first PUT) or rotated (`rotateSecret`). After a rotation the secret it replaced
+   * keeps signing for 24 h; a rotation inside that window replaces only the current secret, so
+   * the secret from before the window keeps signing until the window ends (a retried rotation
+   * never retires the secret the merchant runs; docs/decisions.md). `enabled: true` also clears
+   * a 410-Gone or `failing` disable (and a new URL or re-enabling resets the failure streak), and
+   * releases the deliveries held while the endpoint was disabled: they are
+   * `pending` when this commits, and their jobs are enqueued after (a failed enqueue is left to
+   * the worker's recovery pass). Concurrent PUTs serialise on the endpoint row.
    * @throws AppError invalid_request (details.param `url`, details.reason e.g. `private_address`)
-   *   when the URL fails the SSRF guard (DESIGN §8).
+   *   when the URL fails the SSRF guard (docs/architecture.md §8).
    */
   async putEndpoint(principal: Principal, input: PutWebhookEndpointDto): Promise<WebhookEndpointDto> {
     await this.urls.assertRegistrable(input.url, 'url');
     const organizationId = principal.organizationId;
     const enabled = input.enabled ?? true;
     const fields = { url: input.url, enabled, events: input.events ?? null, disabledReason: enabled ? null : ('disabled_by_merchant' as const) };
-    return (this.txHost as TxHost).withTransaction(async () => {
+    const { dto, released } = await (this.txHost as TxHost).withTransaction(async () => {
       let secret: string | undefined;
       let existing = await this.repo.findEndpointForUpdate(organizationId);
       if (!existing) {
         secret = generateWebhookSecret();
         const created = Object.assign(new WebhookEndpoint(), { id: uuidv7(), organizationId, ...fields, secretSealed: this.secrets.seal(organizationId, secret) });
-        if (await this.repo.insertEndpointIfAbsent(created)) return WebhooksMapper.endpoint((await this.repo.findEndpoint(organizationId))!, secret);
+        if (await this.repo.insertEndpointIfAbsent(created)) return { dto: WebhooksMapper.endpoint((await this.repo.findEndpoint(organizationId))!, secret), released: [] };
         secret = undefined;
         existing = (await this.repo.findEndpointForUpdate(organizationId))!;
       }
       const patch: Partial<WebhookEndpoint> = { ...fields };
+      // A new URL, or enabling again, starts the failure streak afresh (the five days of `failing`).
+      if (existing.url !== input.url || (enabled && !existing.enabled)) patch.failingSince = null;
       if (input.rotateSecret) {
         secret = generateWebhookSecret();
-        const now = Date.now();
-        Object.assign(patch, {
-          secretSealed: this.secrets.seal(organizationId, secret),
-          previousSecretSealed: existing.secretSealed,
-          previousSecretExpiresAt: new Date(now + ROTATION_OVERLAP_MS),
-          secretRotatedAt: new Date(now),
-        });
+        Object.assign(patch, rotation(existing, this.secrets.seal(organizationId, secret), new Date()));
       }
       await this.repo.updateEndpoint(existing.id, patch);
-      return WebhooksMapper.endpoint((await this.repo.findEndpoint(organizationId))!, secret);
+      const released = enabled ? await this.repo.releaseHeld(organizationId) : [];
+      return { dto: WebhooksMapper.endpoint((await this.repo.findEndpoint(organizationId))!, secret), released };
     });
+    if (released.length > 0) {
+      try {
+        await this.queue.enqueue(released.map((d) => ({ deliveryId: d.id, attempt: d.attempts })));
+      } catch (err) {
+        this.logger.warn({ err, deliveries: released.length }, 'held deliveries released but not enqueued; the worker recovery pass will pick them up');
+      }
+    }
+    return dto;
   }
 
   /** Deliveries newest first, optionally filtered by `status` and `eventType` (DESIGN §6 envelope). */
@@ -86,14 +112,14 @@ export class WebhooksService {
    * its own before the job is enqueued, so the worker never sees the job before the row.
    * @throws AppError not_found for an unknown id or another organisation's delivery.
    * @throws AppError invalid_request 409 (reason `endpoint_disabled`) when the delivery targets
-   *   the organisation endpoint and it is disabled.
+   *   the organisation endpoint (target `endpoint`) and it is disabled.
    */
   async retryDelivery(principal: Principal, id: string): Promise<WebhookDeliveryDto> {
     const organizationId = principal.organizationId;
     const delivery = await this.repo.findDelivery(organizationId, id);
     if (!delivery) throw WebhookErrors.deliveryNotFound();
     const endpoint = await this.repo.findEndpoint(organizationId);
-    if (endpoint && endpoint.url === delivery.url && !endpoint.enabled) throw WebhookErrors.endpointDisabled(endpoint.disabledReason);
+    if (endpoint && delivery.target === 'endpoint' && !endpoint.enabled) throw WebhookErrors.endpointDisabled(endpoint.disabledReason);
     const rearmed = await (this.txHost as TxHost).withTransaction(Propagation.RequiresNew, () => this.repo.rearmDelivery(organizationId, id));
     if (!rearmed) throw WebhookErrors.deliveryNotFound();
     try {

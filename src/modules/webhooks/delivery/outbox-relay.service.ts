@@ -2,16 +2,39 @@ import { Injectable, Logger } from '@nestjs/common';
 import { v7 as uuidv7 } from 'uuid';
 import { TransactionHost, TxHost } from '../../../database/transaction';
 import { DeliveryJob, DeliveryQueue } from '../webhooks.queue';
-import { NewDelivery, WebhooksRepository } from '../webhooks.repository';
+import { ClaimedEvent, NewDelivery, WebhooksRepository } from '../webhooks.repository';
 import { WebhookMetrics } from './webhooks.metrics';
 
 const NO_SECRET =
   'not sent: the organisation has no webhook endpoint, so there is no signing secret (PUT /api/v1/webhook-endpoints, then retry)';
 
 /**
- * The transactional-outbox relay (DESIGN §8): turns unrelayed outbox rows into delivery rows and
- * delivery jobs. Targets per event: the organisation endpoint when it is enabled and its events
- * filter matches, and the event's own target (a checkout's `webhookUrl`), once per distinct URL.
+ * The delivery rows of one claimed event (docs/architecture.md §8): one `endpoint` delivery when
+ * the organisation endpoint's events filter takes the type — `pending`, or `held` while the
+ * endpoint is disabled — and one `checkout` delivery to the event's own target (a checkout's
+ * `webhookUrl`, which ignores `enabled` and the filter). A checkout URL equal to an enabled
+ * endpoint's URL gets one delivery (the endpoint's); equal to a disabled endpoint's, the
+ * checkout's only, so the URL never gets the event twice. With no endpoint there is no signing
+ * secret: the checkout delivery is recorded `failed`.
+ */
+export function deliveriesFor(ev: ClaimedEvent): NewDelivery[] {
+  const base = { eventId: ev.id, organizationId: ev.organizationId, eventType: ev.type };
+  const endpoint = ev.endpoint;
+  const out: NewDelivery[] = [];
+  const wanted = endpoint !== null && (!endpoint.events || endpoint.events.includes(ev.type));
+  const coincides = wanted && ev.extraTargetUrl === endpoint.url;
+  if (wanted && !(coincides && !endpoint.enabled)) {
+    out.push({ ...base, id: uuidv7(), target: 'endpoint', url: endpoint.url, status: endpoint.enabled ? 'pending' : 'held', lastError: null });
+  }
+  if (ev.extraTargetUrl && !(coincides && endpoint!.enabled)) {
+    out.push({ ...base, id: uuidv7(), target: 'checkout', url: ev.extraTargetUrl, status: endpoint ? 'pending' : 'failed', lastError: endpoint ? null : NO_SECRET });
+  }
+  return out;
+}
+
+/**
+ * The transactional-outbox relay (docs/architecture.md §8): turns unrelayed outbox rows into
+ * delivery rows ({@link deliveriesFor}) and delivery jobs for the `pending` ones.
  */
 @Injectable()
 export class OutboxRelayService {
@@ -36,23 +59,7 @@ export class OutboxRelayService {
       const events = await this.repo.claimPendingEvents(limit);
       if (events.length === 0) return { count: 0, jobs: [] as DeliveryJob[] };
       const rows: NewDelivery[] = [];
-      for (const ev of events) {
-        const endpoint = ev.endpoint;
-        const urls = new Set<string>();
-        if (endpoint?.enabled && (!endpoint.events || endpoint.events.includes(ev.type))) urls.add(endpoint.url);
-        if (ev.extraTargetUrl) urls.add(ev.extraTargetUrl);
-        for (const url of urls) {
-          rows.push({
-            id: uuidv7(),
-            eventId: ev.id,
-            organizationId: ev.organizationId,
-            eventType: ev.type,
-            url,
-            status: endpoint ? 'pending' : 'failed',
-            lastError: endpoint ? null : NO_SECRET,
-          });
-        }
-      }
+      for (const ev of events) rows.push(...deliveriesFor(ev));
       const inserted = await this.repo.insertDeliveriesAndMarkRelayed(rows, events.map((e) => e.id));
       return { count: events.length, jobs: inserted.filter((r) => r.status === 'pending').map((r) => ({ deliveryId: r.id, attempt: 0 })) };
     });

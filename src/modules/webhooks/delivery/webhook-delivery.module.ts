@@ -4,15 +4,16 @@ import { DeliveryRecoveryService } from './delivery-recovery.service';
 import { OutboxRelayService } from './outbox-relay.service';
 import { WebhookDeliveryService } from './webhook-delivery.service';
 import { WebhookMetrics } from './webhooks.metrics';
+import { WebhookRetentionService } from './webhook-retention.service';
 import { WebhookSender } from './webhook-sender.service';
 
 /**
- * The delivery path's services (relay, attempt, recovery, sender, metrics). Imported by the
+ * The delivery path's services (relay, attempt, recovery, retention, sender, metrics). Imported by the
  * WorkerModule only, which registers the processors that drive them; the api never sends.
  */
 @Module({
   imports: [WebhooksModule],
-  providers: [WebhookSender, WebhookDeliveryService, OutboxRelayService, DeliveryRecoveryService, WebhookMetrics],
-  exports: [WebhookDeliveryService, OutboxRelayService, DeliveryRecoveryService, WebhookMetrics],
+  providers: [WebhookSender, WebhookDeliveryService, OutboxRelayService, DeliveryRecoveryService, WebhookMetrics, WebhookRetentionService],
+  exports: [WebhookDeliveryService, OutboxRelayService, DeliveryRecoveryService, WebhookMetrics, WebhookRetentionService],
 })
 export class WebhookDeliveryModule {}

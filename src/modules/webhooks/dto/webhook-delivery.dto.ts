@@ -2,12 +2,16 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional } from 'class-validator';
 import { ListEnvelopeDto, ListQueryDto } from '../../../common/http/list.dto';
 import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
-import { DELIVERY_STATUSES } from '../webhooks.entity';
-import type { DeliveryStatus } from '../webhooks.entity';
+import { DELIVERY_STATUSES, DELIVERY_TARGETS } from '../webhooks.entity';
+import type { DeliveryStatus, DeliveryTarget } from '../webhooks.entity';
+
+const STATUS_DESCRIPTION =
+  'pending: due now; retrying: failed, next attempt at nextAttemptAt; succeeded; failed: no automatic attempts left (a manual retry is possible); ' +
+  'held: an endpoint delivery waiting while the webhook endpoint is disabled (by the merchant or by a 410 Gone): nothing is sent until PUT /api/v1/webhook-endpoints enables it, which sends every held delivery with its original webhook-id';
 
 /** Query of GET /api/v1/webhook-deliveries: the list query (DESIGN §6) plus filters. */
 export class ListWebhookDeliveriesQueryDto extends ListQueryDto {
-  @ApiPropertyOptional({ enum: DELIVERY_STATUSES })
+  @ApiPropertyOptional({ enum: DELIVERY_STATUSES, description: STATUS_DESCRIPTION })
   @IsOptional()
   @IsIn(DELIVERY_STATUSES, { message: `status must be one of ${DELIVERY_STATUSES.join(', ')}` })
   status?: DeliveryStatus;
@@ -18,13 +22,18 @@ export class ListWebhookDeliveriesQueryDto extends ListQueryDto {
   eventType?: string;
 }
 
-/** A webhook delivery (DESIGN §8 delivery record). */
+/** A webhook delivery (docs/architecture.md §8 delivery record). */
 export class WebhookDeliveryDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid', description: 'The event id, sent as webhook-id on every attempt' }) eventId: string;
   @ApiProperty({ enum: WEBHOOK_EVENTS }) eventType: string;
-  @ApiProperty({ format: 'uri' }) url: string;
-  @ApiProperty({ enum: DELIVERY_STATUSES }) status: string;
+  @ApiProperty({
+    enum: DELIVERY_TARGETS,
+    description: "endpoint: the organisation's webhook endpoint as it is at each attempt (a replaced URL or secret applies to retries); checkout: the checkout session's own webhookUrl",
+  })
+  target: DeliveryTarget;
+  @ApiProperty({ format: 'uri', description: 'The URL attempted last (for an endpoint delivery not yet attempted, the endpoint URL when the event was relayed)' }) url: string;
+  @ApiProperty({ enum: DELIVERY_STATUSES, description: STATUS_DESCRIPTION }) status: string;
   @ApiProperty({ description: 'Attempts made so far' }) attempts: number;
   @ApiProperty({ type: Number, nullable: true, description: 'HTTP status of the last attempt' }) responseStatus: number | null;
   @ApiProperty({ type: String, nullable: true, description: 'First 4 KiB of the last response body' }) responseBody: string | null;

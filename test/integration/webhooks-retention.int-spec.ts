@@ -1,0 +1,100 @@
+import { Client } from 'pg';
+import { v7 as uuidv7 } from 'uuid';
+import { WebhookEvent } from '../../src/common/outbox/webhook-event';
+import { RETENTION_LOCK_KEY, WebhookRetentionService } from '../../src/modules/webhooks/delivery/webhook-retention.service';
+import { WebhooksRepository } from '../../src/modules/webhooks/webhooks.repository';
+import { createTestApp, TestApp } from '../support/app';
+import { createOrg, TestOrg } from '../support/factories';
+import { waitFor } from '../support/wait';
+import { emitEvents, isolatedWebhookEnv, IsolatedEnv, startTestWorker, TestWorker } from '../support/webhook-env';
+
+jest.setTimeout(60_000);
+
+/** The 30-day retention pass over events and deliveries, on the real worker and Postgres. */
+describe('webhook retention', () => {
+  let iso: IsolatedEnv;
+  let api: TestApp;
+  let worker: TestWorker | null = null;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    iso = await isolatedWebhookEnv('whret');
+    api = await createTestApp(iso.env);
+    org = await createOrg(api.app);
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await api?.close();
+    await iso?.drop();
+  });
+
+  /** One relayed event `daysAgo` old with one delivery per status given (rows as the relay writes them). */
+  async function eventWith(daysAgo: number, statuses: Array<'succeeded' | 'failed' | 'held' | 'pending' | 'retrying'>, relayed = true): Promise<string> {
+    const [id] = await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { daysAgo } }]);
+    await api.dataSource.query(`UPDATE outbox_events SET created_at = now() - $2 * interval '1 day', relayed_at = CASE WHEN $3 THEN now() END WHERE id = $1`, [id, daysAgo, relayed]);
+    const targets = ['endpoint', 'checkout'];
+    for (const [i, status] of statuses.entries()) {
+      await api.dataSource.query(
+        `INSERT INTO webhook_deliveries (id, event_id, organization_id, event_type, target, url, status, created_at)
+         VALUES ($1, $2, $3, 'checkout.funded', $4, $5, $6, now() - $7 * interval '1 day')`,
+        [uuidv7(), id, org.organizationId, targets[i], `http://127.0.0.1:9/${i}`, status, daysAgo],
+      );
+    }
+    return id;
+  }
+  const remaining = async () =>
+    new Set(((await api.dataSource.query(`SELECT id FROM outbox_events WHERE organization_id = $1`, [org.organizationId])) as Array<{ id: string }>).map((r) => r.id));
+  const deliveriesOf = async (ids: string[]) => (await api.dataSource.query(`SELECT 1 FROM webhook_deliveries WHERE event_id = ANY($1::uuid[])`, [ids])).length;
+
+  it('the worker deletes events older than 30 days with their deliveries, keeping younger ones and those still in flight', async () => {
+    const done = await eventWith(31, ['succeeded', 'failed']);
+    const held = await eventWith(45, ['held']);
+    const bare = await eventWith(40, []);
+    const young = await eventWith(29, ['succeeded']);
+    const retrying = await eventWith(31, ['succeeded', 'retrying']);
+    const pending = await eventWith(60, ['pending']);
+    const unrelayed = await eventWith(35, [], false);
+    expect(await deliveriesOf([done, held])).toBe(3);
+
+    worker = await startTestWorker({ ...iso.env });
+    const left = await waitFor(async () => {
+      const ids = await remaining();
+      return ids.has(done) ? null : ids;
+    }, { label: 'the retention pass at worker start' });
+    expect([...left].sort()).toEqual([young, retrying, pending, unrelayed].sort());
+    expect([done, held, bare].some((id) => left.has(id))).toBe(false);
+    expect(await deliveriesOf([done, held])).toBe(0);
+    expect(await deliveriesOf([retrying])).toBe(2);
+  });
+
+  it('skips the pass while another replica holds the advisory lock, and runs once it is released', async () => {
+    const old = await eventWith(31, ['succeeded']);
+    const retention = worker!.app.get(WebhookRetentionService);
+    const other = new Client({ connectionString: iso.env.DATABASE_URL });
+    await other.connect();
+    try {
+      await other.query(`SELECT pg_advisory_lock(hashtextextended($1, 0))`, [RETENTION_LOCK_KEY]);
+      expect(await retention.prune()).toEqual({ ran: false, events: 0, deliveries: 0 });
+      expect((await remaining()).has(old)).toBe(true);
+      await other.query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [RETENTION_LOCK_KEY]);
+      const after = await retention.prune();
+      expect(after.ran).toBe(true);
+      expect(after.deliveries).toBe(1);
+      expect((await remaining()).has(old)).toBe(false);
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('two replicas pruning at once delete every expired event exactly once, without error', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push(await eventWith(31 + i, ['succeeded']));
+    const replicaA = worker!.app.get(WebhookRetentionService);
+    const replicaB = new WebhookRetentionService(api.app.get(WebhooksRepository));
+    const results = await Promise.all([replicaA.prune(), replicaB.prune(), replicaA.prune(), replicaB.prune()]);
+    expect(results.some((r) => r.ran)).toBe(true);
+    expect(results.reduce((n, r) => n + r.events, 0)).toBe(20);
+    const left = await remaining();
+    expect(ids.filter((id) => left.has(id))).toEqual([]);
+  });
+});
