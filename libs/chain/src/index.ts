@@ -26,6 +26,8 @@ export { escrowKeyFromId, idFromEscrowKey } from './escrow-key';
 export {
   ESCROW_EIP712_NAME,
   ESCROW_EIP712_VERSION,
+  ESCROW_ACTION_TYPES,
+  MAX_ESCROW_ACTION_VALIDITY,
   EscrowGateway,
   FUNDING_TERMS_TYPES,
   RECEIVE_WITH_AUTHORIZATION_TYPES,
@@ -37,6 +39,7 @@ export {
   type SignedRelayTx,
 } from './escrow-gateway';
 export {
+  ESCROW_ACTION_CODES,
   ESCROW_ACTION_EVENT,
   ESCROW_STATES,
   type EscrowChainAction,
@@ -47,6 +50,7 @@ export {
   type FundingTerms,
   type OnChainEscrow,
   type ReceiveAuthorization,
+  type SignedEscrowAction,
   type VerifiedAction,
 } from './escrow-types';
 export { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';
