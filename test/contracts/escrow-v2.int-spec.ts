@@ -1,5 +1,5 @@
-import { hexlify, randomBytes, ZeroAddress } from 'ethers';
-import { MAX_ESCROW_ACTION_VALIDITY, type EscrowPartyAction } from '@lib/chain';
+import { hexlify, randomBytes, TypedDataEncoder, ZeroAddress } from 'ethers';
+import { ESCROW_ACTION_TYPES, MAX_ESCROW_ACTION_VALIDITY, type EscrowPartyAction } from '@lib/chain';
 import { ChainFixture, USDC } from './chain-fixture';
 
 /**
@@ -181,8 +181,6 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const key = hexlify(randomBytes(32));
       const signed = await sign('buyer', 'dispute', key);
       const onChain = await fx.escrow.escrowActionDigest(key, 5, signed.actor, signed.nonce, signed.deadline);
-      const { TypedDataEncoder } = await import('ethers');
-      const { ESCROW_ACTION_TYPES } = await import('@lib/chain');
       const local = TypedDataEncoder.hash(fx.gateway.escrowDomain(fx.chainId), ESCROW_ACTION_TYPES, {
         escrowId: key,
         action: 5,

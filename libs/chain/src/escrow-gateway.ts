@@ -75,6 +75,42 @@ export const RECEIVE_WITH_AUTHORIZATION_TYPES = {
   ],
 };
 
+/** EIP-712 types of EIP-3009 TransferWithAuthorization (USDC FiatTokenV2). */
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: RECEIVE_WITH_AUTHORIZATION_TYPES.ReceiveWithAuthorization,
+};
+
+/** EIP-712 types of EIP-3009 CancelAuthorization. */
+export const CANCEL_AUTHORIZATION_TYPES = {
+  CancelAuthorization: [
+    { name: 'authorizer', type: 'address' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+};
+
+/**
+ * A signed EIP-3009 TransferWithAuthorization: `value` base units from `from` to `to`, usable once
+ * (by anyone) while validAfter < block time < validBefore (unix seconds); `nonce` random bytes32.
+ */
+export interface TransferAuthorization {
+  from: string;
+  to: string;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: string;
+  signature: string;
+}
+
+/** A USDC AuthorizationUsed log: `authorizer`'s `nonce` was consumed by transaction `txHash`. */
+export interface AuthorizationUsedLog {
+  authorizer: string;
+  nonce: string;
+  txHash: string;
+  blockNumber: number;
+  logIndex: number;
+}
+
 /** Addresses of the deployed escrow and its USDC token. */
 export interface EscrowGatewayConfig {
   escrowAddress: string;
@@ -293,6 +329,78 @@ export class EscrowGateway {
   /** Burns an unfunded escrow id (VOIDER_ROLE: the terms signer). Returns the tx hash. */
   voidTerms(voider: BaseWallet, escrowKey: string): Promise<string> {
     return this.send(voider, this.escrowAddress, this.encodeVoidTerms(escrowKey), 'voidTerms');
+  }
+
+  /** USDC's EIP-712 domain (name and version read from the token once). */
+  usdcEip712Domain(): Promise<Eip712Domain> {
+    return this.usdcDomain();
+  }
+
+  /**
+   * `from` signs an EIP-3009 TransferWithAuthorization of `value` base units to `to` (agent payments,
+   * withdrawals; docs/architecture.md §13). `nonce` defaults to 32 random bytes.
+   */
+  async signTransferAuthorization(
+    from: Signer,
+    message: { to: string; value: bigint; validAfter?: bigint; validBefore: bigint; nonce?: string },
+  ): Promise<TransferAuthorization> {
+    const domain = await this.usdcDomain();
+    const full = {
+      from: getAddress(await from.getAddress()),
+      to: getAddress(message.to),
+      value: message.value,
+      validAfter: message.validAfter ?? 0n,
+      validBefore: message.validBefore,
+      nonce: message.nonce ?? hexlify(randomBytes(32)),
+    };
+    const signature = await from.signTypedData(domain, TRANSFER_WITH_AUTHORIZATION_TYPES, full);
+    return { ...full, signature: Signature.from(signature).serialized };
+  }
+
+  /** Calldata of USDC transferWithAuthorization for a signed authorization (for the relayer queue). */
+  encodeTransferWithAuthorization(auth: TransferAuthorization): string {
+    const { v, r, s } = Signature.from(auth.signature);
+    return USDC_IFACE.encodeFunctionData('transferWithAuthorization', [auth.from, auth.to, auth.value, auth.validAfter, auth.validBefore, auth.nonce, v, r, s]);
+  }
+
+  /** `authorizer` signs EIP-3009 CancelAuthorization of `nonce`; returns the calldata of cancelAuthorization. */
+  async encodeCancelAuthorization(authorizer: Signer, nonce: string): Promise<string> {
+    const domain = await this.usdcDomain();
+    const address = getAddress(await authorizer.getAddress());
+    const { v, r, s } = Signature.from(await authorizer.signTypedData(domain, CANCEL_AUTHORIZATION_TYPES, { authorizer: address, nonce }));
+    return USDC_IFACE.encodeFunctionData('cancelAuthorization', [address, nonce, v, r, s]);
+  }
+
+  /** USDC authorizationState: true once `nonce` of `authorizer` was used or cancelled. */
+  async authorizationState(authorizer: string, nonce: string, blockTag?: number | 'latest'): Promise<boolean> {
+    return (await this.usdc.getFunction('authorizationState').staticCall(authorizer, nonce, { blockTag })) as boolean;
+  }
+
+  /** USDC AuthorizationUsed and AuthorizationCanceled logs in blocks [fromBlock, toBlock], in chain order. */
+  async getAuthorizationLogs(fromBlock: number, toBlock: number): Promise<Array<AuthorizationUsedLog & { kind: 'used' | 'canceled' }>> {
+    const used = USDC_IFACE.getEvent('AuthorizationUsed')!.topicHash;
+    const canceled = USDC_IFACE.getEvent('AuthorizationCanceled')!.topicHash;
+    const logs = await this.provider.getLogs({ address: this.usdcAddress, fromBlock, toBlock, topics: [[used, canceled]] });
+    return logs
+      .filter((l) => !l.removed)
+      .map((l) => ({
+        kind: l.topics[0] === used ? ('used' as const) : ('canceled' as const),
+        authorizer: getAddress('0x' + l.topics[1].slice(26)),
+        nonce: l.topics[2].toLowerCase(),
+        txHash: l.transactionHash,
+        blockNumber: l.blockNumber,
+        logIndex: l.index,
+      }));
+  }
+
+  /** Calldata of a plain USDC transfer (local-chain top-ups). */
+  encodeUsdcTransfer(to: string, amount: bigint): string {
+    return USDC_IFACE.encodeFunctionData('transfer', [getAddress(to), amount]);
+  }
+
+  /** `from` sends a plain USDC transfer and waits for it; returns the tx hash (local-chain top-ups, tests). */
+  usdcTransfer(from: BaseWallet, to: string, amount: bigint): Promise<string> {
+    return this.send(from, this.usdcAddress, this.encodeUsdcTransfer(to, amount), 'transfer');
   }
 
   /**
@@ -618,7 +726,11 @@ function encodeFundWithAuthorization(terms: FundingTerms, termsSignature: string
   ]);
 }
 
-function toTxError(label: string, err: unknown, txHash: string | null): ChainTxError {
+/**
+ * Wraps an ethers send/estimate error as ChainTxError with the decoded custom error of the escrow or the
+ * token when the revert data carries one; `txHash` only when the transaction exists.
+ */
+export function toTxError(label: string, err: unknown, txHash: string | null): ChainTxError {
   const data = revertData(err);
   let errorName: string | null = null;
   let errorArgs: unknown[] = [];

@@ -4,6 +4,7 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthI
 import Redis from 'ioredis';
 import { Public } from '../../common/auth/auth.decorators';
 import { REDIS } from '../../common/redis/redis.module';
+import { RelayerService } from '../relayer/relayer.service';
 import { metricsRegistry } from './metrics';
 
 /** Redis readiness: answers PING within the client's timeout. */
@@ -25,7 +26,26 @@ export class RedisHealthIndicator {
   }
 }
 
-/** Liveness, readiness (Postgres and Redis) and Prometheus metrics (DESIGN §1). */
+/** Relayer readiness: its ETH balance is at least RELAYER_MIN_BALANCE (docs/architecture.md §5). */
+@Injectable()
+export class RelayerHealthIndicator {
+  constructor(
+    private readonly relayer: RelayerService,
+    private readonly indicator: HealthIndicatorService,
+  ) {}
+
+  async isHealthy(key = 'relayer') {
+    const check = this.indicator.check(key);
+    try {
+      const b = await this.relayer.balance();
+      return b.ok ? check.up({ address: b.address, balance: b.balance }) : check.down({ address: b.address, balance: b.balance, message: 'relayer ETH below RELAYER_MIN_BALANCE' });
+    } catch (err) {
+      return check.down({ message: (err as Error).message });
+    }
+  }
+}
+
+/** Liveness, readiness (Postgres, Redis and the relayer's gas money) and Prometheus metrics (DESIGN §1). */
 @ApiExcludeController()
 @Controller()
 export class HealthController {
@@ -33,6 +53,7 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly db: TypeOrmHealthIndicator,
     private readonly redis: RedisHealthIndicator,
+    private readonly relayer: RelayerHealthIndicator,
   ) {}
 
   @Get('health/live')
@@ -45,7 +66,7 @@ export class HealthController {
   @Public()
   @HealthCheck()
   ready() {
-    return this.health.check([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy()]);
+    return this.health.check([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy(), () => this.relayer.isHealthy()]);
   }
 
   @Get('metrics')
