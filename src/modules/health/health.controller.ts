@@ -1,8 +1,9 @@
-import { Controller, Get, Header, Inject, Injectable } from '@nestjs/common';
+import { Controller, Get, Header, Inject, Injectable, ServiceUnavailableException } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import Redis from 'ioredis';
 import { Public } from '../../common/auth/auth.decorators';
+import { AppError } from '../../common/errors/app-error';
 import { REDIS } from '../../common/redis/redis.module';
 import { RelayerService } from '../relayer/relayer.service';
 import { metricsRegistry } from './metrics';
@@ -65,8 +66,16 @@ export class HealthController {
   @Get('health/ready')
   @Public()
   @HealthCheck()
-  ready() {
-    return this.health.check([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy(), () => this.relayer.isHealthy()]);
+  async ready() {
+    try {
+      return await this.health.check([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy(), () => this.relayer.isHealthy()]);
+    } catch (err) {
+      if (!(err instanceof ServiceUnavailableException)) throw err;
+      // 503 (not the filter's generic 500), so load balancers take the replica out; only check names, states and our own messages.
+      const report = err.getResponse() as { details?: Record<string, { status: string; message?: string }> };
+      const checks = Object.fromEntries(Object.entries(report.details ?? {}).map(([name, c]) => [name, name === 'relayer' ? c : { status: c.status }]));
+      throw new AppError('internal', 'Not ready', { checks }, 503);
+    }
   }
 
   @Get('metrics')
