@@ -44,7 +44,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         ownerAddress: requireOption(args, 'owner-address'),
         name: typeof args.options.name === 'string' ? args.options.name : undefined,
       });
-      return { id: agent.id, slug: agent.slug, signerAddress: agent.signerAddress };
+      return { id: agent.id, slug: agent.slug };
     },
   },
   'agent:pause': {
