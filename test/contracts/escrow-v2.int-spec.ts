@@ -1,6 +1,6 @@
 import { hexlify, randomBytes, TypedDataEncoder, ZeroAddress } from 'ethers';
 import { ESCROW_ACTION_TYPES, MAX_ESCROW_ACTION_VALIDITY, type EscrowPartyAction } from '@lib/chain';
-import { ChainFixture, USDC } from './chain-fixture';
+import { ChainFixture } from './chain-fixture';
 
 /**
  * Contract v2 (docs/architecture.md §13): buyer-bound FundingTerms, EscrowAction signatures relayed

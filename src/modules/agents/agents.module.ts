@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { OrgsModule } from '../orgs/orgs.module';
 import { RelayerModule } from '../relayer/relayer.module';
+import { AgentSpendGate } from './agent-spend.service';
 import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
 import { SignerVault } from './signer-vault.service';
@@ -8,7 +9,7 @@ import { SignerVault } from './signer-vault.service';
 /** Agents, their policy and sealed session signers (docs/architecture.md §13). No controllers. */
 @Module({
   imports: [OrgsModule, RelayerModule],
-  providers: [AgentsRepository, AgentsService, SignerVault],
-  exports: [AgentsRepository, AgentsService, SignerVault],
+  providers: [AgentsRepository, AgentsService, SignerVault, AgentSpendGate],
+  exports: [AgentsService, SignerVault, AgentSpendGate],
 })
 export class AgentsModule {}

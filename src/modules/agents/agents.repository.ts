@@ -1,30 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import type { StoredPolicy } from './agent-policy';
+import type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
 
-/** An agent row as the agents module reads it (the sealed key only through {@link AgentsRepository.sealedKey}). */
-export interface AgentRow {
-  id: string;
-  organizationId: string;
-  slug: string;
-  name: string | null;
-  ownerAddress: string;
-  paused: boolean;
-  signerEnabled: boolean;
-  signerAddress: string | null;
-  policy: StoredPolicy | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-/** Where a payee handle points: an organisation's payout address or an agent's signer wallet. */
-export interface PayeeTarget {
-  kind: 'organization' | 'agent';
-  id: string;
-  organizationId: string;
-  handle: string;
-  address: string | null;
-}
+export type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
 
 const COLUMNS = `id, organization_id, slug, name, owner_address, paused, signer_enabled, signer_address, policy, created_at, updated_at`;
 
@@ -109,14 +88,6 @@ export class AgentsRepository {
     if (r.org_id) return { kind: 'organization', id: r.org_id as string, organizationId: r.org_id as string, handle: r.handle as string, address: (r.payout_address as string | null) ?? null };
     return { kind: 'agent', id: r.agent_id as string, organizationId: r.agent_org as string, handle: r.handle as string, address: (r.signer_address as string | null) ?? null };
   }
-}
-
-/** Sums of an agent's payments counting toward its policy (base units). */
-export interface AgentUsage {
-  usedToday: bigint;
-  usedThisMonth: bigint;
-  /** pending + submitted: reserved but not yet used on chain. */
-  open: bigint;
 }
 
 /**

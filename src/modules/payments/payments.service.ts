@@ -12,7 +12,8 @@ import { resolveIdempotencyKey } from '../../common/idempotency/idempotency.inte
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { evaluatePolicy, policyWindows } from '../agents/agent-policy';
-import { AgentRow, agentUsage, AgentsRepository, PayeeTarget } from '../agents/agents.repository';
+import type { AgentRow, PayeeTarget } from '../agents/agent.types';
+import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../relayer/relayer.service';
@@ -57,7 +58,7 @@ export class PaymentsService {
 
   constructor(
     private readonly repo: PaymentsRepository,
-    private readonly agents: AgentsRepository,
+    private readonly agents: AgentSpendGate,
     private readonly vault: SignerVault,
     private readonly chain: ChainAccess,
     private readonly relayer: RelayerService,
@@ -113,7 +114,7 @@ export class PaymentsService {
         }
         const now = new Date();
         const { dayStart, monthStart } = policyWindows(now);
-        const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart);
+        const usage = await this.agents.usage(agentId, dayStart, monthStart);
         const refusal = evaluatePolicy(locked.policy, {
           amount,
           toHandle: payee.handle,
