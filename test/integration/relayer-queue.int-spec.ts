@@ -59,6 +59,16 @@ describe('relayer queue', () => {
     expect((await chain.provider.getTransaction(ok.txHash))!.nonce).toBe(direct.nonce + 1);
   });
 
+  it('stored nonces the node never saw (dropped transactions, a restarted local chain) leave no gap: the next relay uses the node’s pending nonce', async () => {
+    const pending = await chain.provider.getTransactionCount(chain.relayer.address, 'pending');
+    await t.dataSource.query(`UPDATE relayer_nonces SET next_nonce = next_nonce + 5 WHERE address = lower($1)`, [chain.relayer.address]);
+    const ok = await relayer().relay(harmless(7));
+    expect((await chain.provider.getTransaction(ok.txHash))!.nonce).toBe(pending);
+    expect((await chain.provider.waitForTransaction(ok.txHash))!.status).toBe(1);
+    const [row] = await t.dataSource.query(`SELECT next_nonce::int AS n FROM relayer_nonces WHERE address = lower($1)`, [chain.relayer.address]);
+    expect(row.n).toBe(pending + 1);
+  });
+
   it('/health/ready fails when the relayer ETH is below RELAYER_MIN_BALANCE', async () => {
     expect((await t.http.get('/health/ready')).status).toBe(200);
     const poor = await createTestApp({ RELAYER_MIN_BALANCE: '100000000' });

@@ -44,7 +44,15 @@ export class RelayerSender {
       throw e;
     }
     const [pending, feeData] = await Promise.all([provider.getTransactionCount(wallet.address, 'pending'), provider.getFeeData()]);
-    const nonce = await (this.txHost as TxHost).withTransaction(() => this.repo.allocateNonce(wallet.address, pending));
+    // A stored next nonce above the node's pending count means transactions the node never kept (dropped,
+    // or a local chain restarted): if the one at `pending` is unknown to the node, start again from there.
+    const peek = await this.repo.peek(wallet.address, pending);
+    let resetTo: number | undefined;
+    if (peek.next !== null && peek.next > pending) {
+      const known = peek.txHashAtNonce ? await provider.getTransaction(peek.txHashAtNonce).catch(() => null) : null;
+      if (!known) resetTo = pending;
+    }
+    const nonce = await (this.txHost as TxHost).withTransaction(() => this.repo.allocateNonce(wallet.address, pending, resetTo));
     const rawTx = await wallet.signTransaction({
       to: row.toAddress,
       data: row.data,

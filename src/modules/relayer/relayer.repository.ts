@@ -49,15 +49,28 @@ export class RelayerRepository {
     };
   }
 
+  /** The stored next nonce of `address` (null before its first send) and the hash last sent with `nonce`, if any. */
+  async peek(address: string, nonce: number): Promise<{ next: number | null; txHashAtNonce: string | null }> {
+    const a = address.toLowerCase();
+    const rows: Array<{ next_nonce: string }> = await this.em.query(`SELECT next_nonce FROM relayer_nonces WHERE address = $1`, [a]);
+    const sent: Array<{ tx_hash: string }> = await this.em.query(
+      `SELECT tx_hash FROM relayer_transactions WHERE address = $1 AND nonce = $2 AND tx_hash IS NOT NULL ORDER BY created_at DESC LIMIT 1`,
+      [a, nonce],
+    );
+    return { next: rows[0] ? Number(rows[0].next_nonce) : null, txHashAtNonce: sent[0]?.tx_hash ?? null };
+  }
+
   /**
    * Allocates the next nonce of `address` under its row lock: max(stored next nonce, `chainPending`),
-   * so sends outside the queue (or a fresh database) never reuse a mined nonce. Call in a transaction.
+   * so sends outside the queue (or a fresh database) never reuse a mined nonce; with `resetTo`, that
+   * nonce (the node has never seen the transactions stored above it: dropped, or a reset local chain),
+   * so a gap cannot block the key. Call in a transaction.
    */
-  async allocateNonce(address: string, chainPending: number): Promise<number> {
+  async allocateNonce(address: string, chainPending: number, resetTo?: number): Promise<number> {
     const a = address.toLowerCase();
     await this.em.query(`INSERT INTO relayer_nonces (address, next_nonce) VALUES ($1, $2) ON CONFLICT (address) DO NOTHING`, [a, chainPending]);
     const rows: Array<{ next_nonce: string }> = await this.em.query(`SELECT next_nonce FROM relayer_nonces WHERE address = $1 FOR UPDATE`, [a]);
-    const nonce = Math.max(Number(rows[0].next_nonce), chainPending);
+    const nonce = resetTo ?? Math.max(Number(rows[0].next_nonce), chainPending);
     await this.em.query(`UPDATE relayer_nonces SET next_nonce = $2 WHERE address = $1`, [a, nonce + 1]);
     return nonce;
   }
