@@ -6,6 +6,8 @@ import { EscrowService } from '../modules/escrow/escrow.service';
 import { ESCROW_ACTIONS, EscrowApiAction } from '../modules/escrow/escrow.state';
 import { OrgsService } from '../modules/orgs/orgs.service';
 import { AgentsService, PolicyInput } from '../modules/agents/agents.service';
+import { ChainAccess } from '../modules/relayer/chain-access.service';
+import { formatAmount } from '@lib/money';
 import { anvilKey } from '@lib/chain';
 import { Wallet } from 'ethers';
 import { listOption, ParsedArgs, requireOption, UsageError } from './args';
@@ -45,6 +47,14 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         name: typeof args.options.name === 'string' ? args.options.name : undefined,
       });
       return { id: agent.id, slug: agent.slug };
+    },
+  },
+  'usdc:balance': {
+    usage: 'usdc:balance <address>   (USDC of an address on the configured chain, decimal text)',
+    run: async (app, args) => {
+      const address = args.positionals[0];
+      if (!address || !/^0x[0-9a-fA-F]{40}$/.test(address)) throw new UsageError('usdc:balance needs a 0x address');
+      return { address, balance: formatAmount(await app.get(ChainAccess).gateway.usdcBalance(address)), currency: 'USDC' };
     },
   },
   'agent:pause': {

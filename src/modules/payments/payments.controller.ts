@@ -14,7 +14,8 @@ const paymentId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound(
 /** Refusals of every agent spend, in the order they are checked (docs/architecture.md §13). */
 export const SPEND_REFUSALS =
   'In this order: agents_disabled (AGENTS_ENABLED=false), agent_paused, signer_required, kyb_rejected, mandate_required, ' +
-  'policy_denied with details.rule (not_yet_valid, expired, recipient_not_allowed, per_transaction_limit, daily_limit, monthly_limit, approval_required, insufficient_balance) and details.limit/used/requested';
+  'policy_denied with details.rule (not_yet_valid, expired, recipient_not_allowed, per_transaction_limit, daily_limit, monthly_limit, approval_required, insufficient_balance) and details.limit/used/requested. ' +
+  'Before those: missing_scope (details.required) and forbidden (not an agent key).';
 
 @ApiTags('agents')
 @Controller('api/v1/payments')
