@@ -18,6 +18,7 @@ import { OrgsModule } from './modules/orgs/orgs.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { AgentsHttpModule } from './modules/agents/agents.http.module';
 import { PaymentsHttpModule } from './modules/payments/payments.http.module';
+import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.http.module';
 
 /**
  * The api process (DESIGN §1–2): request id → auth guard → rate limit → idempotency →
@@ -56,6 +57,7 @@ import { PaymentsHttpModule } from './modules/payments/payments.http.module';
     PayPageModule,
     AgentsHttpModule,
     PaymentsHttpModule,
+    AgentEscrowsHttpModule,
   ],
   providers: [
     IdempotencyRepository,

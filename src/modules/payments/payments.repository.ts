@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
-import { Payment, PaymentStatus } from './payment.entity';
+import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 
 /** Postgres I/O of payments (STYLE §4); every call runs in the caller's transaction. */
 @Injectable()
@@ -45,6 +45,11 @@ export class PaymentsRepository {
         WHERE id = $1 AND NOT ($2 = ANY(relay_tx_hashes))`,
       [id, relayTxHash],
     );
+  }
+
+  /** Links the payment to the checkout session an agent escrow created for it (same transaction as the insert). */
+  async attachCheckout(id: string, checkoutSessionId: string): Promise<void> {
+    await this.em.query(`UPDATE payments SET checkout_session_id = $2 WHERE id = $1`, [id, checkoutSessionId]);
   }
 
   /** Marks the payment touched (the sweep's idle clock) without changing it. */
@@ -97,7 +102,7 @@ export class PaymentsRepository {
   }
 
   /** An agent's payments newest first (keyset on created_at, id). */
-  list(agentId: string, q: { limit: number; startingAfter?: string; status?: PaymentStatus }): Promise<Payment[]> {
+  list(agentId: string, q: { limit: number; startingAfter?: string; status?: PaymentStatus; mode?: PaymentMode }): Promise<Payment[]> {
     return keysetPage(
       () => this.em.getRepository(Payment).createQueryBuilder('p'),
       'p',
@@ -106,6 +111,7 @@ export class PaymentsRepository {
       q.startingAfter,
       (qb) => {
         if (q.status) qb.andWhere('p.status = :status', { status: q.status });
+        if (q.mode) qb.andWhere('p.mode = :mode', { mode: q.mode });
       },
     );
   }

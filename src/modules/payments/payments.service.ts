@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ChainTxError } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
-import { hexlify, randomBytes } from 'ethers';
+import { hexlify, randomBytes, type Wallet } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
@@ -16,7 +16,7 @@ import type { AgentRow, PayeeTarget } from '../agents/agent.types';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
 import { ChainAccess } from '../relayer/chain-access.service';
-import { RelayerService, RelayTimeoutError } from '../relayer/relayer.service';
+import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
 import { PaymentDto } from './dto/payment.dto';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 import { PaymentsRepository } from './payments.repository';
@@ -44,6 +44,30 @@ export interface SpendInput {
   mode?: PaymentMode;
 }
 
+/** A payment row as other modules see it (through this service, never the entity file). */
+export type PaymentRecord = Payment;
+
+/** The stored EIP-3009 authorization of a payment (recovery point "signed"). */
+export interface StoredAuthorization {
+  nonce: string;
+  validBefore: number;
+  signature: string;
+}
+
+/**
+ * How a payment mode other than `instant` signs and relays (agent escrows: receiveWithAuthorization into
+ * the escrow under signed terms). Registered by the owning module; the reservation, recovery points and
+ * settlement stay here.
+ */
+export interface PaymentModeHandler {
+  /** Inside the reservation transaction, after the payment row is inserted (e.g. the checkout session). */
+  onReserved?(payment: Payment, extra: Record<string, unknown>): Promise<void>;
+  /** Signs the authorization with the agent's signer (called once per payment). */
+  authorize(payment: Payment, signer: Wallet): Promise<StoredAuthorization>;
+  /** The relayer transaction that uses the stored authorization. */
+  relayRequest(payment: Payment): Promise<RelayRequest>;
+}
+
 /**
  * Agent payments under policy (docs/architecture.md §13, §5). The refusal order (agents_disabled →
  * agent_paused → signer_required → kyb_rejected → mandate_required → policy_denied) and the
@@ -55,6 +79,7 @@ export interface SpendInput {
 @Injectable()
 export class PaymentsService {
   private readonly logger = new Logger('Payments');
+  private readonly modes = new Map<PaymentMode, PaymentModeHandler>();
 
   constructor(
     private readonly repo: PaymentsRepository,
@@ -72,6 +97,11 @@ export class PaymentsService {
     return (this.txHost as TxHost).withTransaction(fn);
   }
 
+  /** Registers how `mode` signs and relays (called by the module that owns the mode at start-up). */
+  registerMode(mode: PaymentMode, handler: PaymentModeHandler): void {
+    this.modes.set(mode, handler);
+  }
+
   /**
    * POST /payments: validates, refuses or reserves, then signs and relays; answers once broadcast
    * (`submitted`), or `pending` when the relayer could not broadcast yet (the sweep resumes it).
@@ -79,12 +109,29 @@ export class PaymentsService {
    *   403 in the refusal order with `details`, 422 idempotency_conflict (same key, other request).
    */
   async create(principal: Principal, input: SpendInput, headerKey: string | undefined): Promise<PaymentDto> {
+    return this.toDto(await this.spend(principal, { ...input, mode: 'instant' }, headerKey, { path: '/api/v1/payments' }));
+  }
+
+  /**
+   * The whole spend of any mode: idempotency by (agent, key), refusals and reservation under the agent
+   * row lock, then {@link resume}. `opts.path` scopes stored refusals; `opts.extra` reaches the mode's
+   * onReserved hook and the fingerprint; `opts.organizationsOnly` refuses agent payees (agent escrows).
+   * @returns the payment after resuming.
+   * @throws AppError as {@link create}.
+   */
+  async spend(
+    principal: Principal,
+    input: SpendInput,
+    headerKey: string | undefined,
+    opts: { path: string; extra?: Record<string, unknown>; organizationsOnly?: boolean },
+  ): Promise<Payment> {
     const agentId = principal.agentId!;
+    const mode = input.mode ?? 'instant';
     const key = resolveIdempotencyKey(headerKey, undefined);
-    if (!key) throw new AppError('idempotency_required', 'POST /payments requires an Idempotency-Key header');
+    if (!key) throw new AppError('idempotency_required', `POST ${opts.path} requires an Idempotency-Key header`);
     const amount = this.parse(input.amount);
-    const fingerprint = sha256Hex(canonicalJson({ to: input.to.toLowerCase(), amount: amount.toString(), mode: input.mode ?? 'instant' }));
-    const scopeHash = sha256Hex([principal.organizationId, principal.actor, 'POST', '/api/v1/payments'].join('|'));
+    const fingerprint = sha256Hex(canonicalJson({ to: input.to.toLowerCase(), amount: amount.toString(), mode, ...(opts.extra ?? {}) }));
+    const scopeHash = sha256Hex([principal.organizationId, principal.actor, 'POST', opts.path].join('|'));
 
     const existing = await this.repo.findByKey(agentId, key);
     if (existing) return this.replay(existing, fingerprint);
@@ -96,6 +143,9 @@ export class PaymentsService {
     }
 
     const payee = await this.resolvePayee(input.to);
+    if (opts.organizationsOnly && payee.kind !== 'organization') {
+      throw AppError.invalidParam('to', 'must be an organisation handle (agent escrows pay organisations)', { reason: 'not_an_organization' });
+    }
     const agent = await this.agents.find(agentId);
     if (!agent) throw AppError.notFound('agent');
     this.checkAgent(agent);
@@ -132,7 +182,7 @@ export class PaymentsService {
           idempotencyKey: key,
           fingerprint,
           status: 'pending' as PaymentStatus,
-          mode: input.mode ?? 'instant',
+          mode,
           toHandle: payee.handle,
           toAddress: payee.address!,
           fromAddress: locked.signerAddress!,
@@ -151,6 +201,7 @@ export class PaymentsService {
           updatedAt: now,
         });
         await this.repo.insert(payment);
+        await this.modes.get(mode)?.onReserved?.(payment, opts.extra ?? {});
         return { payment, created: true };
       });
     } catch (err) {
@@ -159,7 +210,24 @@ export class PaymentsService {
     }
     if (!outcome.created) return this.replay(outcome.payment, fingerprint);
     this.faults.hit('after_reserve');
-    return this.toDto(await this.resume(outcome.payment));
+    return this.resume(outcome.payment);
+  }
+
+  /** Links a payment to its agent escrow's checkout session; call from a mode's onReserved hook. */
+  async attachCheckout(payment: Payment, checkoutSessionId: string): Promise<void> {
+    await this.repo.attachCheckout(payment.id, checkoutSessionId);
+    payment.checkoutSessionId = checkoutSessionId;
+  }
+
+  /** A payment of the agent, or null (any mode). */
+  async findForAgent(agentId: string, id: string): Promise<Payment | null> {
+    const p = await this.repo.findById(id);
+    return p && p.agentId === agentId ? p : null;
+  }
+
+  /** The agent's payments of `mode`, newest first. */
+  listForAgent(agentId: string, q: { limit: number; startingAfter?: string; mode?: PaymentMode }): Promise<Payment[]> {
+    return this.repo.list(agentId, q);
   }
 
   /** GET /payments/{id} for the paying agent. @throws AppError not_found. */
@@ -192,9 +260,8 @@ export class PaymentsService {
         return (await this.repo.findById(p.id))!;
       }
       const signer = await this.vault.wallet(p.agentId);
-      const validBefore = (await this.chain.headTimestamp()) + PAYMENT_VALIDITY_SECONDS;
-      const auth = await this.chain.gateway.signTransferAuthorization(signer, { to: p.toAddress, value: p.amount, validBefore: BigInt(validBefore), nonce: hexlify(randomBytes(32)) });
-      await this.tx(() => this.repo.storeAuthorization(p.id, { nonce: auth.nonce.toLowerCase(), validBefore, signature: auth.signature }));
+      const auth = await this.authorize(p, signer);
+      await this.tx(() => this.repo.storeAuthorization(p.id, { nonce: auth.nonce.toLowerCase(), validBefore: auth.validBefore, signature: auth.signature }));
       p = (await this.repo.findById(p.id))!;
       if (!p.authNonce) return p;
       this.faults.hit('after_signed');
@@ -214,20 +281,7 @@ export class PaymentsService {
       return (await this.repo.findById(p.id))!;
     }
     try {
-      const { txHash } = await this.relayer.relay({
-        to: this.chain.gateway.usdcAddress,
-        data: this.chain.gateway.encodeTransferWithAuthorization({
-          from: p.fromAddress,
-          to: p.toAddress,
-          value: p.amount,
-          validAfter: 0n,
-          validBefore: BigInt(p.authValidBefore!),
-          nonce: p.authNonce!,
-          signature: p.authSignature!,
-        }),
-        purpose: 'payment',
-        reference: p.id,
-      });
+      const { txHash } = await this.relayer.relay(await this.relayRequest(p));
       await this.tx(() => this.repo.markSubmitted(p.id, txHash));
     } catch (err) {
       if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError)) throw err;
@@ -239,6 +293,33 @@ export class PaymentsService {
       }
     }
     return (await this.repo.findById(p.id))!;
+  }
+
+  private async authorize(p: Payment, signer: Wallet): Promise<StoredAuthorization> {
+    const handler = this.modes.get(p.mode);
+    if (handler) return handler.authorize(p, signer);
+    const validBefore = (await this.chain.headTimestamp()) + PAYMENT_VALIDITY_SECONDS;
+    const auth = await this.chain.gateway.signTransferAuthorization(signer, { to: p.toAddress, value: p.amount, validBefore: BigInt(validBefore), nonce: hexlify(randomBytes(32)) });
+    return { nonce: auth.nonce, validBefore, signature: auth.signature };
+  }
+
+  private async relayRequest(p: Payment): Promise<RelayRequest> {
+    const handler = this.modes.get(p.mode);
+    if (handler) return handler.relayRequest(p);
+    return {
+      to: this.chain.gateway.usdcAddress,
+      data: this.chain.gateway.encodeTransferWithAuthorization({
+        from: p.fromAddress,
+        to: p.toAddress,
+        value: p.amount,
+        validAfter: 0n,
+        validBefore: BigInt(p.authValidBefore!),
+        nonce: p.authNonce!,
+        signature: p.authSignature!,
+      }),
+      purpose: 'payment',
+      reference: p.id,
+    };
   }
 
   /** Relays the signer's cancelAuthorization of an unused authorization (kill switch); the indexer marks the payment failed. */
@@ -255,9 +336,9 @@ export class PaymentsService {
     await this.tx(() => this.repo.touch(p.id));
   }
 
-  private async replay(p: Payment, fingerprint: string): Promise<PaymentDto> {
+  private async replay(p: Payment, fingerprint: string): Promise<Payment> {
     if (p.fingerprint !== fingerprint) throw conflict();
-    return this.toDto(await this.resume(p));
+    return this.resume(p);
   }
 
   private parse(text: string): bigint {
@@ -280,7 +361,7 @@ export class PaymentsService {
   }
 
   /** The agent-level refusals in docs/architecture.md §13 order (before the organisation gate and policy). */
-  private checkAgent(agent: AgentRow): void {
+  checkAgent(agent: AgentRow): void {
     if (!this.config.env.AGENTS_ENABLED) throw new AppError('agents_disabled', 'Agent spending is switched off on this service (AGENTS_ENABLED=false)');
     if (agent.paused) throw new AppError('agent_paused', 'This agent is paused by its owner', { agentId: agent.id });
     if (!agent.signerEnabled || !agent.signerAddress) throw new AppError('signer_required', "Enable the agent's session signer first", { agentId: agent.id });

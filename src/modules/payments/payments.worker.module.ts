@@ -4,6 +4,7 @@ import type { Job, Queue } from 'bullmq';
 import { QueueModule } from '../../common/queue/queue.module';
 import { AppConfig } from '../../config/app-config';
 import { PaymentSettlement } from './payment-settlement.service';
+import { AgentEscrowsModule } from '../agent-escrows/agent-escrows.module';
 import { PaymentsModule } from './payments.module';
 
 /** Repeatable payment jobs: the USDC authorization indexer and the idle-payment sweep. */
@@ -38,7 +39,7 @@ export class PaymentJobsScheduler implements OnApplicationBootstrap {
 
 /** Worker-only: payment settlement jobs. */
 @Module({
-  imports: [PaymentsModule, QueueModule, BullModule.registerQueue({ name: PAYMENTS_QUEUE })],
+  imports: [PaymentsModule, AgentEscrowsModule, QueueModule, BullModule.registerQueue({ name: PAYMENTS_QUEUE })],
   providers: [PaymentJobsProcessor, PaymentJobsScheduler],
   exports: [BullModule],
 })
