@@ -72,7 +72,8 @@ describe('agent payment: api killed between signed and broadcast', () => {
     api.kill('SIGKILL');
     await exited;
     // The client never got an answer (the socket died with the process).
-    expect(String(await inFlight)).toMatch(/fetch failed/);
+    const outcome = await inFlight;
+    expect(outcome).toMatchObject({ name: 'TypeError', message: 'fetch failed' });
 
     const [signed] = await paymentRows(t, agent.agentId);
     expect(signed).toMatchObject({ status: 'pending', relay_tx_hashes: [] });
