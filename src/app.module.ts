@@ -19,6 +19,9 @@ import { HttpMetricsMiddleware } from './modules/health/metrics';
 import { McpModule } from './modules/mcp/mcp.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
+import { AgentsHttpModule } from './modules/agents/agents.http.module';
+import { PaymentsHttpModule } from './modules/payments/payments.http.module';
+import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.http.module';
 
 /**
  * The api process (DESIGN §1–2): request id → per-IP allowance of failed authentications →
@@ -57,6 +60,9 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
     EscrowModule,
     PayPageModule,
     McpModule,
+    AgentsHttpModule,
+    PaymentsHttpModule,
+    AgentEscrowsHttpModule,
   ],
   providers: [
     IdempotencyRepository,

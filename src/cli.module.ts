@@ -4,9 +4,11 @@ import { CoreModule } from './core.module';
 import { CheckoutModule } from './modules/checkout/checkout.module';
 import { EscrowModule } from './modules/escrow/escrow.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
+import { AgentsModule } from './modules/agents/agents.module';
+import { RelayerModule } from './modules/relayer/relayer.module';
 
 /** Providers the operator CLI uses; the same modules as the api, without HTTP. */
-@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule] })
+@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, RelayerModule] })
 export class CliModule {
   /** The CLI for one command, loading only the secrets that command uses (docs/architecture.md §10). */
   static forCommand(secrets: readonly SecretName[]): DynamicModule {

@@ -18,6 +18,9 @@ import { WebhookDeliveryProcessor } from './modules/webhooks/delivery/webhook-de
 import { WebhookRetentionProcessor } from './modules/webhooks/delivery/webhook-retention.processor';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
+import { PAYMENTS_QUEUE, PaymentsWorkerModule } from './modules/payments/payments.worker.module';
+import { RELAYER_QUEUE } from './modules/relayer/relayer.queue';
+import { RelayerWorkerModule } from './modules/relayer/relayer.worker.module';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -28,8 +31,9 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
 /**
  * The worker process (DESIGN §1, STYLE §9): the same core and feature modules as the api, plus
  * the queue processors, which are registered here only: the outbox relay loop, the webhook
- * delivery processor, the recovery pass, the chain jobs (indexer, auto-release, checkout expiry)
- * and the hourly idempotency reaper. Its HTTP port (WORKER_PORT) serves only
+ * delivery processor, the recovery pass, the chain jobs (indexer, auto-release, checkout expiry),
+ * the hourly idempotency reaper, the relayer queue (every relayer transaction, docs/architecture.md §5)
+ * and the payment jobs (USDC authorization indexer, idle-payment sweep). Its HTTP port (WORKER_PORT) serves only
  * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
  * OPERATOR_TOKEN.
  */
@@ -40,6 +44,8 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     WebhookDeliveryModule,
     EscrowJobsModule,
     IdempotencyReaperModule,
+    RelayerWorkerModule,
+    PaymentsWorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       inject: [AppConfig],
@@ -54,6 +60,8 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: WEBHOOK_DELIVERY_QUEUE, adapter: BullMQAdapter },
       { name: CHAIN_QUEUE, adapter: BullMQAdapter },
       { name: MAINTENANCE_QUEUE, adapter: BullMQAdapter },
+      { name: RELAYER_QUEUE, adapter: BullMQAdapter },
+      { name: PAYMENTS_QUEUE, adapter: BullMQAdapter },
     ),
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor, WebhookRetentionProcessor],

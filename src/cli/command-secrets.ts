@@ -8,4 +8,10 @@ import type { SecretName } from '../config/secrets';
 export const COMMAND_SECRETS: Readonly<Record<string, readonly SecretName[]>> = {
   'escrow:resolve': ['ARBITER_PRIVATE_KEY'],
   'demo:pay': ['TERMS_SIGNER_PRIVATE_KEY', 'RELAYER_PRIVATE_KEY'],
+  'demo:sign': ['RELAYER_PRIVATE_KEY'],
+  'agent:create': ['SIGNER_ENCRYPTION_KEY'],
+  'agent:signer:enable': ['SIGNER_ENCRYPTION_KEY'],
+  // Disabling sweeps the float back to the owner: the signer signs, the relayer broadcasts.
+  'agent:signer:disable': ['SIGNER_ENCRYPTION_KEY', 'RELAYER_PRIVATE_KEY'],
+  'agent:fund': ['SIGNER_ENCRYPTION_KEY', 'RELAYER_PRIVATE_KEY'],
 };

@@ -5,6 +5,9 @@ import { TransactionHost, TxHost } from '../database/transaction';
 import { EscrowService } from '../modules/escrow/escrow.service';
 import { ESCROW_ACTIONS, EscrowApiAction } from '../modules/escrow/escrow.state';
 import { OrgsService } from '../modules/orgs/orgs.service';
+import { AgentsService, PolicyInput } from '../modules/agents/agents.service';
+import { ChainAccess } from '../modules/relayer/chain-access.service';
+import { formatAmount } from '@lib/money';
 import { anvilKey } from '@lib/chain';
 import { Wallet } from 'ethers';
 import { listOption, ParsedArgs, requireOption, UsageError } from './args';
@@ -35,16 +38,71 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     },
   },
   'agent:create': {
-    usage: 'agent:create --org ID --slug S --owner-address 0x…',
+    usage: 'agent:create --org ID --slug S --owner-address 0x… [--name N]   (with a sealed session signer, disabled, no USDC)',
     run: async (app, args) => {
-      const agent = await inTransaction(app, () =>
-        app.get(OrgsService).createAgent({
-          organizationId: requireOption(args, 'org'),
-          slug: requireOption(args, 'slug'),
-          ownerAddress: requireOption(args, 'owner-address'),
-        }),
-      );
+      const agent = await app.get(AgentsService).create({
+        organizationId: requireOption(args, 'org'),
+        slug: requireOption(args, 'slug'),
+        ownerAddress: requireOption(args, 'owner-address'),
+        name: typeof args.options.name === 'string' ? args.options.name : undefined,
+      });
       return { id: agent.id, slug: agent.slug };
+    },
+  },
+  'usdc:balance': {
+    usage: 'usdc:balance <address>   (USDC of an address on the configured chain, decimal text)',
+    run: async (app, args) => {
+      const address = args.positionals[0];
+      if (!address || !/^0x[0-9a-fA-F]{40}$/.test(address)) throw new UsageError('usdc:balance needs a 0x address');
+      return { address, balance: formatAmount(await app.get(ChainAccess).gateway.usdcBalance(address)), currency: 'USDC' };
+    },
+  },
+  'agent:pause': {
+    usage: 'agent:pause --agent ID   (every spend answers 403 agent_paused; reads still work)',
+    run: async (app, args) => ({ ...(await app.get(AgentsService).setPaused(requireOption(args, 'agent'), true)) }),
+  },
+  'agent:resume': {
+    usage: 'agent:resume --agent ID',
+    run: async (app, args) => ({ ...(await app.get(AgentsService).setPaused(requireOption(args, 'agent'), false)) }),
+  },
+  'agent:policy:set': {
+    usage:
+      'agent:policy:set --agent ID [--per-transaction-max A] [--daily-limit A] [--monthly-limit A] [--approval-threshold A] ' +
+      '[--allowed-recipients a,b] [--mode autonomous|mandate] [--valid-from ISO] [--expires-at ISO]   (sets the whole policy; absent flags are unset)',
+    run: async (app, args) => {
+      const opt = (name: string) => {
+        const v = args.options[name];
+        if (v === true) throw new UsageError(`--${name} needs a value`);
+        return typeof v === 'string' ? v : undefined;
+      };
+      const input: PolicyInput = {
+        perTransactionMax: opt('per-transaction-max'),
+        dailyLimit: opt('daily-limit'),
+        monthlyLimit: opt('monthly-limit'),
+        approvalThreshold: opt('approval-threshold'),
+        allowedRecipients: opt('allowed-recipients') === undefined ? undefined : listOption(args, 'allowed-recipients'),
+        mode: opt('mode'),
+        validFrom: opt('valid-from'),
+        expiresAt: opt('expires-at'),
+      };
+      return { ...(await app.get(AgentsService).setPolicy(requireOption(args, 'agent'), input)) };
+    },
+  },
+  'agent:signer:enable': {
+    usage: 'agent:signer:enable --agent ID',
+    run: async (app, args) => ({ ...(await app.get(AgentsService).setSignerEnabled(requireOption(args, 'agent'), true)) }),
+  },
+  'agent:signer:disable': {
+    usage: 'agent:signer:disable --agent ID   (sweeps the float back to the owner)',
+    run: async (app, args) => ({ ...(await app.get(AgentsService).setSignerEnabled(requireOption(args, 'agent'), false)) }),
+  },
+  'agent:fund': {
+    usage: 'agent:fund --agent ID --amount 200.00   (local chain: the demo owner wallet tops up the session signer)',
+    run: async (app, args) => {
+      if (app.get(AppConfig).env.CHAIN_ID !== 31337) throw new UsageError('agent:fund is for the local chain; the owner tops up the signer with a plain USDC transfer');
+      const owner = new Wallet(process.env.DEMO_OWNER_PRIVATE_KEY || anvilKey('demoBuyer'));
+      const result = await app.get(AgentsService).fund(requireOption(args, 'agent'), requireOption(args, 'amount'), owner);
+      return { ...result, owner: owner.address };
     },
   },
   'key:create': {

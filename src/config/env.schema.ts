@@ -115,6 +115,16 @@ export class EnvSchema {
   @Transform(toList) @IsArray() @ArrayMinSize(1) @Validate(IsTrustedProxy, { each: true }) TRUSTED_PROXIES: string[] = ['loopback'];
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) LOG_LEVEL = 'info';
+
+  // Agents and the relayer queue (docs/architecture.md §5, §13).
+  /** ETH (decimal, 18 decimals) below which the relayer makes /health/ready fail. */
+  @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,18})?$/, { message: 'must be a decimal ETH amount' }) RELAYER_MIN_BALANCE = '0.05';
+  /** Most USDC (decimal) an agent's session signer may hold; agent:fund refuses to top it up beyond. */
+  @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) SIGNER_FLOAT_MAX = '10000';
+  /** How long the api waits for the relayer queue to broadcast before answering with the payment still pending. */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(120000) RELAYER_WAIT_MS = 30000;
+  /** Payments idle this long in pending or submitted are resumed or settled by the worker's sweep. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(3600) PAYMENT_SWEEP_IDLE_SECONDS = 30;
 }
 
 /** Variables whose value never appears in a message (keys, tokens, URLs that may carry a password). */

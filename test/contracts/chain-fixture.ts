@@ -96,9 +96,11 @@ export class ChainFixture {
     return this.gateway.headTimestamp();
   }
 
+  /** Fresh terms bound to the default buyer (`wallets.buyer`) unless `overrides.buyer` says otherwise. */
   async terms(overrides: Partial<FundingTerms> = {}): Promise<FundingTerms> {
     return {
       escrowKey: escrowKeyFromId(randomUUID()),
+      buyer: this.wallets.buyer.address,
       seller: this.wallets.seller.address,
       amount: 125n * USDC + 500_000n,
       inspectionWindow: 3 * DAY,
@@ -113,7 +115,7 @@ export class ChainFixture {
 
   /** Builds, signs and funds terms (approve + fund) from `buyer`. */
   async fund(overrides: Partial<FundingTerms> = {}, buyer: Wallet = this.wallets.buyer) {
-    const terms = await this.terms(overrides);
+    const terms = await this.terms({ buyer: buyer.address, ...overrides });
     const txHash = await this.gateway.fundWithTerms(buyer, terms, await this.signTerms(terms));
     return { terms, key: terms.escrowKey, txHash };
   }

@@ -52,6 +52,7 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
         seller: seller.address,
         amount: terms.amount,
         inspectionWindow: 3 * DAY,
+        by: buyer.address,
         txHash: fundTx,
         logIndex: fundedLog.index,
         blockNumber: fundReceipt.blockNumber,
@@ -108,8 +109,9 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
         expectedSender: [fx.wallets.stranger.address, seller.address.toLowerCase()],
       });
       expect(verified).toEqual({
-        event: expect.objectContaining({ action: 'accepted', escrowKey: key, txHash: tx }),
+        event: expect.objectContaining({ action: 'accepted', escrowKey: key, txHash: tx, by: seller.address }),
         from: seller.address,
+        by: seller.address,
         blockNumber: r.blockNumber,
         blockHash: r.blockHash,
       });
@@ -227,9 +229,9 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
       for (const { key } of escrows) expect((await fx.gateway.getOnChainEscrow(key)).state).toBe('accepted');
     });
 
-    it('a signed relay transaction can be stored and broadcast twice without funding twice (DESIGN §5)', async () => {
+    it('a signed relay transaction can be stored and broadcast twice without funding twice (docs/architecture.md §5)', async () => {
       const { relayer, buyer2 } = fx.wallets;
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: buyer2.address });
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
       const signed = await fx.gateway.signFundWithAuthorizationTx(relayer, terms, await fx.signTerms(terms), auth);
       expect(await fx.provider.getTransaction(signed.txHash)).toBeNull();
@@ -239,12 +241,12 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
       expect(await fx.gateway.broadcastSignedTx(signed.rawTx)).toBe(signed.txHash);
       expect(await fx.balances(buyer2.address)).toEqual([b0 - terms.amount]);
       await expect(
-        fx.gateway.verifyActionTx(signed.txHash, { escrowKey: terms.escrowKey, action: 'funded', expectedSender: [relayer.address] }),
-      ).resolves.toMatchObject({ event: { action: 'funded', buyer: buyer2.address } });
+        fx.gateway.verifyActionTx(signed.txHash, { escrowKey: terms.escrowKey, action: 'funded', expectedSender: [buyer2.address] }),
+      ).resolves.toMatchObject({ event: { action: 'funded', buyer: buyer2.address }, from: relayer.address, by: buyer2.address });
     });
 
     it('authorizationFromSignature rejects a signature by someone other than `from`', async () => {
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: fx.wallets.buyer2.address });
       const request = await fx.gateway.receiveAuthorizationRequest(fx.wallets.buyer2.address, terms);
       expect(request.domain).toEqual({ name: 'USD Coin', version: '2', chainId: 31337, verifyingContract: fx.gateway.usdcAddress });
       expect(request.message.nonce).toBe(fx.gateway.fundingTermsDigest(terms, fx.chainId));

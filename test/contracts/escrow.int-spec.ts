@@ -245,13 +245,13 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
       expect(await fx.balances(fx.wallets.seller.address)).toEqual([s0]);
     });
 
-    it('double fund of the same terms is refused, even by another buyer', async () => {
+    it('double fund of the same terms is refused; another buyer is not the terms buyer', async () => {
       const terms = await fx.terms();
       const sig = await fx.signTerms(terms);
       await fx.gateway.fundWithTerms(fx.wallets.buyer, terms, sig);
       const [b2] = await fx.balances(fx.wallets.buyer2.address);
       await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'AlreadyFunded' });
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer2, terms, sig)).rejects.toMatchObject({ errorName: 'AlreadyFunded' });
+      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer2, terms, sig)).rejects.toMatchObject({ errorName: 'NotTermsBuyer' });
       expect(await fx.balances(fx.wallets.buyer2.address)).toEqual([b2]);
       expect((await fx.gateway.getOnChainEscrow(terms.escrowKey)).buyer).toBe(fx.wallets.buyer.address);
     });
@@ -262,6 +262,7 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
       const terms = await fx.terms();
       const onChain = await fx.escrow.fundingTermsDigest({
         escrowId: terms.escrowKey,
+        buyer: terms.buyer,
         seller: terms.seller,
         amount: terms.amount,
         inspectionWindow: terms.inspectionWindow,
@@ -343,7 +344,7 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
     });
 
     it('a buyer without enough USDC cannot fund (token error surfaces)', async () => {
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: fx.wallets.stranger.address });
       await expect(fx.gateway.fundWithTerms(fx.wallets.stranger, terms, await fx.signTerms(terms))).rejects.toMatchObject({
         errorName: 'ERC20InsufficientBalance',
       });
@@ -375,7 +376,7 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
   describe('fundWithAuthorization (EIP-3009, relayer pays gas)', () => {
     it('relayer submits the buyer-signed authorization; the buyer pays USDC but no gas and becomes the buyer', async () => {
       const { relayer, buyer2 } = fx.wallets;
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: buyer2.address });
       const sig = await fx.signTerms(terms);
       const [usdc0, eth0, relayerEth0] = [
         (await fx.balances(buyer2.address))[0],
@@ -399,13 +400,13 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
 
     it('a reused authorization is refused: same terms → AlreadyFunded, other terms → AuthorizationNonceMismatch', async () => {
       const { relayer, buyer2 } = fx.wallets;
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: buyer2.address });
       const sig = await fx.signTerms(terms);
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
       await fx.gateway.submitFundWithAuthorization(relayer, terms, sig, auth);
       await expect(fx.gateway.submitFundWithAuthorization(relayer, terms, sig, auth)).rejects.toMatchObject({ errorName: 'AlreadyFunded' });
 
-      const other = await fx.terms({ amount: terms.amount });
+      const other = await fx.terms({ amount: terms.amount, buyer: buyer2.address });
       await expect(fx.gateway.submitFundWithAuthorization(relayer, other, await fx.signTerms(other), auth)).rejects.toMatchObject({
         errorName: 'AuthorizationNonceMismatch',
       });
@@ -413,7 +414,7 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
 
     it('an authorization cancelled by the buyer cannot fund → AuthorizationUsedOrCanceled', async () => {
       const { relayer, buyer2 } = fx.wallets;
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: buyer2.address });
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
       const domain = await fx.gateway.receiveAuthorizationRequest(buyer2.address, terms).then((r) => r.domain);
       const cancelSig = await buyer2.signTypedData(
@@ -431,7 +432,7 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
     it('an expired or not yet valid authorization is refused by the token', async () => {
       const { relayer, buyer2 } = fx.wallets;
       const now = BigInt(await fx.now());
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: buyer2.address });
       const sig = await fx.signTerms(terms);
       const expired = await fx.gateway.signReceiveAuthorization(buyer2, terms, { validBefore: now - 1n });
       await expect(fx.gateway.submitFundWithAuthorization(relayer, terms, sig, expired)).rejects.toMatchObject({
@@ -446,7 +447,7 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
 
     it('an authorization claimed for another buyer → InvalidAuthorizationSignature', async () => {
       const { relayer, buyer, buyer2 } = fx.wallets;
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: buyer.address });
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
       await expect(
         fx.gateway.submitFundWithAuthorization(relayer, terms, await fx.signTerms(terms), { ...auth, from: buyer.address }),
@@ -454,7 +455,7 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
     });
 
     it('expired terms are refused even with a valid authorization → TermsExpired', async () => {
-      const terms = await fx.terms({ deadline: (await fx.now()) - 10 });
+      const terms = await fx.terms({ deadline: (await fx.now()) - 10, buyer: fx.wallets.buyer2.address });
       const auth = await fx.gateway.signReceiveAuthorization(fx.wallets.buyer2, terms, { validBefore: BigInt(await fx.now()) + 3600n });
       await expect(
         fx.gateway.submitFundWithAuthorization(fx.wallets.relayer, terms, await fx.signTerms(terms), auth),
@@ -463,7 +464,7 @@ describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
 
     it('the USDC token refuses receiveWithAuthorization from anyone but the payee (front-running guard)', async () => {
       const { relayer, buyer2 } = fx.wallets;
-      const terms = await fx.terms();
+      const terms = await fx.terms({ buyer: buyer2.address });
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
       await expect(
         fx.usdc

@@ -170,7 +170,7 @@ describe('escrow indexer: disorder, poison, races and tampered terms', () => {
     const { seller, buyer } = await createParties(t, chain);
     const attacker = await chain.wallet();
     const checkout = await createCheckout(t, seller.org, { amount: '40.00' });
-    const { terms } = await fundingTerms(t, checkout.id);
+    const { terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
     // An attacker holding a valid signature for other terms: same escrow key, their seller address,
     // a smaller amount and a one-second inspection window.
     const tampered = { ...terms, seller: attacker.address, amount: 1n * USDC, inspectionWindow: 1 };

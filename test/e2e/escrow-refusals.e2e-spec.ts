@@ -277,7 +277,7 @@ describe('escrow refusals', () => {
 
     it('terms for another amount (the service signature on an edited amount, or terms the buyer signed itself) revert', async () => {
       const checkout = await createCheckout(t, seller.org, { amount: '50.00' });
-      const { funding, terms } = await fundingTerms(t, checkout.id);
+      const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
       const balance = await chain.usdcBalance(buyer.wallet.address);
       const cheaper = { ...terms, amount: 1n * USDC };
 
@@ -292,7 +292,7 @@ describe('escrow refusals', () => {
       const tx = await buyer.wallet.sendTransaction({
         to: chain.gateway.escrowAddress,
         data: ESCROW_IFACE.encodeFunctionData('fund', [
-          { escrowId: cheaper.escrowKey, seller: cheaper.seller, amount: cheaper.amount, inspectionWindow: cheaper.inspectionWindow, deadline: cheaper.deadline },
+          { escrowId: cheaper.escrowKey, buyer: cheaper.buyer, seller: cheaper.seller, amount: cheaper.amount, inspectionWindow: cheaper.inspectionWindow, deadline: cheaper.deadline },
           funding.termsSignature,
         ]),
         gasLimit: 300_000n,
@@ -309,7 +309,7 @@ describe('escrow refusals', () => {
     it('terms past their deadline (the checkout expiresAt) revert with TermsExpired', async () => {
       const expiresAt = new Date(Date.now() + 31 * 60_000).toISOString();
       const checkout = await createCheckout(t, seller.org, { amount: '5.00', expiresAt });
-      const { funding, terms } = await fundingTerms(t, checkout.id);
+      const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
       expect(terms.deadline).toBe(Math.floor(Date.parse(checkout.expiresAt as string) / 1000));
       const balance = await chain.usdcBalance(buyer.wallet.address);
 

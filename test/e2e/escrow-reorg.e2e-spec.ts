@@ -64,7 +64,7 @@ describe('escrow indexer: chain reorgs', () => {
 
   async function fundedAndIndexed(seller: Party, buyer: Party) {
     const checkout = await createCheckout(t, seller.org, { amount: '9.00' });
-    const { funding, terms } = await fundingTerms(t, checkout.id);
+    const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
     await chain.fundWithAuthorization(buyer.wallet, terms, funding.termsSignature);
     const escrowId = (await indexUntilStatus(t, seller.org, checkout.id, 'funded')).escrowId as string;
     await pollToHead(t, chain);
@@ -74,7 +74,7 @@ describe('escrow indexer: chain reorgs', () => {
   it('a funding applied by the indexer and then reorged away: detected, the escrow is gone, the checkout open again; funding again works', async () => {
     const { seller, buyer } = await createParties(t, chain);
     const checkout = await createCheckout(t, seller.org, { amount: '11.00' });
-    const { funding, terms } = await fundingTerms(t, checkout.id);
+    const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
     const buyerBalance = await chain.usdcBalance(buyer.wallet.address);
     const before = await pollToHead(t, chain);
     const forkBlock = before.toBlock;
@@ -173,7 +173,7 @@ describe('escrow indexer: chain reorgs', () => {
   it('a funding reorged away and mined again (same transaction) is re-applied under the same event id: receivers see one checkout.funded', async () => {
     const { seller, buyer } = await createParties(t, chain);
     const checkout = await createCheckout(t, seller.org, { amount: '6.00' });
-    const { funding, terms } = await fundingTerms(t, checkout.id);
+    const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
     await pollToHead(t, chain);
 
     const first = await onOrphanedBranch(async () => {

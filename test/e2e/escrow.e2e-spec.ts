@@ -72,7 +72,10 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
     expect(checkout).toMatchObject({ status: 'open', escrowId: null, escrowTemplateId: 'digital' });
     const amount = 25_500_000n;
 
-    const termsRes = await t.http.get(`/api/v1/checkout-sessions/${checkout.id}/funding-terms`);
+    const unbound = await t.http.get(`/api/v1/checkout-sessions/${checkout.id}/funding-terms`);
+    expect(unbound.status).toBe(200);
+    expect(unbound.body).toMatchObject({ terms: { buyer: null }, termsSignature: null });
+    const termsRes = await t.http.get(`/api/v1/checkout-sessions/${checkout.id}/funding-terms`).query({ buyer: buyer.wallet.address.toLowerCase() });
     expect(termsRes.status).toBe(200);
     expect(termsRes.body).toEqual({
       checkoutSessionId: checkout.id,
@@ -82,6 +85,7 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
       token: getAddress(process.env.USDC_ADDRESS!),
       terms: {
         escrowId: expect.stringMatching(new RegExp(`^0x0{32}${checkout.id.replace(/-/g, '')}$`)),
+        buyer: buyer.wallet.address,
         seller: seller.wallet.address,
         amount: '25500000',
         inspectionWindow: 3 * DAY,
@@ -90,7 +94,7 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
       termsSignature: expect.stringMatching(/^0x[0-9a-f]{130}$/),
       expiresAt: checkout.expiresAt,
     });
-    const { funding, terms } = await fundingTerms(t, checkout.id);
+    const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
 
     const escrowAddress = chain.gateway.escrowAddress;
     const [buyer0, seller0, escrow0] = await chain.balances(buyer.wallet.address, seller.wallet.address, escrowAddress);

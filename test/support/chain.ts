@@ -171,17 +171,20 @@ export async function createCheckout(t: TestApp, org: TestOrg, body: Record<stri
   return res.body;
 }
 
-/** The public funding terms of a checkout, and the same terms as the chain library takes them. */
-export async function fundingTerms(t: TestApp, checkoutId: string): Promise<{ funding: CheckoutFundingDto; terms: FundingTerms }> {
-  const res = await t.http.get(`/api/v1/checkout-sessions/${checkoutId}/funding-terms`);
+/**
+ * The public funding terms of a checkout signed for `buyer` (contract v2 terms bind the buyer), and the
+ * same terms as the chain library takes them; `termsSignature` is always set.
+ */
+export async function fundingTerms(t: TestApp, checkoutId: string, buyer: string): Promise<{ funding: CheckoutFundingDto & { termsSignature: string }; terms: FundingTerms }> {
+  const res = await t.http.get(`/api/v1/checkout-sessions/${checkoutId}/funding-terms`).query({ buyer });
   if (res.status !== 200) throw new Error(`funding-terms: ${res.status} ${res.text}`);
-  const funding = res.body as CheckoutFundingDto;
+  const funding = res.body as CheckoutFundingDto & { termsSignature: string };
   return { funding, terms: EscrowService.toChainTerms(funding) };
 }
 
 /** Funds a checkout on-chain only (relayer + the buyer's EIP-3009 signature); no escrow API call. */
 export async function fundOnChain(t: TestApp, chain: TestChain, checkoutId: string, buyer: Wallet): Promise<string> {
-  const { funding, terms } = await fundingTerms(t, checkoutId);
+  const { funding, terms } = await fundingTerms(t, checkoutId, buyer.address);
   return chain.fundWithAuthorization(buyer, terms, funding.termsSignature);
 }
 

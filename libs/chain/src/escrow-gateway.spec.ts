@@ -22,11 +22,11 @@ describe('EscrowGateway.decodeLogs', () => {
   it('maps each CheckoutEscrow event to its action with typed arguments', () => {
     const logs = [
       log('Funded', [key, buyer, seller, 5_000_000n, 86_400n]),
-      log('Accepted', [key]),
-      log('Declined', [key]),
-      log('Delivered', [key, 1_700_000_000n]),
+      log('Accepted', [key, seller]),
+      log('Declined', [key, seller]),
+      log('Delivered', [key, 1_700_000_000n, seller]),
       log('Released', [key, buyer]),
-      log('Cancelled', [key]),
+      log('Cancelled', [key, buyer]),
       log('Disputed', [key, seller]),
       log('Resolved', [key, true]),
     ];
@@ -39,11 +39,13 @@ describe('EscrowGateway.decodeLogs', () => {
       seller,
       amount: 5_000_000n,
       inspectionWindow: 86_400,
+      by: buyer,
       txHash: logs[0].transactionHash,
       logIndex: logs[0].index,
       blockNumber: 7,
       blockHash: logs[0].blockHash,
     });
+    expect(events.map((e) => ('by' in e ? e.by : null))).toEqual([buyer, seller, seller, seller, buyer, buyer, seller, null]);
     expect(events[3]).toMatchObject({ autoReleaseAt: 1_700_000_000 });
     expect(events[4]).toMatchObject({ by: buyer });
     expect(events[6]).toMatchObject({ by: seller });
@@ -64,10 +66,11 @@ describe('EscrowGateway.decodeLogs', () => {
   });
 
   it('computes the EIP-712 digest locally and per chain', () => {
-    const terms = { escrowKey: key, seller, amount: 1n, inspectionWindow: 0, deadline: 1n };
+    const terms = { escrowKey: key, buyer, seller, amount: 1n, inspectionWindow: 0, deadline: 1n };
     expect(gateway.fundingTermsDigest(terms, 1)).toMatch(/^0x[0-9a-f]{64}$/);
     expect(gateway.fundingTermsDigest(terms, 1)).not.toBe(gateway.fundingTermsDigest(terms, 31337));
     expect(gateway.fundingTermsDigest({ ...terms, inspectionWindow: 0n }, 1)).toBe(gateway.fundingTermsDigest(terms, 1));
+    expect(gateway.fundingTermsDigest({ ...terms, buyer: seller }, 1)).not.toBe(gateway.fundingTermsDigest(terms, 1));
   });
 });
 

@@ -11,7 +11,9 @@ import {
   type TransactionResponse,
   TypedDataEncoder,
   getAddress,
+  hexlify,
   isHexString,
+  randomBytes,
   verifyTypedData,
 } from 'ethers';
 import { CheckoutEscrowArtifact, TestUSDCArtifact } from '@lib/contracts';
@@ -25,21 +27,38 @@ import {
   type FundingTerms,
   type OnChainEscrow,
   type ReceiveAuthorization,
+  type SignedEscrowAction,
   type VerifiedAction,
+  ESCROW_ACTION_CODES,
 } from './escrow-types';
 
-/** EIP-712 domain name of CheckoutEscrow (its constructor: EIP712("CheckoutEscrow", "1")). */
+/** EIP-712 domain name of CheckoutEscrow (its constructor: EIP712("CheckoutEscrow", "2")). */
 export const ESCROW_EIP712_NAME = 'CheckoutEscrow';
-/** EIP-712 domain version of CheckoutEscrow. */
-export const ESCROW_EIP712_VERSION = '1';
+/** EIP-712 domain version of CheckoutEscrow (contract v2, docs/architecture.md §13). */
+export const ESCROW_EIP712_VERSION = '2';
+
+/** Longest validity of a signed EscrowAction the contract accepts (CheckoutEscrow.MAX_ACTION_VALIDITY, seconds). */
+export const MAX_ESCROW_ACTION_VALIDITY = 3600;
 
 /** EIP-712 types of CheckoutEscrow.FundingTerms (field `escrowId` is FundingTerms.escrowKey). */
 export const FUNDING_TERMS_TYPES = {
   FundingTerms: [
     { name: 'escrowId', type: 'bytes32' },
+    { name: 'buyer', type: 'address' },
     { name: 'seller', type: 'address' },
     { name: 'amount', type: 'uint256' },
     { name: 'inspectionWindow', type: 'uint64' },
+    { name: 'deadline', type: 'uint64' },
+  ],
+};
+
+/** EIP-712 types of CheckoutEscrow.EscrowAction (`action` is ESCROW_ACTION_CODES[action]). */
+export const ESCROW_ACTION_TYPES = {
+  EscrowAction: [
+    { name: 'escrowId', type: 'bytes32' },
+    { name: 'action', type: 'uint8' },
+    { name: 'actor', type: 'address' },
+    { name: 'nonce', type: 'bytes32' },
     { name: 'deadline', type: 'uint64' },
   ],
 };
@@ -56,13 +75,52 @@ export const RECEIVE_WITH_AUTHORIZATION_TYPES = {
   ],
 };
 
+/** EIP-712 types of EIP-3009 TransferWithAuthorization (USDC FiatTokenV2). */
+export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: RECEIVE_WITH_AUTHORIZATION_TYPES.ReceiveWithAuthorization,
+};
+
+/** EIP-712 types of EIP-3009 CancelAuthorization. */
+export const CANCEL_AUTHORIZATION_TYPES = {
+  CancelAuthorization: [
+    { name: 'authorizer', type: 'address' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+};
+
+/**
+ * A signed EIP-3009 TransferWithAuthorization: `value` base units from `from` to `to`, usable once
+ * (by anyone) while validAfter < block time < validBefore (unix seconds); `nonce` random bytes32.
+ */
+export interface TransferAuthorization {
+  from: string;
+  to: string;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: string;
+  signature: string;
+}
+
+/** A USDC AuthorizationUsed log: `authorizer`'s `nonce` was consumed by transaction `txHash`. */
+export interface AuthorizationUsedLog {
+  authorizer: string;
+  nonce: string;
+  txHash: string;
+  blockNumber: number;
+  logIndex: number;
+}
+
 /** Addresses of the deployed escrow and its USDC token. */
 export interface EscrowGatewayConfig {
   escrowAddress: string;
   usdcAddress: string;
 }
 
-/** What verifyActionTx must find; `expectedSender` (any case) lists who may have sent it, `[]` = nobody. */
+/**
+ * What verifyActionTx must find; `expectedSender` (any case) lists who may have acted (the event's `by`,
+ * so relayed signature actions count; the transaction sender for `resolved`), `[]` = nobody.
+ */
 export interface ActionExpectation {
   escrowKey: string;
   action: EscrowChainAction;
@@ -88,7 +146,7 @@ export interface ReceiveAuthorizationRequest {
   message: { from: string; to: string; value: bigint; validAfter: bigint; validBefore: bigint; nonce: string };
 }
 
-/** A signed, not yet broadcast relayer transaction (DESIGN §5 recovery point "signed"). */
+/** A signed, not yet broadcast relayer transaction (docs/architecture.md §5 recovery point "signed"). */
 export interface SignedRelayTx {
   rawTx: string;
   txHash: string;
@@ -126,7 +184,7 @@ const EVENT_ACTIONS = new Map<string, EscrowChainAction>([
 const EVENT_TOPICS = [...EVENT_ACTIONS.keys()].map((name) => ESCROW_IFACE.getEvent(name)!.topicHash);
 
 /**
- * Typed access to a deployed CheckoutEscrow and its USDC over ethers v6 (DESIGN §7): signing funding
+ * Typed access to a deployed CheckoutEscrow and its USDC over ethers v6 (docs/architecture.md §7): signing funding
  * terms, decoding and verifying escrow events, reads, and write helpers for the operator CLI, the worker
  * and tests. Amounts are USDC base units (bigint); escrow keys are bytes32 hex (escrowKeyFromId).
  * Write helpers estimate gas first (a would-be revert throws ChainTxError with the decoded custom error),
@@ -168,14 +226,14 @@ export class EscrowGateway {
     return TypedDataEncoder.hash(this.escrowDomain(chainId), FUNDING_TERMS_TYPES, termsStruct(terms));
   }
 
-  /** EIP-712 signature (65-byte hex) of `terms` by the terms signer, for CheckoutEscrow.fund* (DESIGN §7). */
+  /** EIP-712 signature (65-byte hex) of `terms` by the terms signer, for CheckoutEscrow.fund* (docs/architecture.md §7). */
   signFundingTerms(signer: Signer, terms: FundingTerms, chainId: number | bigint): Promise<string> {
     return signer.signTypedData(this.escrowDomain(chainId), FUNDING_TERMS_TYPES, termsStruct(terms));
   }
 
   /**
    * Typed data the buyer signs so a relayer can fund `terms` gaslessly (EIP-3009 receiveWithAuthorization,
-   * DESIGN §7): to = escrow, value = terms.amount, nonce = fundingTermsDigest(terms). Validity defaults to
+   * docs/architecture.md §7): to = escrow, value = terms.amount, nonce = fundingTermsDigest(terms). Validity defaults to
    * (0, terms.deadline + 1), i.e. exactly the funding window. Reads the token's name()/version() once.
    */
   async receiveAuthorizationRequest(
@@ -225,6 +283,127 @@ export class EscrowGateway {
   }
 
   /**
+   * The party `actor` signs an EIP-712 EscrowAction for `action` on `escrowKey` (contract v2,
+   * docs/architecture.md §13). `nonce` defaults to 32 random bytes, `deadline` (unix seconds) to
+   * `now + validitySeconds` (default 600, at most MAX_ESCROW_ACTION_VALIDITY). `now` defaults to the
+   * local clock; pass chain time where they differ. Throws TypeError on an unknown action.
+   */
+  async signEscrowAction(
+    actor: Signer,
+    action: EscrowPartyAction,
+    escrowKey: string,
+    options: { nonce?: string; deadline?: number; now?: number; validitySeconds?: number } = {},
+  ): Promise<SignedEscrowAction> {
+    if (!PARTY_ACTIONS.has(action)) throw new TypeError(`unknown escrow action: ${String(action)}`);
+    const validity = Math.min(options.validitySeconds ?? 600, MAX_ESCROW_ACTION_VALIDITY);
+    const deadline = options.deadline ?? (options.now ?? Math.floor(Date.now() / 1000)) + validity;
+    const nonce = options.nonce ?? hexlify(randomBytes(32));
+    const address = getAddress(await actor.getAddress());
+    const chainId = (await this.provider.getNetwork()).chainId;
+    const message = { escrowId: escrowKey, action: ESCROW_ACTION_CODES[action], actor: address, nonce, deadline: BigInt(deadline) };
+    const signature = await actor.signTypedData(this.escrowDomain(chainId), ESCROW_ACTION_TYPES, message);
+    return { escrowKey, action, actor: address, nonce, deadline, signature };
+  }
+
+  /** Calldata of `signed.action`BySig on the escrow (for the relayer queue). */
+  encodeActBySig(signed: SignedEscrowAction): string {
+    if (!PARTY_ACTIONS.has(signed.action)) throw new TypeError(`unknown escrow action: ${String(signed.action)}`);
+    return ESCROW_IFACE.encodeFunctionData(`${signed.action}BySig`, [signed.escrowKey, signed.actor, signed.nonce, signed.deadline, signed.signature]);
+  }
+
+  /** Calldata of fundWithAuthorization (for the relayer queue). */
+  encodeFundWithAuthorization(terms: FundingTerms, termsSignature: string, auth: ReceiveAuthorization): string {
+    return encodeFundWithAuthorization(terms, termsSignature, auth);
+  }
+
+  /** Calldata of voidTerms(escrowKey) (VOIDER_ROLE only). */
+  encodeVoidTerms(escrowKey: string): string {
+    return ESCROW_IFACE.encodeFunctionData('voidTerms', [escrowKey]);
+  }
+
+  /** `submitter` (any account with gas, e.g. the relayer) sends a party's signed action. Returns the tx hash. */
+  actBySig(submitter: BaseWallet, signed: SignedEscrowAction): Promise<string> {
+    return this.send(submitter, this.escrowAddress, this.encodeActBySig(signed), `${signed.action}BySig`);
+  }
+
+  /** Burns an unfunded escrow id (VOIDER_ROLE: the terms signer). Returns the tx hash. */
+  voidTerms(voider: BaseWallet, escrowKey: string): Promise<string> {
+    return this.send(voider, this.escrowAddress, this.encodeVoidTerms(escrowKey), 'voidTerms');
+  }
+
+  /** USDC's EIP-712 domain (name and version read from the token once). */
+  usdcEip712Domain(): Promise<Eip712Domain> {
+    return this.usdcDomain();
+  }
+
+  /**
+   * `from` signs an EIP-3009 TransferWithAuthorization of `value` base units to `to` (agent payments,
+   * withdrawals; docs/architecture.md §13). `nonce` defaults to 32 random bytes.
+   */
+  async signTransferAuthorization(
+    from: Signer,
+    message: { to: string; value: bigint; validAfter?: bigint; validBefore: bigint; nonce?: string },
+  ): Promise<TransferAuthorization> {
+    const domain = await this.usdcDomain();
+    const full = {
+      from: getAddress(await from.getAddress()),
+      to: getAddress(message.to),
+      value: message.value,
+      validAfter: message.validAfter ?? 0n,
+      validBefore: message.validBefore,
+      nonce: message.nonce ?? hexlify(randomBytes(32)),
+    };
+    const signature = await from.signTypedData(domain, TRANSFER_WITH_AUTHORIZATION_TYPES, full);
+    return { ...full, signature: Signature.from(signature).serialized };
+  }
+
+  /** Calldata of USDC transferWithAuthorization for a signed authorization (for the relayer queue). */
+  encodeTransferWithAuthorization(auth: TransferAuthorization): string {
+    const { v, r, s } = Signature.from(auth.signature);
+    return USDC_IFACE.encodeFunctionData('transferWithAuthorization', [auth.from, auth.to, auth.value, auth.validAfter, auth.validBefore, auth.nonce, v, r, s]);
+  }
+
+  /** `authorizer` signs EIP-3009 CancelAuthorization of `nonce`; returns the calldata of cancelAuthorization. */
+  async encodeCancelAuthorization(authorizer: Signer, nonce: string): Promise<string> {
+    const domain = await this.usdcDomain();
+    const address = getAddress(await authorizer.getAddress());
+    const { v, r, s } = Signature.from(await authorizer.signTypedData(domain, CANCEL_AUTHORIZATION_TYPES, { authorizer: address, nonce }));
+    return USDC_IFACE.encodeFunctionData('cancelAuthorization', [address, nonce, v, r, s]);
+  }
+
+  /** USDC authorizationState: true once `nonce` of `authorizer` was used or cancelled. */
+  async authorizationState(authorizer: string, nonce: string, blockTag?: number | 'latest'): Promise<boolean> {
+    return (await this.usdc.getFunction('authorizationState').staticCall(authorizer, nonce, { blockTag })) as boolean;
+  }
+
+  /** USDC AuthorizationUsed and AuthorizationCanceled logs in blocks [fromBlock, toBlock], in chain order. */
+  async getAuthorizationLogs(fromBlock: number, toBlock: number): Promise<Array<AuthorizationUsedLog & { kind: 'used' | 'canceled' }>> {
+    const used = USDC_IFACE.getEvent('AuthorizationUsed')!.topicHash;
+    const canceled = USDC_IFACE.getEvent('AuthorizationCanceled')!.topicHash;
+    const logs = await this.provider.getLogs({ address: this.usdcAddress, fromBlock, toBlock, topics: [[used, canceled]] });
+    return logs
+      .filter((l) => !l.removed)
+      .map((l) => ({
+        kind: l.topics[0] === used ? ('used' as const) : ('canceled' as const),
+        authorizer: getAddress('0x' + l.topics[1].slice(26)),
+        nonce: l.topics[2].toLowerCase(),
+        txHash: l.transactionHash,
+        blockNumber: l.blockNumber,
+        logIndex: l.index,
+      }));
+  }
+
+  /** Calldata of a plain USDC transfer (local-chain top-ups). */
+  encodeUsdcTransfer(to: string, amount: bigint): string {
+    return USDC_IFACE.encodeFunctionData('transfer', [getAddress(to), amount]);
+  }
+
+  /** `from` sends a plain USDC transfer and waits for it; returns the tx hash (local-chain top-ups, tests). */
+  usdcTransfer(from: BaseWallet, to: string, amount: bigint): Promise<string> {
+    return this.send(from, this.usdcAddress, this.encodeUsdcTransfer(to, amount), 'transfer');
+  }
+
+  /**
    * Decodes the CheckoutEscrow events among `logs`, in input order. Logs of other addresses, removed
    * logs and non-escrow events of the escrow (roles, terms signer) are skipped.
    */
@@ -257,20 +436,17 @@ export class EscrowGateway {
             seller: getAddress(a.seller as string),
             amount: a.amount as bigint,
             inspectionWindow: Number(a.inspectionWindow as bigint),
+            by: getAddress(a.buyer as string),
           });
           break;
         case 'delivered':
-          events.push({ ...base, action, autoReleaseAt: Number(a.autoReleaseAt as bigint) });
-          break;
-        case 'released':
-        case 'disputed':
-          events.push({ ...base, action, by: getAddress(a.by as string) });
+          events.push({ ...base, action, autoReleaseAt: Number(a.autoReleaseAt as bigint), by: getAddress(a.by as string) });
           break;
         case 'resolved':
           events.push({ ...base, action, toSeller: a.toSeller as boolean });
           break;
         default:
-          events.push({ ...base, action });
+          events.push({ ...base, action, by: getAddress(a.by as string) });
       }
     }
     return events;
@@ -288,9 +464,9 @@ export class EscrowGateway {
   }
 
   /**
-   * Proves that `txHash` performed `expected.action` on `expected.escrowKey` (DESIGN §7): the receipt
-   * exists and succeeded, `to` is the escrow, it emitted that event for that escrow, and (when given) its
-   * sender is in `expectedSender`. Throws ChainVerificationError with reason not_found | pending |
+   * Proves that `txHash` performed `expected.action` on `expected.escrowKey` (docs/architecture.md §7): the receipt
+   * exists and succeeded, `to` is the escrow, it emitted that event for that escrow, and (when given) the
+   * party that acted (the event's `by`, contract v2; the sender for `resolved`) is in `expectedSender`. Throws ChainVerificationError with reason not_found | pending |
    * failed | wrong_contract | wrong_escrow | wrong_action | wrong_sender, checked in that order.
    */
   async verifyActionTx(txHash: string, expected: ActionExpectation): Promise<VerifiedAction> {
@@ -322,10 +498,11 @@ export class EscrowGateway {
       throw fail('wrong_action', `transaction ${txHash} is '${mine.map((e) => e.action).join(', ')}', not '${expected.action}'`);
     }
     const from = getAddress(receipt.from);
-    if (expected.expectedSender && !expected.expectedSender.some((s) => s.toLowerCase() === from.toLowerCase())) {
-      throw fail('wrong_sender', `transaction ${txHash} was sent by ${from}, who may not perform '${expected.action}' on this escrow`);
+    const by = 'by' in event ? event.by : from;
+    if (expected.expectedSender && !expected.expectedSender.some((s) => s.toLowerCase() === by.toLowerCase())) {
+      throw fail('wrong_sender', `transaction ${txHash} acted as ${by}, who may not perform '${expected.action}' on this escrow`);
     }
-    return { event, from, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
+    return { event, from, by, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
   }
 
   /** CheckoutEscrow.getEscrow (state 'none' and zero fields when unknown), optionally at `blockTag`. */
@@ -386,7 +563,7 @@ export class EscrowGateway {
     });
   }
 
-  /** Gasless funding (DESIGN §7): `buyer` signs the EIP-3009 authorization, `relayer` submits and pays gas. */
+  /** Gasless funding (docs/architecture.md §7): `buyer` signs the EIP-3009 authorization, `relayer` submits and pays gas. */
   async fundWithAuthorization(
     relayer: BaseWallet,
     buyer: BaseWallet,
@@ -409,7 +586,7 @@ export class EscrowGateway {
 
   /**
    * Signs (without broadcasting) the relayer's fundWithAuthorization transaction, so the caller can store
-   * it before broadcasting and rebroadcast the same bytes on retry (DESIGN §5). Uses `nonce` or the
+   * it before broadcasting and rebroadcast the same bytes on retry (docs/architecture.md §5). Uses `nonce` or the
    * relayer's pending nonce; broadcast it before sending anything else from the relayer.
    * Throws ChainTxError when the call would revert.
    */
@@ -527,6 +704,7 @@ export type EscrowLogInput = Pick<Log, 'address' | 'topics' | 'data' | 'transact
 function termsStruct(terms: FundingTerms) {
   return {
     escrowId: terms.escrowKey,
+    buyer: getAddress(terms.buyer),
     seller: getAddress(terms.seller),
     amount: terms.amount,
     inspectionWindow: BigInt(terms.inspectionWindow),
@@ -548,7 +726,11 @@ function encodeFundWithAuthorization(terms: FundingTerms, termsSignature: string
   ]);
 }
 
-function toTxError(label: string, err: unknown, txHash: string | null): ChainTxError {
+/**
+ * Wraps an ethers send/estimate error as ChainTxError with the decoded custom error of the escrow or the
+ * token when the revert data carries one; `txHash` only when the transaction exists.
+ */
+export function toTxError(label: string, err: unknown, txHash: string | null): ChainTxError {
   const data = revertData(err);
   let errorName: string | null = null;
   let errorArgs: unknown[] = [];

@@ -26,9 +26,16 @@ export { escrowKeyFromId, idFromEscrowKey } from './escrow-key';
 export {
   ESCROW_EIP712_NAME,
   ESCROW_EIP712_VERSION,
+  ESCROW_ACTION_TYPES,
+  MAX_ESCROW_ACTION_VALIDITY,
   EscrowGateway,
+  toTxError,
   FUNDING_TERMS_TYPES,
   RECEIVE_WITH_AUTHORIZATION_TYPES,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+  CANCEL_AUTHORIZATION_TYPES,
+  type TransferAuthorization,
+  type AuthorizationUsedLog,
   type ActionExpectation,
   type Eip712Domain,
   type EscrowGatewayConfig,
@@ -37,6 +44,7 @@ export {
   type SignedRelayTx,
 } from './escrow-gateway';
 export {
+  ESCROW_ACTION_CODES,
   ESCROW_ACTION_EVENT,
   ESCROW_STATES,
   type EscrowChainAction,
@@ -47,6 +55,7 @@ export {
   type FundingTerms,
   type OnChainEscrow,
   type ReceiveAuthorization,
+  type SignedEscrowAction,
   type VerifiedAction,
 } from './escrow-types';
 export { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';

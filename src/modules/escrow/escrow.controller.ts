@@ -6,7 +6,7 @@ import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { Idempotent } from '../../common/idempotency/idempotent.decorator';
-import { CheckoutFundingDto, ConfirmedEscrowActionDto, EscrowActionDto, EscrowDto, EscrowListDto, EscrowListQueryDto } from './dto/escrow.dto';
+import { CheckoutFundingDto, ConfirmedEscrowActionDto, EscrowActionDto, EscrowDto, EscrowListDto, EscrowListQueryDto, FundingTermsQueryDto } from './dto/escrow.dto';
 import { EscrowService } from './escrow.service';
 
 const escrowId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('escrow') });
@@ -108,7 +108,7 @@ export class CheckoutFundingController {
   @ApiOkResponse({ type: CheckoutFundingDto })
   @ApiStandardErrors({ notFound: true })
   @ApiConflictResponse({ description: 'invalid_request: the checkout is not open', type: ErrorBody })
-  fundingTerms(@Param('id', checkoutId) id: string): Promise<CheckoutFundingDto> {
-    return this.escrows.fundingTerms(id);
+  fundingTerms(@Param('id', checkoutId) id: string, @Query() q: FundingTermsQueryDto): Promise<CheckoutFundingDto> {
+    return this.escrows.fundingTerms(id, q.buyer);
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { escrowKeyFromId, FundingTerms } from '@lib/chain';
 import { formatAmount } from '@lib/money';
-import type { Wallet } from 'ethers';
+import { getAddress, ZeroAddress, type Wallet } from 'ethers';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
@@ -80,16 +80,18 @@ export class EscrowService {
     }
     const senders = allowed.map((r) => (r === 'buyer' ? escrow.buyerAddress : escrow.sellerAddress));
     const verified = await this.chain.verify(txHash, escrow.escrowKey, rule.event, senders);
-    const { escrow: after } = await this.ledger.apply(verified.event, verified.from);
+    const { escrow: after } = await this.ledger.apply(verified.event, verified.by);
     return this.render(after ?? escrow, principal.organizationId);
   }
 
   /**
-   * The signed funding terms of an open checkout (public read by checkout id, DESIGN §7). The
-   * terms deadline is the checkout's expiresAt, so funding after expiry reverts on-chain.
+   * The funding terms of an open checkout (public read by checkout id, docs/architecture.md §7 and §13).
+   * Contract v2 terms bind the buyer, so they are signed only for a given `buyer` address (checksummed
+   * in the answer); without one the answer shows the order with `terms.buyer` and `termsSignature`
+   * null. The terms deadline is the checkout's expiresAt, so funding after expiry reverts on-chain.
    * @throws AppError not_found; 409 invalid_request when the checkout is not open or its organisation has no payout address.
    */
-  async fundingTerms(checkoutId: string): Promise<CheckoutFundingDto> {
+  async fundingTerms(checkoutId: string, buyer?: string): Promise<CheckoutFundingDto> {
     const session = await this.checkout.findById(checkoutId);
     if (!session) throw AppError.notFound('checkout session');
     const status = effectiveStatus(session, new Date());
@@ -100,6 +102,7 @@ export class EscrowService {
     }
     const terms: FundingTerms = {
       escrowKey: escrowKeyFromId(session.id),
+      buyer: buyer ? getAddress(buyer.toLowerCase()) : ZeroAddress,
       seller: org.payoutAddress,
       amount: session.amountUnits,
       inspectionWindow: inspectionWindowSeconds(session.escrowTemplateId, session.metadata),
@@ -113,12 +116,13 @@ export class EscrowService {
       token: this.chain.gateway.usdcAddress,
       terms: {
         escrowId: terms.escrowKey,
+        buyer: buyer ? terms.buyer : null,
         seller: terms.seller,
         amount: session.amountUnits.toString(),
         inspectionWindow: Number(terms.inspectionWindow),
         deadline: Number(terms.deadline),
       },
-      termsSignature: await this.chain.signTerms(terms),
+      termsSignature: buyer ? await this.chain.signTerms(terms) : null,
       expiresAt: session.expiresAt.toISOString(),
     };
   }
@@ -130,9 +134,9 @@ export class EscrowService {
    * @throws AppError as {@link fundingTerms}; ChainTxError when the contract refuses.
    */
   async payAsBuyer(checkoutId: string, buyer: Wallet): Promise<{ txHash: string; escrowId: string; status: string }> {
-    const funding = await this.fundingTerms(checkoutId);
+    const funding = await this.fundingTerms(checkoutId, buyer.address);
     const terms = EscrowService.toChainTerms(funding);
-    const txHash = await this.chain.gateway.fundWithAuthorization(this.chain.relayer, buyer.connect(this.chain.provider), terms, funding.termsSignature);
+    const txHash = await this.chain.gateway.fundWithAuthorization(this.chain.relayer, buyer.connect(this.chain.provider), terms, funding.termsSignature!);
     const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: terms.escrowKey, action: 'funded' });
     const { escrow } = await this.ledger.apply(verified.event, verified.from);
     if (!escrow) throw new AppError('internal', 'funding was mined but not recorded');
@@ -168,9 +172,9 @@ export class EscrowService {
     return { txHash, from: wallet.address };
   }
 
-  /** The funding terms as the chain library takes them (CLI, tests). */
+  /** The funding terms as the chain library takes them (CLI, tests); `buyer` is the zero address when unbound. */
   static toChainTerms(f: CheckoutFundingDto): FundingTerms {
-    return { escrowKey: f.terms.escrowId, seller: f.terms.seller, amount: BigInt(f.terms.amount), inspectionWindow: f.terms.inspectionWindow, deadline: f.terms.deadline };
+    return { escrowKey: f.terms.escrowId, buyer: f.terms.buyer ?? ZeroAddress, seller: f.terms.seller, amount: BigInt(f.terms.amount), inspectionWindow: f.terms.inspectionWindow, deadline: f.terms.deadline };
   }
 
   private rolesOf(e: Escrow, organizationId: string): Array<'buyer' | 'seller'> {

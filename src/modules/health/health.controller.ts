@@ -1,9 +1,11 @@
-import { Controller, Get, Header, Inject, Injectable } from '@nestjs/common';
+import { Controller, Get, Header, Inject, Injectable, ServiceUnavailableException } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import Redis from 'ioredis';
 import { OperatorRoute, Public } from '../../common/auth/auth.decorators';
+import { AppError } from '../../common/errors/app-error';
 import { REDIS } from '../../common/redis/redis.module';
+import { RelayerService } from '../relayer/relayer.service';
 import { metricsRegistry } from './metrics';
 
 /** Redis readiness: answers PING within the client's timeout. */
@@ -25,7 +27,26 @@ export class RedisHealthIndicator {
   }
 }
 
-/** Liveness, readiness (Postgres and Redis) and Prometheus metrics (DESIGN §1). */
+/** Relayer readiness: its ETH balance is at least RELAYER_MIN_BALANCE (docs/architecture.md §5). */
+@Injectable()
+export class RelayerHealthIndicator {
+  constructor(
+    private readonly relayer: RelayerService,
+    private readonly indicator: HealthIndicatorService,
+  ) {}
+
+  async isHealthy(key = 'relayer') {
+    const check = this.indicator.check(key);
+    try {
+      const b = await this.relayer.balance();
+      return b.ok ? check.up({ address: b.address, balance: b.balance }) : check.down({ address: b.address, balance: b.balance, message: 'relayer ETH below RELAYER_MIN_BALANCE' });
+    } catch (err) {
+      return check.down({ message: (err as Error).message });
+    }
+  }
+}
+
+/** Liveness, readiness (Postgres, Redis and the relayer's gas money) and Prometheus metrics (DESIGN §1). */
 @ApiExcludeController()
 @Controller()
 export class HealthController {
@@ -33,6 +54,7 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly db: TypeOrmHealthIndicator,
     private readonly redis: RedisHealthIndicator,
+    private readonly relayer: RelayerHealthIndicator,
   ) {}
 
   @Get('health/live')
@@ -44,8 +66,16 @@ export class HealthController {
   @Get('health/ready')
   @Public()
   @HealthCheck()
-  ready() {
-    return this.health.check([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy()]);
+  async ready() {
+    try {
+      return await this.health.check([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy(), () => this.relayer.isHealthy()]);
+    } catch (err) {
+      if (!(err instanceof ServiceUnavailableException)) throw err;
+      // 503 (not the filter's generic 500), so load balancers take the replica out; only check names, states and our own messages.
+      const report = err.getResponse() as { details?: Record<string, { status: string; message?: string }> };
+      const checks = Object.fromEntries(Object.entries(report.details ?? {}).map(([name, c]) => [name, name === 'relayer' ? c : { status: c.status }]));
+      throw new AppError('unavailable', 'Not ready', { checks }, 503, { 'Retry-After': '2' });
+    }
   }
 
   /** Behind OPERATOR_TOKEN on the api (the global auth guard); the worker's port is operator-only and has no auth guard. */

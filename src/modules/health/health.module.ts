@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { HealthController, RedisHealthIndicator } from './health.controller';
+import { RelayerModule } from '../relayer/relayer.module';
+import { HealthController, RedisHealthIndicator, RelayerHealthIndicator } from './health.controller';
 
-@Module({ imports: [TerminusModule], controllers: [HealthController], providers: [RedisHealthIndicator] })
+@Module({ imports: [TerminusModule, RelayerModule], controllers: [HealthController], providers: [RedisHealthIndicator, RelayerHealthIndicator] })
 export class HealthModule {}

@@ -101,6 +101,8 @@ export class ConfirmedEscrowActionDto extends EscrowActionDto {
 /** EIP-712 funding terms a payer submits to CheckoutEscrow (DESIGN §7). */
 export class FundingTermsDto {
   @ApiProperty({ description: 'bytes32 escrow id (the checkout id, left-padded)' }) escrowId: string;
+  @ApiProperty({ type: String, nullable: true, description: 'The only address that may fund these terms (the `buyer` query parameter); null when none was given' })
+  buyer: string | null;
   @ApiProperty() seller: string;
   @ApiProperty({ description: 'USDC base units (6 decimals) as a decimal integer string', example: '25000000' }) amount: string;
   @ApiProperty({ description: 'Seconds after delivery before anyone may release' }) inspectionWindow: number;
@@ -115,6 +117,16 @@ export class CheckoutFundingDto {
   @ApiProperty() escrowContract: string;
   @ApiProperty() token: string;
   @ApiProperty() terms: FundingTermsDto;
-  @ApiProperty({ description: 'EIP-712 signature of the terms by the service terms key' }) termsSignature: string;
+  @ApiProperty({ type: String, nullable: true, description: 'EIP-712 signature of the terms by the service terms key; null unless `buyer` was given' })
+  termsSignature: string | null;
   @ApiProperty({ format: 'date-time' }) expiresAt: string;
+}
+
+/** Query of GET /checkout-sessions/{id}/funding-terms: the wallet that will fund (contract v2 terms bind the buyer). */
+export class FundingTermsQueryDto {
+  @ApiPropertyOptional({ description: 'Address of the funding wallet; the terms are signed for it alone', example: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^0x[0-9a-fA-F]{40}$/, { message: 'buyer must be a 0x-prefixed 20-byte hex address' })
+  buyer?: string;
 }

@@ -1,0 +1,217 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { ChainTxError, escrowKeyFromId, FundingTerms, type EscrowPartyAction } from '@lib/chain';
+import { formatAmount } from '@lib/money';
+import { Signature, type Wallet } from 'ethers';
+import type { Principal } from '../../common/auth/principal';
+import { AppError } from '../../common/errors/app-error';
+import { ListPage, toPage } from '../../common/http/list.dto';
+import { canonicalJson, sha256Hex } from '../../common/idempotency/fingerprint';
+import { resolveIdempotencyKey } from '../../common/idempotency/idempotency.interceptor';
+import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
+import { AppConfig } from '../../config/app-config';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { AgentSpendGate } from '../agents/agent-spend.service';
+import { SignerVault } from '../agents/signer-vault.service';
+import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
+import { EscrowChainService } from '../escrow/escrow-chain.service';
+import { EscrowLedger } from '../escrow/escrow-ledger.service';
+import { ESCROW_ACTIONS } from '../escrow/escrow.state';
+import { PaymentModeHandler, PaymentRecord as Payment, PaymentsService, StoredAuthorization } from '../payments/payments.service';
+import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
+import { AgentEscrowDto } from './dto/agent-escrow.dto';
+
+/** The agent's escrow actions (extension routes), each relayed as the signer's EscrowAction. */
+export type AgentEscrowAction = 'release' | 'dispute' | 'cancel';
+
+/**
+ * Agent escrows (docs/architecture.md §13): a checkout session in the payee organisation whose escrow
+ * has the agent's session signer as buyer, funded by the signer's receiveWithAuthorization under
+ * buyer-bound terms (contract v2) and recorded as a Payment `mode: "escrow"` that counts toward the
+ * policy. The agent releases, disputes or cancels through signed EscrowActions the relayer submits;
+ * the seller's side is the ordinary escrow API.
+ */
+@Injectable()
+export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
+  constructor(
+    private readonly payments: PaymentsService,
+    private readonly checkout: CheckoutService,
+    private readonly escrowChain: EscrowChainService,
+    private readonly ledger: EscrowLedger,
+    private readonly relayer: RelayerService,
+    private readonly vault: SignerVault,
+    private readonly agents: AgentSpendGate,
+    private readonly records: IdempotencyRepository,
+    private readonly txHost: TransactionHost,
+    private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.payments.registerMode('escrow', this);
+  }
+
+  /**
+   * POST /agent-escrows: the same refusals and reservation as a payment, plus the checkout session
+   * (created in the reservation's transaction), then the signed funding relayed.
+   * @throws AppError as PaymentsService.create; 400 when `to` is not an organisation.
+   */
+  async create(principal: Principal, body: { to: string; amount: string; description: string; escrowTemplateId?: string }, key: string | undefined): Promise<AgentEscrowDto> {
+    const payment = await this.payments.spend(principal, { to: body.to, amount: body.amount, mode: 'escrow' }, key, {
+      path: '/api/v1/agent-escrows',
+      organizationsOnly: true,
+      extra: { description: body.description, escrowTemplateId: body.escrowTemplateId ?? 'custom' },
+    });
+    return this.render(payment);
+  }
+
+  async get(principal: Principal, id: string): Promise<AgentEscrowDto> {
+    return this.render(await this.require(principal, id));
+  }
+
+  async list(principal: Principal, q: { limit?: number; startingAfter?: string }): Promise<ListPage<AgentEscrowDto>> {
+    const limit = q.limit ?? 10;
+    const rows = await this.payments.listForAgent(principal.agentId!, { limit, startingAfter: q.startingAfter, mode: 'escrow' });
+    const page = toPage(rows, limit, (r) => r);
+    return { ...page, data: await Promise.all(page.data.map((p) => this.render(p))) };
+  }
+
+  /**
+   * release | dispute | cancel as the agent: checks (404 → confirm → agent refusals → state 409), then the
+   * signer signs an EscrowAction, the relayer submits `…BySig`, the API verifies the receipt (event `by` =
+   * the signer) and applies it through the escrow ledger. Idempotency-Key required; a retry returns the
+   * stored answer.
+   * @throws AppError 400 confirm_required / idempotency_required, 403 agent refusals, 404, 409 (state, or the contract refused).
+   */
+  async act(principal: Principal, id: string, action: AgentEscrowAction, body: { confirm?: unknown }, headerKey: string | undefined): Promise<{ escrow: AgentEscrowDto; txHash: string }> {
+    const key = resolveIdempotencyKey(headerKey, undefined);
+    if (!key) throw new AppError('idempotency_required', `${action} moves or locks money: send an Idempotency-Key header`);
+    const payment = await this.require(principal, id);
+    const rule = ESCROW_ACTIONS[action];
+    if (rule.confirm && body.confirm !== true) {
+      throw new AppError('confirm_required', `${action} moves or locks money: send "confirm": true`, { fields: [{ param: 'confirm', message: 'must be true' }] });
+    }
+    const scopeHash = sha256Hex([principal.organizationId, principal.actor, 'POST', `/api/v1/agent-escrows/:id/${action}`].join('|'));
+    const fingerprint = sha256Hex(canonicalJson({ id, action }));
+    const stored = await this.tx(() => this.records.lockAndFind(scopeHash, key));
+    if (stored.record) {
+      if (stored.record.fingerprint !== fingerprint) {
+        throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request', { reason: 'payload_mismatch' }, 422);
+      }
+      return stored.record.responseBody as { escrow: AgentEscrowDto; txHash: string };
+    }
+    const agent = await this.agents.find(principal.agentId!);
+    if (!agent) throw AppError.notFound('agent');
+    this.payments.checkAgent(agent);
+    const session = await this.checkout.findById(payment.checkoutSessionId!);
+    if (!session) throw AppError.notFound('agent escrow');
+    if (!(rule.from as readonly string[]).includes(session.status)) throw AppError.invalidState('escrow', session.status, rule.from);
+
+    const escrowKey = escrowKeyFromId(session.id);
+    const signer = await this.vault.wallet(payment.agentId);
+    const gateway = this.escrowChain.gateway;
+    const signed = await gateway.signEscrowAction(signer, action as EscrowPartyAction, escrowKey, { now: await gateway.headTimestamp() });
+    let txHash: string;
+    try {
+      ({ txHash } = await this.relayer.relay({ to: gateway.escrowAddress, data: gateway.encodeActBySig(signed), purpose: `agent_escrow_${action}`, reference: payment.id }));
+    } catch (err) {
+      if (err instanceof RelayTimeoutError) throw new AppError('invalid_request', 'The relayer did not broadcast in time; retry with the same key', { reason: 'pending' }, 409);
+      if (err instanceof ChainTxError) throw new AppError('invalid_request', `The escrow contract refused ${action}: ${err.message}`, { reason: 'chain_refused', error: err.errorName }, 409);
+      throw err;
+    }
+    await this.escrowChain.provider.waitForTransaction(txHash);
+    const verified = await this.escrowChain.verify(txHash, escrowKey, rule.event, [payment.fromAddress]);
+    await this.ledger.apply(verified.event, verified.by);
+    const result = { escrow: await this.render(payment), txHash };
+    await this.tx(() =>
+      this.records.insert(
+        { scopeHash, idempotencyKey: key, fingerprint, organizationId: principal.organizationId, method: 'POST', path: `/api/v1/agent-escrows/:id/${action}`, responseStatus: 200, responseBody: result },
+        this.config.env.IDEMPOTENCY_TTL_HOURS,
+      ),
+    );
+    return result;
+  }
+
+  /**
+   * In the reservation transaction: the checkout session in the payee organisation (default TTL,
+   * CHECKOUT_DEFAULT_TTL_SECONDS; the terms and the signer's authorization expire with it).
+   */
+  async onReserved(payment: Payment, extra: Record<string, unknown>): Promise<void> {
+    const payee = await this.agents.resolveHandle(payment.toHandle);
+    if (!payee || payee.kind !== 'organization') throw AppError.invalidParam('to', 'must be an organisation handle');
+    const seller: Principal = { kind: 'merchant', credentialId: 'agent-escrow', organizationId: payee.organizationId, agentId: null, actor: `agent:${payment.agentId}`, grantedScopes: [], scopes: new Set() };
+    const session = await this.checkout.create(seller, {
+      amount: formatAmount(payment.amount),
+      description: String(extra.description),
+      escrowTemplateId: extra.escrowTemplateId as 'custom',
+      metadata: { agentId: payment.agentId, agentPaymentId: payment.id },
+    });
+    await this.payments.attachCheckout(payment, session.id);
+  }
+
+  /** The signer's ReceiveWithAuthorization into the escrow for the buyer-bound terms (nonce = terms digest). */
+  async authorize(payment: Payment, signer: Wallet): Promise<StoredAuthorization> {
+    const terms = await this.terms(payment);
+    const auth = await this.escrowChain.gateway.signReceiveAuthorization(signer.connect(this.escrowChain.provider), terms);
+    return { nonce: auth.nonce, validBefore: Number(auth.validBefore), signature: auth.signature };
+  }
+
+  /** fundWithAuthorization with the stored authorization and freshly signed (deterministic) terms. */
+  async relayRequest(payment: Payment): Promise<RelayRequest> {
+    const terms = await this.terms(payment);
+    const gateway = this.escrowChain.gateway;
+    const sig = Signature.from(payment.authSignature!);
+    const data = gateway.encodeFundWithAuthorization(terms, await this.escrowChain.signTerms(terms), {
+      from: payment.fromAddress,
+      to: gateway.escrowAddress,
+      value: payment.amount,
+      validAfter: 0n,
+      validBefore: BigInt(payment.authValidBefore!),
+      nonce: payment.authNonce!,
+      signature: sig.serialized,
+      v: sig.v,
+      r: sig.r,
+      s: sig.s,
+    });
+    return { to: gateway.escrowAddress, data, purpose: 'agent_escrow_fund', reference: payment.id };
+  }
+
+  private async terms(payment: Payment): Promise<FundingTerms> {
+    const session = await this.checkout.findById(payment.checkoutSessionId!);
+    if (!session) throw new Error(`agent escrow ${payment.id} has no checkout session`);
+    return {
+      escrowKey: escrowKeyFromId(session.id),
+      buyer: payment.fromAddress,
+      seller: payment.toAddress,
+      amount: payment.amount,
+      inspectionWindow: inspectionWindowSeconds(session.escrowTemplateId, session.metadata),
+      deadline: Math.floor(session.expiresAt.getTime() / 1000),
+    };
+  }
+
+  private async require(principal: Principal, id: string): Promise<Payment> {
+    const p = await this.payments.findForAgent(principal.agentId!, id);
+    if (!p || p.mode !== 'escrow' || !p.checkoutSessionId) throw AppError.notFound('agent escrow');
+    return p;
+  }
+
+  private async render(p: Payment): Promise<AgentEscrowDto> {
+    const session = p.checkoutSessionId ? await this.checkout.findById(p.checkoutSessionId) : null;
+    return {
+      id: p.id,
+      status: p.status,
+      to: p.toHandle,
+      toAddress: p.toAddress,
+      amount: formatAmount(p.amount),
+      checkoutSessionId: p.checkoutSessionId!,
+      escrowId: session?.escrowId ?? null,
+      escrowStatus: session?.status ?? 'open',
+      txHash: p.txHash,
+      failureReason: p.failureReason,
+      createdAt: p.createdAt.toISOString(),
+      updatedAt: p.updatedAt.toISOString(),
+    };
+  }
+
+  private tx<T>(fn: () => Promise<T>): Promise<T> {
+    return (this.txHost as TxHost).withTransaction(fn);
+  }
+}

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { OrgsModule } from '../orgs/orgs.module';
+import { RelayerModule } from '../relayer/relayer.module';
+import { AgentSpendGate } from './agent-spend.service';
+import { AgentsRepository } from './agents.repository';
+import { AgentsService } from './agents.service';
+import { SignerVault } from './signer-vault.service';
+
+/** Agents, their policy and sealed session signers (docs/architecture.md §13). No controllers. */
+@Module({
+  imports: [OrgsModule, RelayerModule],
+  providers: [AgentsRepository, AgentsService, SignerVault, AgentSpendGate],
+  exports: [AgentsService, SignerVault, AgentSpendGate],
+})
+export class AgentsModule {}

@@ -1,0 +1,108 @@
+import { Injectable } from '@nestjs/common';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import type { StoredPolicy } from './agent-policy';
+import type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
+
+export type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
+
+const COLUMNS = `id, organization_id, slug, name, owner_address, paused, signer_enabled, signer_address, policy, created_at, updated_at`;
+
+function toRow(r: Record<string, unknown>): AgentRow {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    slug: r.slug as string,
+    name: (r.name as string | null) ?? null,
+    ownerAddress: r.owner_address as string,
+    paused: r.paused as boolean,
+    signerEnabled: r.signer_enabled as boolean,
+    signerAddress: (r.signer_address as string | null) ?? null,
+    policy: (r.policy as StoredPolicy | null) ?? null,
+    createdAt: r.created_at as Date,
+    updatedAt: r.updated_at as Date,
+  };
+}
+
+/** Postgres I/O of agents, payee handles and owner signature nonces (STYLE §4); runs in the caller's transaction. */
+@Injectable()
+export class AgentsRepository {
+  constructor(private readonly txHost: TransactionHost) {}
+
+  private get em() {
+    return (this.txHost as TxHost).tx;
+  }
+
+  async find(id: string): Promise<AgentRow | null> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM agents WHERE id = $1`, [id]);
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  /** The agent row under FOR UPDATE: serialises every reservation of this agent (docs/architecture.md §13). */
+  async lock(id: string): Promise<AgentRow | null> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM agents WHERE id = $1 FOR UPDATE`, [id]);
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  async sealedKey(id: string): Promise<string | null> {
+    const rows: Array<{ signer_key_sealed: string | null }> = await this.em.query(`SELECT signer_key_sealed FROM agents WHERE id = $1`, [id]);
+    return rows[0]?.signer_key_sealed ?? null;
+  }
+
+  async setSigner(id: string, address: string, sealed: string, name: string | null): Promise<void> {
+    await this.em.query(`UPDATE agents SET signer_address = $2, signer_key_sealed = $3, name = COALESCE($4, name), updated_at = now() WHERE id = $1`, [id, address, sealed, name]);
+  }
+
+  async setPolicy(id: string, policy: StoredPolicy): Promise<void> {
+    await this.em.query(`UPDATE agents SET policy = $2, updated_at = now() WHERE id = $1`, [id, JSON.stringify(policy)]);
+  }
+
+  async setPaused(id: string, paused: boolean): Promise<void> {
+    await this.em.query(`UPDATE agents SET paused = $2, updated_at = now() WHERE id = $1`, [id, paused]);
+  }
+
+  async setSignerEnabled(id: string, enabled: boolean): Promise<void> {
+    await this.em.query(`UPDATE agents SET signer_enabled = $2, updated_at = now() WHERE id = $1`, [id, enabled]);
+  }
+
+  /** Records an owner signature nonce; false when it was used before (single use). */
+  async useOwnerNonce(agentId: string, nonce: string, purpose: string): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(
+      `INSERT INTO agent_owner_nonces (agent_id, nonce, purpose) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING nonce`,
+      [agentId, nonce.toLowerCase(), purpose],
+    );
+    return rows.length === 1;
+  }
+
+  /** Resolves a payee handle (case-insensitive) in the one namespace of organisation handles and agent slugs. */
+  async resolveHandle(handle: string): Promise<PayeeTarget | null> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(
+      `SELECT h.handle, o.id AS org_id, o.payout_address, a.id AS agent_id, a.organization_id AS agent_org, a.signer_address
+         FROM payee_handles h
+         LEFT JOIN organizations o ON o.id = h.organization_id
+         LEFT JOIN agents a ON a.id = h.agent_id
+        WHERE h.handle = lower($1)`,
+      [handle],
+    );
+    const r = rows[0];
+    if (!r) return null;
+    if (r.org_id) return { kind: 'organization', id: r.org_id as string, organizationId: r.org_id as string, handle: r.handle as string, address: (r.payout_address as string | null) ?? null };
+    return { kind: 'agent', id: r.agent_id as string, organizationId: r.agent_org as string, handle: r.handle as string, address: (r.signer_address as string | null) ?? null };
+  }
+}
+
+/**
+ * Usage of `agentId`: payments in status pending, submitted or succeeded created since `dayStart` /
+ * `monthStart` (docs/architecture.md §13), and the open reservations. Run under the agent row lock
+ * when the answer decides a reservation.
+ */
+export async function agentUsage(em: TxHost['tx'], agentId: string, dayStart: Date, monthStart: Date): Promise<AgentUsage> {
+  const rows: Array<{ day: string; month: string; open: string }> = await em.query(
+    `SELECT COALESCE(SUM(amount) FILTER (WHERE created_at >= $2), 0)::text AS day,
+            COALESCE(SUM(amount) FILTER (WHERE created_at >= $3), 0)::text AS month,
+            COALESCE(SUM(amount) FILTER (WHERE status IN ('pending', 'submitted')), 0)::text AS open
+       FROM payments
+      WHERE agent_id = $1 AND status IN ('pending', 'submitted', 'succeeded')`,
+    [agentId, dayStart, monthStart],
+  );
+  return { usedToday: BigInt(rows[0].day), usedThisMonth: BigInt(rows[0].month), open: BigInt(rows[0].open) };
+}

@@ -1,0 +1,312 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { formatAmount, parseAmount } from '@lib/money';
+import { getAddress, hexlify, isHexString, randomBytes, verifyTypedData, Wallet } from 'ethers';
+import { AppConfig } from '../../config/app-config';
+import { AppError } from '../../common/errors/app-error';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { OrgsService } from '../orgs/orgs.service';
+import { ChainAccess } from '../relayer/chain-access.service';
+import { RelayerService } from '../relayer/relayer.service';
+import { policyWindows, renderPolicy, StoredPolicy } from './agent-policy';
+import { AgentRow, agentUsage, AgentsRepository } from './agents.repository';
+import { ENABLE_SIGNER_TYPES, ownerDomain, WITHDRAW_TYPES } from './owner-messages';
+import { SignerVault } from './signer-vault.service';
+
+/** GET /agent (docs/architecture.md §13): amounts decimal text. */
+export interface AgentView {
+  id: string;
+  slug: string;
+  name: string | null;
+  organizationId: string;
+  ownerAddress: string;
+  paused: boolean;
+  signer: { enabled: boolean; address: string | null };
+  policy: Record<string, unknown> | null;
+  usage: { usedToday: string; usedThisMonth: string };
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** GET /balance: USDC decimal text; `balance` = on-chain minus open reservations. */
+export interface BalanceView {
+  address: string;
+  balance: string;
+  onChainBalance: string;
+  ownerAddress: string;
+  ownerBalance: string;
+  currency: 'USDC';
+}
+
+/** Policy input of agent:policy:set: decimal amounts, ISO times; absent fields are unset. */
+export interface PolicyInput {
+  perTransactionMax?: string;
+  dailyLimit?: string;
+  monthlyLimit?: string;
+  approvalThreshold?: string;
+  allowedRecipients?: string[];
+  mode?: string;
+  validFrom?: string;
+  expiresAt?: string;
+}
+
+/** An owner's EIP-712 signature over a single-use message (nonce bytes32, deadline unix seconds). */
+export interface OwnerSigned {
+  nonce: string;
+  deadline: number;
+  signature: string;
+}
+
+/** Seconds before a payment authorization's validBefore; also the longest owner-message validity accepted. */
+const OWNER_MESSAGE_MAX_SECONDS = 3600;
+
+/**
+ * Agents and their session signers (docs/architecture.md §13): identity and usage, the policy, pause,
+ * enabling the signer (operator CLI or the owner's EnableSigner signature), the owner's Withdraw, and
+ * on-chain balances. Chain calls run outside database transactions.
+ */
+@Injectable()
+export class AgentsService {
+  private readonly logger = new Logger('Agents');
+
+  constructor(
+    private readonly repo: AgentsRepository,
+    private readonly vault: SignerVault,
+    private readonly orgs: OrgsService,
+    private readonly chain: ChainAccess,
+    private readonly relayer: RelayerService,
+    private readonly txHost: TransactionHost,
+    private readonly config: AppConfig,
+  ) {}
+
+  private tx<T>(fn: () => Promise<T>): Promise<T> {
+    return (this.txHost as TxHost).withTransaction(fn);
+  }
+
+  /**
+   * Creates an agent with a fresh sealed session signer (disabled, no USDC).
+   * @throws AppError invalid_request for a bad slug/address or a slug already taken by an organisation or agent.
+   */
+  async create(input: { organizationId: string; slug: string; ownerAddress: string; name?: string }): Promise<AgentRow> {
+    try {
+      return await this.tx(async () => {
+        const agent = await this.orgs.createAgent(input);
+        const signer = this.vault.generate(agent.id);
+        await this.repo.setSigner(agent.id, signer.address, signer.sealed, input.name ?? null);
+        return (await this.repo.find(agent.id))!;
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw AppError.invalidParam('slug', 'is already taken by an organisation or agent');
+      throw err;
+    }
+  }
+
+  /** @throws AppError not_found. */
+  async require(agentId: string): Promise<AgentRow> {
+    const agent = await this.repo.find(agentId);
+    if (!agent) throw AppError.notFound('agent');
+    return agent;
+  }
+
+  /** The agent as GET /agent renders it, with today's and this month's usage (UTC windows). */
+  async view(agentId: string, now = new Date()): Promise<AgentView> {
+    const agent = await this.require(agentId);
+    const { dayStart, monthStart } = policyWindows(now);
+    const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart);
+    return {
+      id: agent.id,
+      slug: agent.slug,
+      name: agent.name,
+      organizationId: agent.organizationId,
+      ownerAddress: agent.ownerAddress,
+      paused: agent.paused,
+      signer: { enabled: agent.signerEnabled, address: agent.signerAddress },
+      policy: renderPolicy(agent.policy),
+      usage: { usedToday: formatAmount(usage.usedToday), usedThisMonth: formatAmount(usage.usedThisMonth) },
+      createdAt: agent.createdAt.toISOString(),
+      updatedAt: agent.updatedAt.toISOString(),
+    };
+  }
+
+  /** Signer and owner USDC from the chain; `balance` subtracts open reservations (never below 0). */
+  async balance(agentId: string): Promise<BalanceView> {
+    const agent = await this.require(agentId);
+    if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
+    const [onChain, owner] = await Promise.all([this.chain.gateway.usdcBalance(agent.signerAddress), this.chain.gateway.usdcBalance(agent.ownerAddress)]);
+    const { dayStart, monthStart } = policyWindows(new Date());
+    const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart);
+    const available = onChain > usage.open ? onChain - usage.open : 0n;
+    return {
+      address: agent.signerAddress,
+      balance: formatAmount(available),
+      onChainBalance: formatAmount(onChain),
+      ownerAddress: agent.ownerAddress,
+      ownerBalance: formatAmount(owner),
+      currency: 'USDC',
+    };
+  }
+
+  /**
+   * Replaces the whole policy (absent fields are unset; docs/api.md agent:policy:set).
+   * @throws AppError invalid_request naming the field for a malformed amount, mode, time or recipient.
+   */
+  async setPolicy(agentId: string, input: PolicyInput): Promise<AgentView> {
+    await this.require(agentId);
+    const policy = parsePolicy(input, this.config.maxAmountUnits);
+    await this.tx(() => this.repo.setPolicy(agentId, policy));
+    return this.view(agentId);
+  }
+
+  async setPaused(agentId: string, paused: boolean): Promise<AgentView> {
+    await this.require(agentId);
+    await this.tx(() => this.repo.setPaused(agentId, paused));
+    return this.view(agentId);
+  }
+
+  /**
+   * Enables or disables the session signer (operator CLI). Disabling sweeps the whole float back to
+   * the owner (self-custodial, docs/architecture.md §13) after the flag is committed.
+   * @returns the agent, and the sweep's transaction hash when one was sent.
+   */
+  async setSignerEnabled(agentId: string, enabled: boolean): Promise<{ agent: AgentView; sweepTxHash: string | null }> {
+    const agent = await this.require(agentId);
+    if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
+    await this.tx(() => this.repo.setSignerEnabled(agentId, enabled));
+    const sweepTxHash = enabled ? null : await this.sweep(agent);
+    return { agent: await this.view(agentId), sweepTxHash };
+  }
+
+  /**
+   * The owner's EIP-712 EnableSigner{agentId, signer, enabled, nonce, deadline} (the owner page posts
+   * it). The signature must recover to `ownerAddress`, name this agent's signer, be unexpired (deadline
+   * at most an hour ahead) and use a fresh nonce.
+   * @throws AppError not_found; 400 invalid_request with details.reason (bad_signature, expired, nonce_used).
+   */
+  async enableSignerBySig(agentId: string, body: OwnerSigned & { enabled: boolean }): Promise<{ agent: AgentView; sweepTxHash: string | null }> {
+    const agent = await this.require(agentId);
+    const message = { agentId, signer: agent.signerAddress ?? '0x0000000000000000000000000000000000000000', enabled: body.enabled, nonce: body.nonce, deadline: BigInt(body.deadline) };
+    this.checkOwnerSignature(agent, ENABLE_SIGNER_TYPES, message, body);
+    const fresh = await this.tx(async () => {
+      if (!(await this.repo.useOwnerNonce(agentId, body.nonce, 'enable_signer'))) return false;
+      await this.repo.setSignerEnabled(agentId, body.enabled);
+      return true;
+    });
+    if (!fresh) throw new AppError('invalid_request', 'This signature was already used', { reason: 'nonce_used' });
+    const sweepTxHash = body.enabled ? null : await this.sweep(agent);
+    return { agent: await this.view(agentId), sweepTxHash };
+  }
+
+  /**
+   * The owner's EIP-712 Withdraw{agentId, amount, nonce, deadline}: moves `amount` of the float to
+   * `ownerAddress` as the signer's transferWithAuthorization, relayed; outside the spending policy.
+   * @throws AppError 400 invalid_request (bad_signature, expired, nonce_used, insufficient_balance).
+   */
+  async withdrawBySig(agentId: string, body: OwnerSigned & { amount: string }): Promise<{ txHash: string; amount: string; to: string }> {
+    const agent = await this.require(agentId);
+    let units: bigint;
+    try {
+      units = parseAmount(body.amount, this.config.maxAmountUnits);
+    } catch (err) {
+      throw AppError.invalidParam('amount', (err as Error).message);
+    }
+    this.checkOwnerSignature(agent, WITHDRAW_TYPES, { agentId, amount: units, nonce: body.nonce, deadline: BigInt(body.deadline) }, body);
+    if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
+    const onChain = await this.chain.gateway.usdcBalance(agent.signerAddress);
+    if (units > onChain) {
+      throw new AppError('invalid_request', 'The signer holds less than the amount', { reason: 'insufficient_balance', balance: formatAmount(onChain) });
+    }
+    const fresh = await this.tx(() => this.repo.useOwnerNonce(agentId, body.nonce, 'withdraw'));
+    if (!fresh) throw new AppError('invalid_request', 'This signature was already used', { reason: 'nonce_used' });
+    const txHash = await this.transferFromSigner(agent, agent.ownerAddress, units, 'withdraw');
+    return { txHash, amount: formatAmount(units), to: agent.ownerAddress };
+  }
+
+  /**
+   * Local chain only: `owner` (the demo owner wallet) sends `amount` USDC to the agent's signer, at
+   * most SIGNER_FLOAT_MAX in the signer afterwards.
+   * @throws AppError invalid_request (amount, float maximum).
+   */
+  async fund(agentId: string, amount: string, owner: Wallet): Promise<{ txHash: string; signerAddress: string; balance: string }> {
+    const agent = await this.require(agentId);
+    if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
+    let units: bigint;
+    try {
+      units = parseAmount(amount, this.config.maxAmountUnits);
+    } catch (err) {
+      throw AppError.invalidParam('amount', (err as Error).message);
+    }
+    const max = parseAmount(this.config.env.SIGNER_FLOAT_MAX);
+    const current = await this.chain.gateway.usdcBalance(agent.signerAddress);
+    if (current + units > max) {
+      throw new AppError('invalid_request', `The signer may hold at most ${formatAmount(max)} USDC (SIGNER_FLOAT_MAX)`, { reason: 'float_max', balance: formatAmount(current) });
+    }
+    const txHash = await this.chain.gateway.usdcTransfer(owner.connect(this.chain.provider), agent.signerAddress, units);
+    return { txHash, signerAddress: agent.signerAddress, balance: formatAmount(current + units) };
+  }
+
+  private checkOwnerSignature(agent: AgentRow, types: Record<string, Array<{ name: string; type: string }>>, message: Record<string, unknown>, body: OwnerSigned): void {
+    if (!isHexString(body.nonce, 32)) throw AppError.invalidParam('nonce', 'must be 32 bytes of 0x hex');
+    const now = Math.floor(Date.now() / 1000);
+    if (!Number.isSafeInteger(body.deadline) || body.deadline < now) throw new AppError('invalid_request', 'The signature has expired', { reason: 'expired' });
+    if (body.deadline > now + OWNER_MESSAGE_MAX_SECONDS) throw AppError.invalidParam('deadline', 'must be at most one hour ahead');
+    let recovered: string;
+    try {
+      recovered = verifyTypedData(ownerDomain(this.chain.chainId), types, message, body.signature);
+    } catch {
+      throw new AppError('invalid_request', 'The signature is malformed', { reason: 'bad_signature' });
+    }
+    if (getAddress(recovered) !== getAddress(agent.ownerAddress)) {
+      throw new AppError('invalid_request', "The signature is not the owner's", { reason: 'bad_signature' });
+    }
+  }
+
+  /** Sweeps the signer's whole USDC balance to the owner; null when there is nothing to sweep. */
+  private async sweep(agent: AgentRow): Promise<string | null> {
+    const balance = await this.chain.gateway.usdcBalance(agent.signerAddress!);
+    if (balance === 0n) return null;
+    return this.transferFromSigner(agent, agent.ownerAddress, balance, 'sweep');
+  }
+
+  private async transferFromSigner(agent: AgentRow, to: string, amount: bigint, purpose: string): Promise<string> {
+    const signer = await this.vault.wallet(agent.id);
+    const now = await this.chain.headTimestamp();
+    const auth = await this.chain.gateway.signTransferAuthorization(signer, { to, value: amount, validBefore: BigInt(now + 600), nonce: hexlify(randomBytes(32)) });
+    const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.chain.gateway.encodeTransferWithAuthorization(auth), purpose, reference: agent.id });
+    await this.chain.provider.waitForTransaction(txHash);
+    this.logger.log({ agentId: agent.id, purpose, txHash }, 'float moved to the owner');
+    return txHash;
+  }
+}
+
+/** Validates and normalises policy input; amounts to base-unit strings, recipients lowercased. */
+export function parsePolicy(input: PolicyInput, maxUnits: bigint): StoredPolicy {
+  const policy: StoredPolicy = { mode: 'autonomous' };
+  for (const field of ['perTransactionMax', 'dailyLimit', 'monthlyLimit', 'approvalThreshold'] as const) {
+    const v = input[field];
+    if (v === undefined) continue;
+    try {
+      policy[field] = parseAmount(v, maxUnits * 100_000n).toString();
+    } catch (err) {
+      throw AppError.invalidParam(field, (err as Error).message);
+    }
+  }
+  if (input.mode !== undefined) {
+    if (input.mode !== 'autonomous' && input.mode !== 'mandate') throw AppError.invalidParam('mode', 'must be autonomous or mandate');
+    policy.mode = input.mode;
+  }
+  for (const field of ['validFrom', 'expiresAt'] as const) {
+    const v = input[field];
+    if (v === undefined) continue;
+    if (Number.isNaN(Date.parse(v))) throw AppError.invalidParam(field, 'must be an ISO-8601 time');
+    policy[field] = new Date(v).toISOString();
+  }
+  if (input.allowedRecipients !== undefined) {
+    const list = input.allowedRecipients.map((r) => r.trim().toLowerCase()).filter((r) => r.length > 0);
+    for (const r of list) {
+      if (!/^0x[0-9a-f]{40}$/.test(r) && !/^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])?$/.test(r)) {
+        throw AppError.invalidParam('allowedRecipients', `${r} is neither a handle, a slug nor an address`);
+      }
+    }
+    policy.allowedRecipients = list;
+  }
+  return policy;
+}

@@ -1,0 +1,71 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { ChainAccess } from '../relayer/chain-access.service';
+import { PaymentsRepository } from './payments.repository';
+import { PaymentsService } from './payments.service';
+
+/** Cursor name in chain_cursors for USDC authorization logs. */
+export const AUTHORIZATION_CURSOR = 'usdc-authorizations';
+const MAX_BLOCKS_PER_PASS = 2000;
+
+/**
+ * Settles agent payments from the chain (docs/architecture.md §13): {@link pollOnce} reads USDC
+ * AuthorizationUsed / AuthorizationCanceled logs from a cursor in Postgres, CONFIRMATIONS behind head,
+ * and marks the matching payment succeeded (with the transaction that used it, whoever sent it) or
+ * failed (cancelled); {@link sweepOnce} resumes payments idle for PAYMENT_SWEEP_IDLE_SECONDS (re-relay,
+ * or failed once chain time is past validBefore with the authorization unused).
+ */
+@Injectable()
+export class PaymentSettlement {
+  private readonly logger = new Logger('PaymentSettlement');
+
+  constructor(
+    private readonly chain: ChainAccess,
+    private readonly repo: PaymentsRepository,
+    private readonly payments: PaymentsService,
+    private readonly txHost: TransactionHost,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** One indexer pass. @returns the blocks read and how many payments changed. */
+  async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number }> {
+    const em = (this.txHost as TxHost).tx;
+    const head = (await this.chain.provider.getBlockNumber()) - this.config.env.CONFIRMATIONS;
+    const rows: Array<{ block_number: string }> = await em.query('SELECT block_number FROM chain_cursors WHERE name = $1', [AUTHORIZATION_CURSOR]);
+    const fromBlock = rows[0] ? Number(rows[0].block_number) + 1 : this.config.env.ESCROW_DEPLOY_BLOCK;
+    if (fromBlock > head) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0 };
+    const toBlock = Math.min(head, fromBlock + MAX_BLOCKS_PER_PASS - 1);
+    const logs = await this.chain.gateway.getAuthorizationLogs(fromBlock, toBlock);
+    let succeeded = 0;
+    let failed = 0;
+    await (this.txHost as TxHost).withTransaction(async () => {
+      for (const log of logs) {
+        if (log.kind === 'used') {
+          if (await this.repo.markUsed(log.authorizer, log.nonce, log.txHash)) succeeded++;
+        } else if (await this.repo.markCanceled(log.authorizer, log.nonce)) {
+          failed++;
+        }
+      }
+      await (this.txHost as TxHost).tx.query(
+        `INSERT INTO chain_cursors (name, block_number, updated_at) VALUES ($1, $2, now())
+         ON CONFLICT (name) DO UPDATE SET block_number = GREATEST(chain_cursors.block_number, EXCLUDED.block_number), updated_at = now()`,
+        [AUTHORIZATION_CURSOR, toBlock],
+      );
+    });
+    return { fromBlock, toBlock, succeeded, failed };
+  }
+
+  /** Resumes every idle pending/submitted payment once. @returns how many were looked at. */
+  async sweepOnce(idleSeconds = this.config.env.PAYMENT_SWEEP_IDLE_SECONDS): Promise<number> {
+    const idle = await this.repo.idle(new Date(Date.now() - idleSeconds * 1000));
+    for (const p of idle) {
+      try {
+        await this.payments.resume(p);
+      } catch (err) {
+        this.logger.warn({ paymentId: p.id, error: (err as Error).message }, 'payment sweep step failed');
+      }
+    }
+    return idle.length;
+  }
+}

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
+import { AgentsModule } from '../agents/agents.module';
+import { RelayerModule } from '../relayer/relayer.module';
+import { PaymentSettlement } from './payment-settlement.service';
+import { PaymentsRepository } from './payments.repository';
+import { PaymentFaults, PaymentsService } from './payments.service';
+
+/** Agent payments: reservation, signing, relaying and settlement (docs/architecture.md §13). No controllers. */
+@Module({
+  imports: [AgentsModule, RelayerModule],
+  providers: [PaymentsRepository, PaymentsService, PaymentSettlement, PaymentFaults, IdempotencyRepository],
+  exports: [PaymentsService, PaymentSettlement, PaymentFaults],
+})
+export class PaymentsModule {}

@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { keysetPage } from '../../common/http/keyset';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
+
+/** Postgres I/O of payments (STYLE §4); every call runs in the caller's transaction. */
+@Injectable()
+export class PaymentsRepository {
+  constructor(private readonly txHost: TransactionHost) {}
+
+  private get em() {
+    return (this.txHost as TxHost).tx;
+  }
+
+  findByKey(agentId: string, idempotencyKey: string): Promise<Payment | null> {
+    return this.em.getRepository(Payment).findOneBy({ agentId, idempotencyKey });
+  }
+
+  findById(id: string): Promise<Payment | null> {
+    return this.em.getRepository(Payment).findOneBy({ id });
+  }
+
+  async insert(p: Payment): Promise<void> {
+    await this.em.getRepository(Payment).insert(p);
+  }
+
+  /**
+   * Stores the signed authorization once (recovery point "signed"); false when the payment already
+   * has one (a twin signed first) — the caller reloads and uses that one.
+   */
+  async storeAuthorization(id: string, auth: { nonce: string; validBefore: number; signature: string }): Promise<boolean> {
+    const rows: unknown = await this.em.query(
+      `UPDATE payments SET auth_nonce = $2, auth_valid_before = $3, auth_signature = $4, updated_at = now()
+        WHERE id = $1 AND auth_nonce IS NULL AND status = 'pending' RETURNING id`,
+      [id, auth.nonce, auth.validBefore, auth.signature],
+    );
+    return flat(rows as unknown[] | [unknown[], number]).length > 0;
+  }
+
+  /** Recovery point "broadcast": adds a relayer tx hash and moves pending → submitted. */
+  async markSubmitted(id: string, relayTxHash: string): Promise<void> {
+    await this.em.query(
+      `UPDATE payments SET relay_tx_hashes = array_append(relay_tx_hashes, $2),
+              status = CASE WHEN status = 'pending' THEN 'submitted' ELSE status END, updated_at = now()
+        WHERE id = $1 AND NOT ($2 = ANY(relay_tx_hashes))`,
+      [id, relayTxHash],
+    );
+  }
+
+  /** Links the payment to the checkout session an agent escrow created for it (same transaction as the insert). */
+  async attachCheckout(id: string, checkoutSessionId: string): Promise<void> {
+    await this.em.query(`UPDATE payments SET checkout_session_id = $2 WHERE id = $1`, [id, checkoutSessionId]);
+  }
+
+  /** Marks the payment touched (the sweep's idle clock) without changing it. */
+  async touch(id: string): Promise<void> {
+    await this.em.query(`UPDATE payments SET updated_at = now() WHERE id = $1`, [id]);
+  }
+
+  /** pending/submitted → failed with `reason`; false when it had already settled. */
+  async markFailed(id: string, reason: string): Promise<boolean> {
+    const rows: unknown = await this.em.query(
+      `UPDATE payments SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1 AND status IN ('pending', 'submitted') RETURNING id`,
+      [id, reason],
+    );
+    return flat(rows as unknown[] | [unknown[], number]).length > 0;
+  }
+
+  /**
+   * The authorization `nonce` of `authorizer` was used on chain by `txHash`: its payment succeeds
+   * (also from failed-by-expiry, since the chain says it moved). Returns the payment id, if any.
+   */
+  async markUsed(authorizer: string, nonce: string, txHash: string): Promise<string | null> {
+    const rows: Array<{ id: string }> | [Array<{ id: string }>, number] = await this.em.query(
+      `UPDATE payments SET status = 'succeeded', tx_hash = $3, failure_reason = NULL, updated_at = now()
+        WHERE lower(from_address) = lower($1) AND auth_nonce = $2 AND status <> 'succeeded' RETURNING id`,
+      [authorizer, nonce.toLowerCase(), txHash],
+    );
+    return flat(rows)[0]?.id ?? null;
+  }
+
+  /** The authorization was cancelled on chain: its payment fails (reason cancelled). */
+  async markCanceled(authorizer: string, nonce: string): Promise<string | null> {
+    const rows: Array<{ id: string }> | [Array<{ id: string }>, number] = await this.em.query(
+      `UPDATE payments SET status = 'failed', failure_reason = 'cancelled', updated_at = now()
+        WHERE lower(from_address) = lower($1) AND auth_nonce = $2 AND status IN ('pending', 'submitted') RETURNING id`,
+      [authorizer, nonce.toLowerCase()],
+    );
+    return flat(rows)[0]?.id ?? null;
+  }
+
+  /** Payments idle in pending/submitted since before `idleBefore`, oldest first. */
+  idle(idleBefore: Date, limit = 100): Promise<Payment[]> {
+    return this.em
+      .getRepository(Payment)
+      .createQueryBuilder('p')
+      .where(`p.status IN ('pending', 'submitted')`)
+      .andWhere('p.updated_at < :idleBefore', { idleBefore })
+      .orderBy('p.updated_at', 'ASC')
+      .take(limit)
+      .getMany();
+  }
+
+  /** An agent's payments newest first (keyset on created_at, id). */
+  list(agentId: string, q: { limit: number; startingAfter?: string; status?: PaymentStatus; mode?: PaymentMode }): Promise<Payment[]> {
+    return keysetPage(
+      () => this.em.getRepository(Payment).createQueryBuilder('p'),
+      'p',
+      { sql: 'p.agent_id = :agentId', params: { agentId } },
+      q.limit,
+      q.startingAfter,
+      (qb) => {
+        if (q.status) qb.andWhere('p.status = :status', { status: q.status });
+        if (q.mode) qb.andWhere('p.mode = :mode', { mode: q.mode });
+      },
+    );
+  }
+}
+
+/** TypeORM returns `[rows, count]` for UPDATE … RETURNING on pg; plain rows elsewhere. */
+function flat<T>(rows: T[] | [T[], number]): T[] {
+  return rows.length === 2 && Array.isArray(rows[0]) && typeof rows[1] === 'number' ? (rows[0] as T[]) : (rows as T[]);
+}

@@ -1,0 +1,409 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { ChainTxError } from '@lib/chain';
+import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
+import { hexlify, randomBytes, type Wallet } from 'ethers';
+import { v7 as uuidv7 } from 'uuid';
+import type { Principal } from '../../common/auth/principal';
+import { AppError } from '../../common/errors/app-error';
+import { ListPage, toPage } from '../../common/http/list.dto';
+import { canonicalJson, sha256Hex } from '../../common/idempotency/fingerprint';
+import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
+import { resolveIdempotencyKey } from '../../common/idempotency/idempotency.interceptor';
+import { AppConfig } from '../../config/app-config';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { evaluatePolicy, policyWindows } from '../agents/agent-policy';
+import type { AgentRow, PayeeTarget } from '../agents/agent.types';
+import { AgentSpendGate } from '../agents/agent-spend.service';
+import { SignerVault } from '../agents/signer-vault.service';
+import { ChainAccess } from '../relayer/chain-access.service';
+import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
+import { PaymentDto } from './dto/payment.dto';
+import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
+import { PaymentsRepository } from './payments.repository';
+
+/** Seconds an agent payment's EIP-3009 authorization stays valid (validBefore = chain now + this; docs/architecture.md §13). */
+export const PAYMENT_VALIDITY_SECONDS = 600;
+
+/**
+ * Test seam for the crash proofs: when `at` names a recovery point, the service throws there, as if
+ * the process died right after committing it. Always null in production.
+ */
+@Injectable()
+export class PaymentFaults {
+  at: 'after_reserve' | 'after_signed' | null = null;
+
+  hit(point: 'after_reserve' | 'after_signed'): void {
+    if (this.at === point) throw new Error(`fault injected at ${point}`);
+  }
+}
+
+/** A spend request after validation: payee handle and base units. */
+export interface SpendInput {
+  to: string;
+  amount: string;
+  mode?: PaymentMode;
+}
+
+/** A payment row as other modules see it (through this service, never the entity file). */
+export type PaymentRecord = Payment;
+
+/** The stored EIP-3009 authorization of a payment (recovery point "signed"). */
+export interface StoredAuthorization {
+  nonce: string;
+  validBefore: number;
+  signature: string;
+}
+
+/**
+ * How a payment mode other than `instant` signs and relays (agent escrows: receiveWithAuthorization into
+ * the escrow under signed terms). Registered by the owning module; the reservation, recovery points and
+ * settlement stay here.
+ */
+export interface PaymentModeHandler {
+  /** Inside the reservation transaction, after the payment row is inserted (e.g. the checkout session). */
+  onReserved?(payment: Payment, extra: Record<string, unknown>): Promise<void>;
+  /** Signs the authorization with the agent's signer (called once per payment). */
+  authorize(payment: Payment, signer: Wallet): Promise<StoredAuthorization>;
+  /** The relayer transaction that uses the stored authorization. */
+  relayRequest(payment: Payment): Promise<RelayRequest>;
+}
+
+/**
+ * Agent payments under policy (docs/architecture.md §13, §5). The refusal order (agents_disabled →
+ * agent_paused → signer_required → kyb_rejected → mandate_required → policy_denied) and the
+ * reservation run in one short transaction under the agent row lock, which inserts the payment
+ * `pending` with UNIQUE(agent_id, idempotency_key); signing and relaying follow outside any
+ * transaction, each recovery point committed, so a retry with the same key or the worker's sweep
+ * resumes the same payment with the same authorization. Amounts are bigint base units.
+ */
+@Injectable()
+export class PaymentsService {
+  private readonly logger = new Logger('Payments');
+  private readonly modes = new Map<PaymentMode, PaymentModeHandler>();
+
+  constructor(
+    private readonly repo: PaymentsRepository,
+    private readonly agents: AgentSpendGate,
+    private readonly vault: SignerVault,
+    private readonly chain: ChainAccess,
+    private readonly relayer: RelayerService,
+    private readonly records: IdempotencyRepository,
+    private readonly txHost: TransactionHost,
+    private readonly config: AppConfig,
+    private readonly faults: PaymentFaults,
+  ) {}
+
+  private tx<T>(fn: () => Promise<T>): Promise<T> {
+    return (this.txHost as TxHost).withTransaction(fn);
+  }
+
+  /** Registers how `mode` signs and relays (called by the module that owns the mode at start-up). */
+  registerMode(mode: PaymentMode, handler: PaymentModeHandler): void {
+    this.modes.set(mode, handler);
+  }
+
+  /**
+   * POST /payments: validates, refuses or reserves, then signs and relays; answers once broadcast
+   * (`submitted`), or `pending` when the relayer could not broadcast yet (the sweep resumes it).
+   * @throws AppError 400 (idempotency_required, invalid amount, unknown payee, no payout address),
+   *   403 in the refusal order with `details`, 422 idempotency_conflict (same key, other request).
+   */
+  async create(principal: Principal, input: SpendInput, headerKey: string | undefined): Promise<PaymentDto> {
+    return this.toDto(await this.spend(principal, { ...input, mode: 'instant' }, headerKey, { path: '/api/v1/payments' }));
+  }
+
+  /**
+   * The whole spend of any mode: idempotency by (agent, key), refusals and reservation under the agent
+   * row lock, then {@link resume}. `opts.path` scopes stored refusals; `opts.extra` reaches the mode's
+   * onReserved hook and the fingerprint; `opts.organizationsOnly` refuses agent payees (agent escrows).
+   * @returns the payment after resuming.
+   * @throws AppError as {@link create}.
+   */
+  async spend(
+    principal: Principal,
+    input: SpendInput,
+    headerKey: string | undefined,
+    opts: { path: string; extra?: Record<string, unknown>; organizationsOnly?: boolean },
+  ): Promise<Payment> {
+    const agentId = principal.agentId!;
+    const mode = input.mode ?? 'instant';
+    const key = resolveIdempotencyKey(headerKey, undefined);
+    if (!key) throw new AppError('idempotency_required', `POST ${opts.path} requires an Idempotency-Key header`);
+    const amount = this.parse(input.amount);
+    const fingerprint = sha256Hex(canonicalJson({ to: input.to.toLowerCase(), amount: amount.toString(), mode, ...(opts.extra ?? {}) }));
+    const scopeHash = sha256Hex([principal.organizationId, principal.actor, 'POST', opts.path].join('|'));
+
+    const existing = await this.repo.findByKey(agentId, key);
+    if (existing) return this.replay(existing, fingerprint);
+    const stored = await this.tx(() => this.records.lockAndFind(scopeHash, key));
+    if (stored.record) {
+      if (stored.record.fingerprint !== fingerprint) throw conflict();
+      const body = stored.record.responseBody as { error: string; code: AppError['code']; details?: Record<string, unknown> };
+      throw new AppError(body.code, body.error, body.details, stored.record.responseStatus);
+    }
+
+    const payee = await this.resolvePayee(input.to);
+    if (opts.organizationsOnly && payee.kind !== 'organization') {
+      throw AppError.invalidParam('to', 'must be an organisation handle (agent escrows pay organisations)', { reason: 'not_an_organization' });
+    }
+    const agent = await this.agents.find(agentId);
+    if (!agent) throw AppError.notFound('agent');
+    this.checkAgent(agent);
+    const onChain = await this.chain.gateway.usdcBalance(agent.signerAddress!);
+
+    let outcome: { payment: Payment; created: boolean };
+    try {
+      outcome = await this.tx(async () => {
+        const locked = (await this.agents.lock(agentId))!;
+        const twin = await this.repo.findByKey(agentId, key);
+        if (twin) return { payment: twin, created: false };
+        this.checkAgent(locked);
+        await this.organizationGate(locked.organizationId);
+        if (locked.policy?.mode === 'mandate') {
+          throw new AppError('mandate_required', 'This agent pays only under an active mandate covering the payee and amount', { mode: 'mandate' });
+        }
+        const now = new Date();
+        const { dayStart, monthStart } = policyWindows(now);
+        const usage = await this.agents.usage(agentId, dayStart, monthStart);
+        const refusal = evaluatePolicy(locked.policy, {
+          amount,
+          toHandle: payee.handle,
+          toAddress: payee.address!,
+          now,
+          usedToday: usage.usedToday,
+          usedThisMonth: usage.usedThisMonth,
+          available: onChain > usage.open ? onChain - usage.open : 0n,
+        });
+        if (refusal) throw new AppError('policy_denied', refusal.message, refusal.details);
+        const payment = Object.assign(new Payment(), {
+          id: uuidv7(),
+          agentId,
+          organizationId: locked.organizationId,
+          idempotencyKey: key,
+          fingerprint,
+          status: 'pending' as PaymentStatus,
+          mode,
+          toHandle: payee.handle,
+          toAddress: payee.address!,
+          fromAddress: locked.signerAddress!,
+          amount,
+          fee: 0n,
+          authNonce: null,
+          authValidBefore: null,
+          authSignature: null,
+          relayTxHashes: [],
+          txHash: null,
+          mandateId: null,
+          taskId: null,
+          checkoutSessionId: null,
+          failureReason: null,
+          createdAt: now,
+          updatedAt: now,
+        });
+        await this.repo.insert(payment);
+        await this.modes.get(mode)?.onReserved?.(payment, opts.extra ?? {});
+        return { payment, created: true };
+      });
+    } catch (err) {
+      if (err instanceof AppError && err.status === 403) await this.storeRefusal(principal, scopeHash, key, fingerprint, err);
+      throw err;
+    }
+    if (!outcome.created) return this.replay(outcome.payment, fingerprint);
+    this.faults.hit('after_reserve');
+    return this.resume(outcome.payment);
+  }
+
+  /** Links a payment to its agent escrow's checkout session; call from a mode's onReserved hook. */
+  async attachCheckout(payment: Payment, checkoutSessionId: string): Promise<void> {
+    await this.repo.attachCheckout(payment.id, checkoutSessionId);
+    payment.checkoutSessionId = checkoutSessionId;
+  }
+
+  /** A payment of the agent, or null (any mode). */
+  async findForAgent(agentId: string, id: string): Promise<Payment | null> {
+    const p = await this.repo.findById(id);
+    return p && p.agentId === agentId ? p : null;
+  }
+
+  /** The agent's payments of `mode`, newest first. */
+  listForAgent(agentId: string, q: { limit: number; startingAfter?: string; mode?: PaymentMode }): Promise<Payment[]> {
+    return this.repo.list(agentId, q);
+  }
+
+  /** GET /payments/{id} for the paying agent. @throws AppError not_found. */
+  async get(principal: Principal, id: string): Promise<PaymentDto> {
+    const p = await this.repo.findById(id);
+    if (!p || p.agentId !== principal.agentId) throw AppError.notFound('payment');
+    return this.toDto(p);
+  }
+
+  async list(principal: Principal, q: { limit?: number; startingAfter?: string; status?: PaymentStatus }): Promise<ListPage<PaymentDto>> {
+    const limit = q.limit ?? 10;
+    const rows = await this.repo.list(principal.agentId!, { limit, startingAfter: q.startingAfter, status: q.status });
+    return toPage(rows, limit, (p) => this.toDto(p));
+  }
+
+  /**
+   * Moves a payment forward from its last recovery point (docs/architecture.md §5), outside any
+   * transaction: signs the authorization once (unless agents are disabled: then an unsigned payment
+   * fails), then relays it unless the chain already used it or it is dead. With AGENTS_ENABLED=false a
+   * signed, unused authorization is cancelled instead. Relay errors leave the payment as it was (it
+   * keeps counting toward the policy until used, cancelled or expired).
+   * @returns the payment as it is afterwards.
+   */
+  async resume(payment: Payment): Promise<Payment> {
+    let p = payment;
+    if (p.status === 'succeeded' || p.status === 'failed') return p;
+    if (!p.authNonce) {
+      if (!this.config.env.AGENTS_ENABLED) {
+        await this.tx(() => this.repo.markFailed(p.id, 'agents_disabled'));
+        return (await this.repo.findById(p.id))!;
+      }
+      const signer = await this.vault.wallet(p.agentId);
+      const auth = await this.authorize(p, signer);
+      await this.tx(() => this.repo.storeAuthorization(p.id, { nonce: auth.nonce.toLowerCase(), validBefore: auth.validBefore, signature: auth.signature }));
+      p = (await this.repo.findById(p.id))!;
+      if (!p.authNonce) return p;
+      this.faults.hit('after_signed');
+    }
+    const used = await this.chain.gateway.authorizationState(p.fromAddress, p.authNonce!);
+    if (used) {
+      if (p.status === 'pending') await this.tx(() => this.repo.touch(p.id));
+      return (await this.repo.findById(p.id))!;
+    }
+    const chainNow = await this.chain.headTimestamp();
+    if (chainNow >= p.authValidBefore!) {
+      await this.tx(() => this.repo.markFailed(p.id, 'expired'));
+      return (await this.repo.findById(p.id))!;
+    }
+    if (!this.config.env.AGENTS_ENABLED) {
+      await this.cancelAuthorization(p);
+      return (await this.repo.findById(p.id))!;
+    }
+    try {
+      const { txHash } = await this.relayer.relay(await this.relayRequest(p));
+      await this.tx(() => this.repo.markSubmitted(p.id, txHash));
+    } catch (err) {
+      if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError)) throw err;
+      if (await this.chain.gateway.authorizationState(p.fromAddress, p.authNonce!)) {
+        await this.tx(() => this.repo.touch(p.id));
+      } else {
+        this.logger.warn({ paymentId: p.id, error: err.message }, 'payment relay failed; it stays reserved until used, cancelled or expired');
+        await this.tx(() => this.repo.touch(p.id));
+      }
+    }
+    return (await this.repo.findById(p.id))!;
+  }
+
+  private async authorize(p: Payment, signer: Wallet): Promise<StoredAuthorization> {
+    const handler = this.modes.get(p.mode);
+    if (handler) return handler.authorize(p, signer);
+    const validBefore = (await this.chain.headTimestamp()) + PAYMENT_VALIDITY_SECONDS;
+    const auth = await this.chain.gateway.signTransferAuthorization(signer, { to: p.toAddress, value: p.amount, validBefore: BigInt(validBefore), nonce: hexlify(randomBytes(32)) });
+    return { nonce: auth.nonce, validBefore, signature: auth.signature };
+  }
+
+  private async relayRequest(p: Payment): Promise<RelayRequest> {
+    const handler = this.modes.get(p.mode);
+    if (handler) return handler.relayRequest(p);
+    return {
+      to: this.chain.gateway.usdcAddress,
+      data: this.chain.gateway.encodeTransferWithAuthorization({
+        from: p.fromAddress,
+        to: p.toAddress,
+        value: p.amount,
+        validAfter: 0n,
+        validBefore: BigInt(p.authValidBefore!),
+        nonce: p.authNonce!,
+        signature: p.authSignature!,
+      }),
+      purpose: 'payment',
+      reference: p.id,
+    };
+  }
+
+  /** Relays the signer's cancelAuthorization of an unused authorization (kill switch); the indexer marks the payment failed. */
+  private async cancelAuthorization(p: Payment): Promise<void> {
+    const signer = await this.vault.wallet(p.agentId);
+    const data = await this.chain.gateway.encodeCancelAuthorization(signer, p.authNonce!);
+    try {
+      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'cancel_authorization', reference: p.id });
+      await this.chain.provider.waitForTransaction(txHash);
+    } catch (err) {
+      if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError)) throw err;
+      this.logger.warn({ paymentId: p.id, error: err.message }, 'cancelAuthorization failed');
+    }
+    await this.tx(() => this.repo.touch(p.id));
+  }
+
+  private async replay(p: Payment, fingerprint: string): Promise<Payment> {
+    if (p.fingerprint !== fingerprint) throw conflict();
+    return this.resume(p);
+  }
+
+  private parse(text: string): bigint {
+    try {
+      return parseAmount(text, this.config.maxAmountUnits);
+    } catch (err) {
+      if (err instanceof AmountFormatError) throw AppError.invalidParam('amount', err.message);
+      throw err;
+    }
+  }
+
+  /** @throws AppError 400 for an unknown payee or one without an address. */
+  private async resolvePayee(handle: string): Promise<PayeeTarget & { address: string }> {
+    const payee = await this.agents.resolveHandle(handle.trim());
+    if (!payee) throw AppError.invalidParam('to', 'is not a known organisation handle or agent slug', { reason: 'unknown_payee' });
+    if (!payee.address) {
+      throw new AppError('invalid_request', `${handle} has no payout address`, { reason: 'no_payout_address', fields: [{ param: 'to', message: 'has no payout address' }] });
+    }
+    return payee as PayeeTarget & { address: string };
+  }
+
+  /** The agent-level refusals in docs/architecture.md §13 order (before the organisation gate and policy). */
+  checkAgent(agent: AgentRow): void {
+    if (!this.config.env.AGENTS_ENABLED) throw new AppError('agents_disabled', 'Agent spending is switched off on this service (AGENTS_ENABLED=false)');
+    if (agent.paused) throw new AppError('agent_paused', 'This agent is paused by its owner', { agentId: agent.id });
+    if (!agent.signerEnabled || !agent.signerAddress) throw new AppError('signer_required', "Enable the agent's session signer first", { agentId: agent.id });
+  }
+
+  /**
+   * The organisation gate of the refusal order (kyb_rejected, docs/architecture.md §12): the one call
+   * site where the verification module's check is wired; allows every organisation until then.
+   */
+  private async organizationGate(_organizationId: string): Promise<void> {
+    return;
+  }
+
+  private async storeRefusal(principal: Principal, scopeHash: string, key: string, fingerprint: string, err: AppError): Promise<void> {
+    const body = { error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) };
+    await this.tx(() =>
+      this.records.insert(
+        { scopeHash, idempotencyKey: key, fingerprint, organizationId: principal.organizationId, method: 'POST', path: '/api/v1/payments', responseStatus: err.status, responseBody: body },
+        this.config.env.IDEMPOTENCY_TTL_HOURS,
+      ),
+    );
+  }
+
+  toDto(p: Payment): PaymentDto {
+    return {
+      id: p.id,
+      status: p.status,
+      to: p.toHandle,
+      toAddress: p.toAddress,
+      amount: formatAmount(p.amount),
+      fee: formatAmount(p.fee),
+      txHash: p.txHash,
+      mode: p.mode,
+      mandateId: p.mandateId,
+      taskId: p.taskId,
+      failureReason: p.failureReason,
+      createdAt: p.createdAt.toISOString(),
+      updatedAt: p.updatedAt.toISOString(),
+    };
+  }
+}
+
+function conflict(): AppError {
+  return new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request', { reason: 'payload_mismatch' }, 422);
+}

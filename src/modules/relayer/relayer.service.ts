@@ -1,0 +1,92 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { ChainTxError } from '@lib/chain';
+import { Queue, QueueEvents } from 'bullmq';
+import { formatEther, parseEther } from 'ethers';
+import { v7 as uuidv7 } from 'uuid';
+import { AppConfig } from '../../config/app-config';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { ChainAccess } from './chain-access.service';
+import { RELAYER_QUEUE, RelayerJobData, RelayerJobResult } from './relayer.queue';
+import { RelayerRepository } from './relayer.repository';
+
+/** What to relay: calldata for `to`, a purpose label and a reference (e.g. the payment id) for operators. */
+export interface RelayRequest {
+  to: string;
+  data: string;
+  purpose: string;
+  reference?: string | null;
+}
+
+/** Thrown when the queue did not broadcast within RELAYER_WAIT_MS; the row stays queued and is sent later. */
+export class RelayTimeoutError extends Error {
+  constructor(readonly relayTxId: string) {
+    super(`relayer transaction ${relayTxId} was not broadcast in time`);
+  }
+}
+
+/**
+ * The one way any process sends a relayer transaction (docs/architecture.md §5): a row in
+ * relayer_transactions, then a job on the relayer queue (job id = row id, so a retry cannot enqueue
+ * it twice), whose processor allocates the nonce in Postgres and broadcasts. {@link relay} waits for
+ * the broadcast (not for mining).
+ */
+@Injectable()
+export class RelayerService implements OnApplicationShutdown {
+  private events?: QueueEvents;
+
+  constructor(
+    @InjectQueue(RELAYER_QUEUE) private readonly queue: Queue<RelayerJobData, RelayerJobResult>,
+    private readonly repo: RelayerRepository,
+    private readonly txHost: TransactionHost,
+    private readonly chain: ChainAccess,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * Queues `req` and waits until it is broadcast. Must not be called inside a database transaction.
+   * @returns the relayer row id and the transaction hash.
+   * @throws ChainTxError when the call would revert or the node refused it; RelayTimeoutError after RELAYER_WAIT_MS.
+   */
+  async relay(req: RelayRequest): Promise<{ relayTxId: string; txHash: string }> {
+    const relayTxId = uuidv7();
+    await (this.txHost as TxHost).withTransaction(() =>
+      this.repo.insert({ id: relayTxId, address: this.chain.relayer.address, toAddress: req.to, data: req.data, purpose: req.purpose, reference: req.reference ?? null }),
+    );
+    const events = await this.queueEvents();
+    const job = await this.queue.add('send', { relayTxId }, { jobId: relayTxId, removeOnComplete: { age: 3600 }, removeOnFail: { age: 86400 } });
+    try {
+      const result = await job.waitUntilFinished(events, this.config.env.RELAYER_WAIT_MS);
+      return { relayTxId, txHash: result.txHash };
+    } catch (err) {
+      const row = await this.repo.find(relayTxId);
+      if (row?.status === 'broadcast' && row.txHash) return { relayTxId, txHash: row.txHash };
+      if (row?.status === 'failed') throw new ChainTxError(row.error ?? 'relay failed', parseErrorName(row.error), [], null, null, { cause: err });
+      throw new RelayTimeoutError(relayTxId);
+    }
+  }
+
+  /** The relayer's address and ETH balance (wei), and whether it is at least RELAYER_MIN_BALANCE. */
+  async balance(): Promise<{ address: string; balance: string; ok: boolean }> {
+    const wei = await this.chain.provider.getBalance(this.chain.relayer.address);
+    return { address: this.chain.relayer.address, balance: formatEther(wei), ok: wei >= parseEther(this.config.env.RELAYER_MIN_BALANCE) };
+  }
+
+  private async queueEvents(): Promise<QueueEvents> {
+    if (!this.events) {
+      const env = this.config.env;
+      this.events = new QueueEvents(RELAYER_QUEUE, { connection: { url: env.REDIS_URL, maxRetriesPerRequest: null }, prefix: env.REDIS_PREFIX });
+      await this.events.waitUntilReady();
+    }
+    return this.events;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.events?.close();
+  }
+}
+
+function parseErrorName(message: string | null): string | null {
+  const m = message?.match(/: ([A-Za-z0-9_]+)\(/);
+  return m ? m[1] : null;
+}

@@ -1,0 +1,97 @@
+import { Module, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { randomUUID } from 'node:crypto';
+import { Logger } from 'nestjs-pino';
+import { CoreModule } from '../../src/core.module';
+import { TransactionHost, TxHost } from '../../src/database/transaction';
+import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.service';
+import { OrgsService } from '../../src/modules/orgs/orgs.service';
+import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
+import { RelayerWorkerModule } from '../../src/modules/relayer/relayer.worker.module';
+import type { TestApp } from './app';
+import { TestChain, USDC } from './chain';
+
+@Module({ imports: [CoreModule, RelayerWorkerModule] })
+class RelayerOnlyWorkerModule {}
+
+/**
+ * The relayer queue's processor in this process (the worker's RelayerWorkerModule on the run's
+ * database and Redis prefix), so api calls that relay get their transactions broadcast.
+ */
+export async function startRelayerWorker(): Promise<INestApplicationContext> {
+  const app = await NestFactory.createApplicationContext(RelayerOnlyWorkerModule, { bufferLogs: true });
+  app.useLogger(app.get(Logger));
+  await app.init();
+  return app;
+}
+
+/** A payee organisation with a fresh payout wallet. */
+export async function createPayee(t: TestApp, chain: TestChain, handle = `shop-${randomUUID().slice(0, 8)}`) {
+  const wallet = await chain.wallet({ eth: false });
+  const org = await (t.app.get(TransactionHost) as TxHost).withTransaction(() =>
+    t.app.get(OrgsService).createOrganization({ name: 'Payee', handle, payoutAddress: wallet.address }),
+  );
+  return { handle: org.handle, address: wallet.address, organizationId: org.id };
+}
+
+export interface TestAgent {
+  agentId: string;
+  slug: string;
+  organizationId: string;
+  key: string;
+  signerAddress: string;
+  owner: Awaited<ReturnType<TestChain['wallet']>>;
+}
+
+/**
+ * An organisation with an agent (owner = a fresh wallet holding `ownerUsdc`), an agent key with every
+ * agent scope, the policy `policy` (none when null), the signer enabled unless `enable: false`, and
+ * `float` base units moved from the owner into the signer.
+ */
+export async function createAgent(
+  t: TestApp,
+  chain: TestChain,
+  opts: { policy?: PolicyInput | null; float?: bigint; enable?: boolean; ownerUsdc?: bigint; scopes?: string[] } = {},
+): Promise<TestAgent> {
+  const owner = await chain.wallet({ usdc: opts.ownerUsdc ?? 10_000n * USDC });
+  const orgs = t.app.get(OrgsService);
+  const agents = t.app.get(AgentsService);
+  const org = await (t.app.get(TransactionHost) as TxHost).withTransaction(() =>
+    orgs.createOrganization({ name: 'Agent Org', handle: `aorg-${randomUUID().slice(0, 8)}` }),
+  );
+  const slug = `agent-${randomUUID().slice(0, 8)}`;
+  const agent = await agents.create({ organizationId: org.id, slug, ownerAddress: owner.address, name: 'Test agent' });
+  const { secret } = await (t.app.get(TransactionHost) as TxHost).withTransaction(() =>
+    orgs.createApiKey({ organizationId: org.id, kind: 'agent', agentId: agent.id, scopes: opts.scopes ?? ['agent:pay', 'agent:balance:read', 'agent:escrow:fund'] }),
+  );
+  if (opts.policy !== null) await agents.setPolicy(agent.id, opts.policy ?? { dailyLimit: '1000.00' });
+  if (opts.enable !== false) await agents.setSignerEnabled(agent.id, true);
+  const float = opts.float ?? 0n;
+  if (float > 0n) await chain.gateway.usdcTransfer(owner, agent.signerAddress!, float);
+  return { agentId: agent.id, slug, organizationId: org.id, key: secret, signerAddress: agent.signerAddress!, owner };
+}
+
+/** POST /api/v1/payments as the agent. */
+export function pay(t: TestApp, agent: TestAgent, body: Record<string, unknown>, key: string | null = `pay-${randomUUID()}`) {
+  const req = t.http.post('/api/v1/payments').set('X-Api-Key', agent.key);
+  if (key !== null) req.set('Idempotency-Key', key);
+  return req.send(body);
+}
+
+/** Runs the USDC authorization indexer until `done()` holds. */
+export async function settleUntil(t: TestApp, done: () => Promise<boolean>, label = 'payments settled', passes = 50): Promise<void> {
+  const settlement = t.app.get(PaymentSettlement);
+  for (let i = 0; i < passes; i++) {
+    await settlement.pollOnce();
+    if (await done()) return;
+  }
+  throw new Error(`${label}: not reached after ${passes} indexer passes`);
+}
+
+/** Statuses of an agent's payments straight from Postgres. */
+export async function paymentRows(t: TestApp, agentId: string): Promise<Array<{ id: string; status: string; amount: string; auth_nonce: string | null; relay_tx_hashes: string[]; tx_hash: string | null; failure_reason: string | null }>> {
+  return t.dataSource.query(
+    `SELECT id, status, amount::text, auth_nonce, relay_tx_hashes, tx_hash, failure_reason FROM payments WHERE agent_id = $1 ORDER BY created_at, id`,
+    [agentId],
+  );
+}
