@@ -24,12 +24,12 @@ import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
 export const BULL_BOARD_ROUTE = '/admin/queues';
 
 /**
- * The worker process (DESIGN §1, STYLE §9): the same core and feature modules as the api, plus
- * the queue processors, which are registered here only: the outbox relay loop, the webhook
+ * The worker process (docs/architecture.md §1): the core and the features' service modules,
+ * plus the queue processors, which are registered here only: the outbox relay loop, the webhook
  * delivery processor, the recovery pass, the chain jobs (indexer, auto-release, checkout expiry)
- * and the hourly idempotency reaper. Its HTTP port (WORKER_PORT) serves only
- * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
- * OPERATOR_TOKEN.
+ * and the hourly idempotency reaper. It imports no `*.http.module.ts` (a dependency-cruiser rule
+ * holds it to that), so its HTTP port (WORKER_PORT) serves only `/health/live`,
+ * `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind OPERATOR_TOKEN.
  */
 @Module({
   imports: [
