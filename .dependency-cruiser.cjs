@@ -1,6 +1,7 @@
 /**
  * Architecture rules (STYLE §13): libs never import src; a feature module never imports another
- * module's repository or entity; no cycles; tests are not imported by production code.
+ * module's repository or entity; routes only in the api (http modules, controllers); no cycles;
+ * tests are not imported by production code.
  */
 module.exports = {
   forbidden: [
@@ -26,6 +27,27 @@ module.exports = {
       severity: 'error',
       from: { path: '^(src|libs)/' },
       to: { circular: true, viaOnly: { pathNot: '\\.entity\\.ts$' } },
+    },
+    {
+      name: 'http-modules-only-in-the-api',
+      severity: 'error',
+      comment: 'a feature\'s routes live in its <feature>.http.module.ts, imported by the api module alone (STYLE: transports in their own Nest modules)',
+      from: { path: '^src/', pathNot: '^src/app\\.module\\.ts$' },
+      to: { path: '\\.http\\.module\\.ts$' },
+    },
+    {
+      name: 'controllers-only-in-http-modules',
+      severity: 'error',
+      comment: 'a controller is registered by its feature\'s http module only (health is served by every process and keeps its own module)',
+      from: { path: '^src/', pathNot: ['\\.http\\.module\\.ts$', '\\.controller\\.ts$', '^src/modules/health/'] },
+      to: { path: '\\.controller\\.ts$' },
+    },
+    {
+      name: 'no-routes-in-worker-or-cli',
+      severity: 'error',
+      comment: 'the worker serves health, metrics and Bull Board only, the CLI no HTTP at all: nothing they load may reach an api controller or http module',
+      from: { path: '^src/(worker|cli)(\\.module)?\\.ts$' },
+      to: { path: '\\.(controller|http\\.module)\\.ts$', pathNot: '^src/modules/health/', reachable: true },
     },
     {
       name: 'no-test-imports-in-production',

@@ -11,22 +11,27 @@ import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
 import { RateLimitStorageModule, RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage';
 import { CoreModule } from './core.module';
 import { PROCESS_SECRETS } from './config/secrets';
-import { CheckoutModule } from './modules/checkout/checkout.module';
-import { EscrowModule } from './modules/escrow/escrow.module';
-import { PayPageModule } from './modules/pay-page/pay-page.module';
+import { CheckoutHttpModule } from './modules/checkout/checkout.http.module';
+import { EscrowHttpModule } from './modules/escrow/escrow.http.module';
+import { FeesHttpModule } from './modules/fees/fees.http.module';
+import { PayPageHttpModule } from './modules/pay-page/pay-page.http.module';
 import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
 import { McpModule } from './modules/mcp/mcp.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
-import { WebhooksModule } from './modules/webhooks/webhooks.module';
+import { OrgsHttpModule } from './modules/orgs/orgs.http.module';
+import { WebhooksHttpModule } from './modules/webhooks/webhooks.http.module';
 import { AgentsHttpModule } from './modules/agents/agents.http.module';
 import { PaymentsHttpModule } from './modules/payments/payments.http.module';
 import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.http.module';
 
 /**
- * The api process (DESIGN §1–2): request id → per-IP allowance of failed authentications →
- * auth guard → rate limit → idempotency →
- * validation → controller → service → repository, with one error filter.
+ * The api process (docs/architecture.md §1–2): request id → per-IP allowance of failed
+ * authentications → auth guard → rate limit → idempotency → validation → controller → service
+ * → repository, with one error filter. The only process that mounts the features' routes: each
+ * feature's `<feature>.http.module.ts` (controllers over the feature's service module) is
+ * imported here and nowhere else; MCP rides on the same services (McpModule).
+ * OrgsModule is imported for the auth guard's PrincipalResolver.
  */
 @Module({
   imports: [
@@ -55,10 +60,12 @@ import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.ht
     }),
     HealthModule,
     OrgsModule,
-    CheckoutModule,
-    WebhooksModule,
-    EscrowModule,
-    PayPageModule,
+    FeesHttpModule,
+    OrgsHttpModule,
+    CheckoutHttpModule,
+    WebhooksHttpModule,
+    EscrowHttpModule,
+    PayPageHttpModule,
     McpModule,
     AgentsHttpModule,
     PaymentsHttpModule,

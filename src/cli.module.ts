@@ -7,7 +7,10 @@ import { OrgsModule } from './modules/orgs/orgs.module';
 import { AgentsModule } from './modules/agents/agents.module';
 import { RelayerModule } from './modules/relayer/relayer.module';
 
-/** Providers the operator CLI uses; the same modules as the api, without HTTP. */
+/**
+ * Providers the operator CLI uses: the features' service modules, never their `*.http.module.ts`,
+ * so the CLI's application context instantiates no controllers.
+ */
 @Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, RelayerModule] })
 export class CliModule {
   /** The CLI for one command, loading only the secrets that command uses (docs/architecture.md §10). */

@@ -29,13 +29,14 @@ import { RelayerWorkerModule } from './modules/relayer/relayer.worker.module';
 export const BULL_BOARD_ROUTE = '/admin/queues';
 
 /**
- * The worker process (DESIGN §1, STYLE §9): the same core and feature modules as the api, plus
- * the queue processors, which are registered here only: the outbox relay loop, the webhook
- * delivery processor, the recovery pass, the chain jobs (indexer, auto-release, checkout expiry),
- * the hourly idempotency reaper, the relayer queue (every relayer transaction, docs/architecture.md §5)
- * and the payment jobs (USDC authorization indexer, idle-payment sweep). Its HTTP port (WORKER_PORT) serves only
- * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
- * OPERATOR_TOKEN.
+ * The worker process (docs/architecture.md §1): the core and the features' service modules,
+ * plus the queue processors, which are registered here only: the outbox relay loop, the webhook
+ * delivery processor, the recovery pass and the 30-day retention pass, the chain jobs (indexer,
+ * auto-release, checkout expiry), the hourly idempotency reaper, the relayer queue (every
+ * relayer transaction, docs/architecture.md §5) and the payment jobs (USDC authorization
+ * indexer, idle-payment sweep). It imports no `*.http.module.ts` (a dependency-cruiser rule holds
+ * it to that), so its HTTP port (WORKER_PORT) serves only `/health/live`, `/health/ready`,
+ * `/metrics` and Bull Board at `/admin/queues` behind OPERATOR_TOKEN.
  */
 @Module({
   imports: [

@@ -231,7 +231,7 @@ describe('errors, request ids, limits, docs and health', () => {
       openapi: string;
       info: { version: string };
       paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema?: unknown }> }> }>>;
-      components: { securitySchemes: Record<string, Record<string, unknown>> };
+      components: { securitySchemes: Record<string, Record<string, unknown>>; schemas: Record<string, unknown> };
     };
     beforeAll(async () => {
       const res = await t.http.get('/docs-json');
@@ -245,20 +245,20 @@ describe('errors, request ids, limits, docs and health', () => {
       expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     });
 
-    const known: Array<[string, string]> = [
-      ['get', '/api/v1/me'],
-      ['get', '/api/v1/checkout-sessions'],
-      ['post', '/api/v1/checkout-sessions'],
-      ['get', '/api/v1/checkout-sessions/{id}'],
-      ['get', '/api/v1/fees/quote'],
-      ['post', '/oauth/token'],
+    const known: Array<[string, string, string]> = [
+      ['get', '/api/v1/me', 'MeDto'],
+      ['get', '/api/v1/checkout-sessions', 'CheckoutSessionListDto'],
+      ['post', '/api/v1/checkout-sessions', 'CheckoutSessionDto'],
+      ['get', '/api/v1/checkout-sessions/{id}', 'CheckoutSessionDto'],
+      ['get', '/api/v1/fees/quote', 'FeeQuoteDto'],
+      ['post', '/oauth/token', 'TokenResponseDto'],
     ];
 
-    it.each(known)('documents %s %s with a 200 response schema', (method, path) => {
+    it.each(known)('documents %s %s with a 200 response schema %s', (method, path, schema) => {
       const op = doc.paths[path]?.[method];
-      expect(op).toBeDefined();
-      expect(Object.keys(op.responses)).toContain('200');
-      expect(op.responses['200'].content?.['application/json']?.schema).toBeDefined();
+      expect(Object.keys(op?.responses ?? {})).toContain('200');
+      expect(op.responses['200'].content?.['application/json']?.schema).toEqual({ $ref: `#/components/schemas/${schema}` });
+      expect(doc.components.schemas[schema]).toEqual(expect.objectContaining({ type: 'object', properties: expect.any(Object) }));
       expect(op.responses['201']).toBeUndefined();
     });
 

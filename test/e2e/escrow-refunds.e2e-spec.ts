@@ -135,7 +135,10 @@ describe('escrow refunds, cancellation and disputes', () => {
     const f = await funded('40.00');
     await post(f.seller, `${f.escrowId}/accept`, { txHash: await chain.act(f.seller.wallet, 'accept', f.escrowKey) }).expect(200);
     const delivered = await post(f.seller, `${f.escrowId}/mark-delivered`, { txHash: await chain.act(f.seller.wallet, 'markDelivered', f.escrowKey) });
-    expect(delivered.body.autoReleaseAt).not.toBeNull();
+    expect(delivered.status).toBe(200);
+    expect(delivered.body.status).toBe('delivered');
+    expect(delivered.body.inspectionWindowSeconds).toBeGreaterThan(0);
+    expect(Date.parse(delivered.body.autoReleaseAt) - Date.parse(delivered.body.deliveredAt)).toBe(delivered.body.inspectionWindowSeconds * 1000);
     const tx = await chain.act(f.seller.wallet, 'dispute', f.escrowKey);
     const res = await post(f.seller, `${f.escrowId}/dispute`, { txHash: tx, confirm: true }, randomUUID());
     expect(res.status).toBe(200);

@@ -146,6 +146,24 @@ describe('webhook crash safety (compiled worker processes)', () => {
     return duplicates;
   }
 
+  /** How many requests the receiver got per webhook id (= event id) so far. */
+  function copiesById(receiver: WebhookReceiver): Map<string, number> {
+    return new Map([...receiver.byWebhookId()].map(([id, copies]) => [id, copies.length]));
+  }
+
+  /**
+   * Every copy the receiver got is accounted for: per event, copies = attempts the delivery row
+   * recorded + `unrecorded` (attempts a killed worker sent but never recorded). So a duplicate is
+   * always a recorded retry or a send cut off by a crash, never a second concurrent send.
+   */
+  async function expectCopiesAccounted(receiver: WebhookReceiver, orgId: string, unrecorded: Map<string, number> = new Map()) {
+    const rows = await deliveryRows(api.dataSource, orgId);
+    const attempts = new Map(rows.map((r) => [r.event_id, r.attempts]));
+    const received = copiesById(receiver);
+    const expected = new Map([...attempts].map(([id, n]) => [id, n + (unrecorded.get(id) ?? 0)]));
+    expect(Object.fromEntries(received)).toEqual(Object.fromEntries(expected));
+  }
+
   it('SIGKILL of the worker mid-way: a new worker delivers every event, none lost', async () => {
     const { receiver, org, eventIds } = await scenario();
     holdAfter(receiver, 150);
@@ -160,12 +178,21 @@ describe('webhook crash safety (compiled worker processes)', () => {
     const succeededAtKill = before.filter((r) => r.status === 'succeeded').length;
     expect(succeededAtKill).toBeLessThan(EVENTS);
     expect(receiver.byWebhookId().size).toBeLessThan(EVENTS);
+    // Attempts the killed worker sent but never recorded: each event has at most one (its lease).
+    const attemptsAtKill = new Map(before.map((r) => [r.event_id, r.attempts]));
+    const unrecorded = new Map([...copiesById(receiver)].map(([id, n]) => [id, n - (attemptsAtKill.get(id) ?? 0)]));
+    for (const n of unrecorded.values()) expect([0, 1]).toContain(n);
+    const cutOff = [...unrecorded.values()].reduce((a, b) => a + b, 0);
+    // At least the held answers were in flight at the kill.
+    expect(cutOff).toBeGreaterThanOrEqual(10);
 
     const second = await WorkerProcess.start(workerEnv);
     workers.push(second);
     await waitAllDelivered(receiver, org.organizationId, eventIds);
-    const duplicates = expectNoneLost(receiver, eventIds, `SIGKILL (succeeded at kill: ${succeededAtKill})`);
-    expect(duplicates).toBeGreaterThanOrEqual(0);
+    const duplicates = expectNoneLost(receiver, eventIds, `SIGKILL (succeeded at kill: ${succeededAtKill}, cut off: ${cutOff})`);
+    await expectCopiesAccounted(receiver, org.organizationId, unrecorded);
+    const recorded = (await deliveryRows(api.dataSource, org.organizationId)).reduce((sum, r) => sum + r.attempts, 0);
+    expect(duplicates).toBe(recorded - EVENTS + cutOff);
     await second.kill('SIGTERM');
   });
 
@@ -183,7 +210,11 @@ describe('webhook crash safety (compiled worker processes)', () => {
     receiver.release();
 
     await waitAllDelivered(receiver, org.organizationId, eventIds);
-    expectNoneLost(receiver, eventIds, `Redis flush (keys deleted: ${deleted}, undelivered at flush: ${pendingAtFlush})`);
+    const duplicates = expectNoneLost(receiver, eventIds, `Redis flush (keys deleted: ${deleted}, undelivered at flush: ${pendingAtFlush})`);
+    // No worker died: every copy is a recorded attempt, so duplicates are exactly the recorded retries.
+    await expectCopiesAccounted(receiver, org.organizationId);
+    const recorded = (await deliveryRows(api.dataSource, org.organizationId)).reduce((sum, r) => sum + r.attempts, 0);
+    expect(duplicates).toBe(recorded - EVENTS);
     await worker.kill('SIGTERM');
   });
 });

@@ -1,13 +1,12 @@
 import { Module } from '@nestjs/common';
-import { CheckoutController } from './checkout.controller';
 import { CheckoutMapper } from './checkout.mapper';
 import { CheckoutRepository } from './checkout.repository';
 import { CheckoutService } from './checkout.service';
 import { WebhookUrlModule } from '../webhooks/webhooks.module';
 
+/** Checkout sessions (services only; routes in CheckoutHttpModule). */
 @Module({
   imports: [WebhookUrlModule],
-  controllers: [CheckoutController],
   providers: [CheckoutRepository, CheckoutService, CheckoutMapper],
   exports: [CheckoutService, CheckoutMapper],
 })

@@ -5,14 +5,13 @@ import { OrgsModule } from '../orgs/orgs.module';
 import { EscrowChainService } from './escrow-chain.service';
 import { EscrowIndexer } from './escrow-indexer.service';
 import { EscrowLedger } from './escrow-ledger.service';
-import { CheckoutFundingController, EscrowController } from './escrow.controller';
 import { EscrowMapper } from './escrow.mapper';
 import { EscrowRepository } from './escrow.repository';
 import { EscrowService } from './escrow.service';
 
+/** Escrows, their chain gateway and indexer (services only; routes in EscrowHttpModule, jobs in EscrowJobsModule). */
 @Module({
   imports: [CheckoutModule, OrgsModule],
-  controllers: [EscrowController, CheckoutFundingController],
   providers: [EscrowRepository, EscrowChainService, EscrowLedger, EscrowMapper, EscrowService, EscrowIndexer],
   exports: [EscrowService, EscrowLedger, EscrowChainService, EscrowIndexer],
 })

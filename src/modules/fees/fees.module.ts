@@ -1,7 +1,7 @@
 import { Global, Module } from '@nestjs/common';
-import { FeesController } from './fees.controller';
 import { FeesService } from './fees.service';
 
+/** The one fee service (docs/architecture.md §6), global: every process quotes through it. No routes. */
 @Global()
-@Module({ controllers: [FeesController], providers: [FeesService], exports: [FeesService] })
+@Module({ providers: [FeesService], exports: [FeesService] })
 export class FeesModule {}

@@ -1,11 +1,10 @@
 import { Module } from '@nestjs/common';
 import { PrincipalResolver } from '../../common/auth/principal';
-import { MeController, OAuthController } from './orgs.controller';
 import { OrgsRepository } from './orgs.repository';
 import { OrgsService } from './orgs.service';
 
+/** Organisations, keys, agents and OAuth clients (services only; routes in OrgsHttpModule). */
 @Module({
-  controllers: [MeController, OAuthController],
   providers: [OrgsRepository, OrgsService, { provide: PrincipalResolver, useExisting: OrgsService }],
   exports: [OrgsService, PrincipalResolver],
 })

@@ -1,7 +1,6 @@
 import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
 import { QueueModule } from '../../common/queue/queue.module';
-import { WebhookDeliveriesController, WebhookEndpointsController } from './webhooks.controller';
 import { DeliveryQueue, WEBHOOK_DELIVERY_QUEUE } from './webhooks.queue';
 import { WebhooksRepository } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
@@ -19,13 +18,13 @@ import { DnsHostResolver, HostResolver, WebhookUrlService } from './webhook-url.
 export class WebhookUrlModule {}
 
 /**
- * Webhook endpoints and deliveries API (SPEC Events; DESIGN §8) plus what the worker's
- * processors build on (repository, secrets, delivery queue producer). Processors themselves are
- * registered only in the WorkerModule.
+ * Webhook endpoints and deliveries (docs/api.md Events; docs/architecture.md §8): what the api's
+ * routes (WebhooksHttpModule) and the worker's processors build on (repository, secrets, delivery
+ * queue producer). No routes and no processors here: processors are registered only in the
+ * WorkerModule.
  */
 @Module({
   imports: [QueueModule, BullModule.registerQueue({ name: WEBHOOK_DELIVERY_QUEUE }), WebhookUrlModule],
-  controllers: [WebhookEndpointsController, WebhookDeliveriesController],
   providers: [WebhooksRepository, WebhooksService, WebhookSecrets, DeliveryQueue],
   exports: [WebhooksRepository, WebhooksService, WebhookSecrets, DeliveryQueue, WebhookUrlModule, BullModule],
 })
