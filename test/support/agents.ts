@@ -2,6 +2,7 @@ import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { Logger } from 'nestjs-pino';
+import { PROCESS_SECRETS } from '../../src/config/secrets';
 import { CoreModule } from '../../src/core.module';
 import { TransactionHost, TxHost } from '../../src/database/transaction';
 import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.service';
@@ -11,7 +12,7 @@ import { RelayerWorkerModule } from '../../src/modules/relayer/relayer.worker.mo
 import type { TestApp } from './app';
 import { TestChain, USDC } from './chain';
 
-@Module({ imports: [CoreModule, RelayerWorkerModule] })
+@Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), RelayerWorkerModule] })
 class RelayerOnlyWorkerModule {}
 
 /**
