@@ -5,7 +5,7 @@ import { AppConfig } from './config/app-config';
 import { AuthGuard } from './common/auth/auth.guard';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { IdempotencyInterceptor } from './common/idempotency/idempotency.interceptor';
-import { IdempotencyRepository } from './common/idempotency/idempotency.repository';
+import { IdempotencyModule } from './common/idempotency/idempotency.module';
 import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
 import { RateLimitStorageModule, RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage';
 import { CoreModule } from './core.module';
@@ -24,6 +24,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
 @Module({
   imports: [
     CoreModule,
+    IdempotencyModule,
     ThrottlerModule.forRootAsync({
       imports: [RateLimitStorageModule],
       inject: [AppConfig, RedisThrottlerStorage],
@@ -54,7 +55,6 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
     PayPageModule,
   ],
   providers: [
-    IdempotencyRepository,
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: RateLimitGuard },
     { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },

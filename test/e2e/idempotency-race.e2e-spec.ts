@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { createTestApp, TestApp } from '../support/app';
+import { countIdempotencyRecords, countSessions } from '../support/errors';
+import { createOrg, TestOrg } from '../support/factories';
+
+const ROUNDS = Number(process.env.IDEMPOTENCY_RACE_ROUNDS ?? 2000);
+const TWINS = 10;
+
+jest.setTimeout(240_000);
+
+/**
+ * Twins racing on one Idempotency-Key through the real HTTP app (docs/architecture.md §5): in
+ * every round, TWINS identical checkout creates are sent at once under a fresh key. At most one
+ * may execute; the others replay it or get 409 in_progress. A twin that read the record before
+ * the first committed and took the lock after it would create a second session.
+ */
+describe('idempotency under concurrent twins', () => {
+  let t: TestApp;
+  let base: string;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    org = await createOrg(t.app);
+  });
+  afterAll(() => t.close());
+
+  it(`${ROUNDS} rounds of ${TWINS} concurrent same-key checkout creates: never two sessions for one key`, async () => {
+    const body = JSON.stringify({ amount: '1.00', description: 'twins' });
+    const send = (key: string) =>
+      fetch(`${base}/api/v1/checkout-sessions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': org.key, 'idempotency-key': key },
+        body,
+      }).then(async (r) => ({ status: r.status, replayed: r.headers.get('idempotent-replayed'), retryAfter: r.headers.get('retry-after'), body: (await r.json()) as Record<string, unknown> }));
+
+    let duplicates = 0;
+    let roundsWithASession = 0;
+    const unexpected: string[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const key = randomUUID();
+      const responses = await Promise.all(Array.from({ length: TWINS }, () => send(key)));
+      const ids = new Set<string>();
+      let originals = 0;
+      for (const r of responses) {
+        if (r.status === 200) {
+          ids.add(r.body.id as string);
+          if (r.replayed === 'false') originals++;
+        } else if (!(r.status === 409 && (r.body.details as { reason?: string })?.reason === 'in_progress' && r.retryAfter === '1')) {
+          unexpected.push(`${r.status} ${JSON.stringify(r.body)}`);
+        }
+      }
+      if (ids.size > 1 || originals > 1) duplicates++;
+      if (ids.size > 0) roundsWithASession++;
+    }
+    const sessions = await countSessions(t.dataSource, org.organizationId);
+    // Printed so the before/after figure is on record in the test output.
+    console.log(`idempotency race: ${duplicates} duplicate rounds, ${sessions} sessions for ${ROUNDS} keys`);
+    expect(unexpected.slice(0, 5)).toEqual([]);
+    expect(duplicates).toBe(0);
+    // Exactly one execution per key: one session and one record each, and every round answered 200 at least once.
+    expect(roundsWithASession).toBe(ROUNDS);
+    expect(sessions).toBe(ROUNDS);
+    expect(await countIdempotencyRecords(t.dataSource, org.organizationId)).toBe(ROUNDS);
+  });
+});
