@@ -37,7 +37,7 @@ export class EscrowChainService {
 
   /**
    * Verifies that `txHash` performed `action` on the escrow, sent by one of `senders`, and has
-   * CONFIRMATIONS confirmations (DESIGN §7).
+   * CONFIRMATIONS confirmations (docs/architecture.md §7).
    * Network calls only: the caller must hold no database transaction or pooled connection
    * (docs/architecture.md §5); each RPC request times out after RPC_TIMEOUT_MS.
    * @throws AppError 400 invalid_request with `details.reason` (not_found, failed, wrong_contract,
