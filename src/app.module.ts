@@ -5,7 +5,7 @@ import { AppConfig } from './config/app-config';
 import { AuthGuard } from './common/auth/auth.guard';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { IdempotencyInterceptor } from './common/idempotency/idempotency.interceptor';
-import { IdempotencyRepository } from './common/idempotency/idempotency.repository';
+import { IdempotencyModule } from './common/idempotency/idempotency.module';
 import { AuthFailureLimiter } from './common/rate-limit/auth-failure.limiter';
 import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
 import { RateLimitStorageModule, RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage';
@@ -36,6 +36,7 @@ import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.ht
 @Module({
   imports: [
     CoreModule.forProcess({ name: 'api', secrets: PROCESS_SECRETS.api }),
+    IdempotencyModule,
     ThrottlerModule.forRootAsync({
       imports: [RateLimitStorageModule],
       inject: [AppConfig, RedisThrottlerStorage],
@@ -72,7 +73,6 @@ import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.ht
     AgentEscrowsHttpModule,
   ],
   providers: [
-    IdempotencyRepository,
     AuthFailureLimiter,
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: RateLimitGuard },

@@ -79,6 +79,8 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(0) ESCROW_DEPLOY_BLOCK = 0;
   @Transform(toInt) @IsInt() @Min(0) @Max(1000) CONFIRMATIONS = 0;
   @Transform(toInt) @IsInt() @Min(100) CHAIN_POLL_MS = 1000;
+  /** Per JSON-RPC request; a slow node fails the call instead of stalling the API (docs/architecture.md §5). */
+  @Transform(toInt) @IsInt() @Min(100) @Max(120000) RPC_TIMEOUT_MS = 5000;
   // Secrets: no class defaults. validateEnv loads only those the process uses, fills the
   // development defaults on the local chain and refuses publicly known values elsewhere.
   @IsOptional() @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
@@ -103,6 +105,8 @@ export class EnvSchema {
   @Max(1000)
   WEBHOOK_RETRY_SCALE = 1;
   @Transform(toInt) @IsInt() @Min(100) @Max(60000) WEBHOOK_TIMEOUT_MS = 15000;
+  /** Per host name resolution of a webhook URL (registration and connect time). */
+  @Transform(toInt) @IsInt() @Min(100) @Max(60000) WEBHOOK_DNS_TIMEOUT_MS = 2000;
   @Transform(toInt) @IsInt() @Min(100) @Max(3600000) WEBHOOK_RECOVERY_INTERVAL_MS = 15000;
   @Transform(toBool) @IsBoolean() WEBHOOK_ALLOW_HTTP = false;
   @Transform(toBool) @IsBoolean() WEBHOOK_ALLOW_PRIVATE = false;

@@ -201,6 +201,26 @@ describe('idempotency', () => {
     expect(ok.headers['idempotent-replayed']).toBe('false');
   });
 
+  it('a 404 under a key is not stored (the escrow may become visible later): no record, the retry runs again', async () => {
+    const org = await createOrg(t.app);
+    const key = randomUUID();
+    const release = (id: string) =>
+      t.http
+        .post(`/api/v1/escrows/${id}/release`)
+        .set('X-Api-Key', org.key)
+        .set('Idempotency-Key', key)
+        .send({ txHash: `0x${'ab'.repeat(32)}`, confirm: true });
+    const id = randomUUID();
+    const first = await release(id);
+    expectError(first, 404, 'not_found');
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await release(id);
+    expectError(again, 404, 'not_found');
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+    expectError(await release('not-a-uuid'), 404, 'not_found');
+    expect(await countIdempotencyRecords(t.dataSource, org.organizationId)).toBe(0);
+  });
+
   it('the idempotency record is written in the same transaction as the session', async () => {
     const org = await createOrg(t.app);
     const key = randomUUID();

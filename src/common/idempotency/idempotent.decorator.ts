@@ -1,18 +1,43 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { ApiConflictResponse, ApiHeader, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { ErrorBody } from '../errors/error-body';
+import type { IdempotentWork } from './idempotency.service';
 
 export const IDEMPOTENT = 'idempotency:options';
 export interface IdempotentOptions {
-  /** Missing key → 400 idempotency_required (SPEC Conventions 2, DESIGN §5). */
+  /** Missing key → 400 idempotency_required (docs/api.md Conventions 2, docs/architecture.md §5). */
   required: boolean;
+  /**
+   * The handler makes network calls (chain RPC, DNS) and returns {@link IdempotentSteps} instead
+   * of its result: the interceptor runs `prepare` with no transaction or pooled connection held,
+   * then `run` inside the key's locked transaction (docs/architecture.md §5).
+   */
+  steps?: boolean;
 }
 
 /**
- * Enables Idempotency-Key handling on a POST/PUT/PATCH route (DESIGN §5): replay of the stored
- * outcome with `Idempotent-Replayed: true`, 422 for a different request under the same key, 409
- * while the first is in flight. The body field `idempotencyKey`, where the DTO has one, is the
- * same key.
+ * What a route marked `@Idempotent({ steps: true })` returns: its network checks (`prepare`,
+ * side-effect free, may be absent when the request needs none) and its transactional part
+ * (`run`, which opens or joins a transaction itself and re-checks what `prepare` saw).
+ */
+export class IdempotentSteps<P, T> implements IdempotentWork<P, T> {
+  constructor(
+    readonly run: (prepared: P) => Promise<T>,
+    readonly prepare?: () => Promise<P>,
+  ) {}
+
+  /** Both steps in order, for a call without an Idempotency-Key. */
+  async execute(): Promise<T> {
+    const prepared = this.prepare ? await this.prepare() : (undefined as P);
+    return this.run(prepared);
+  }
+}
+
+/**
+ * Enables Idempotency-Key handling on a POST/PUT/PATCH route (docs/architecture.md §5): replay
+ * of the stored outcome with `Idempotent-Replayed: true`, 422 for a different request under the
+ * same key, 409 while the first is in flight. The body field `idempotencyKey`, where the DTO has
+ * one, is the same key.
  */
 export const Idempotent = (options: IdempotentOptions = { required: false }) =>
   applyDecorators(

@@ -91,7 +91,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     }
     const scopeHash = sha256Hex([principal.organizationId, principal.actor, 'POST', `/api/v1/agent-escrows/:id/${action}`].join('|'));
     const fingerprint = sha256Hex(canonicalJson({ id, action }));
-    const stored = await this.tx(() => this.records.lockAndFind(scopeHash, key));
+    const stored = { record: await this.records.find(scopeHash, key) };
     if (stored.record) {
       if (stored.record.fingerprint !== fingerprint) {
         throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request', { reason: 'payload_mismatch' }, 422);

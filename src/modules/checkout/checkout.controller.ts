@@ -5,7 +5,7 @@ import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { ListQueryDto } from '../../common/http/list.dto';
-import { Idempotent } from '../../common/idempotency/idempotent.decorator';
+import { Idempotent, IdempotentSteps } from '../../common/idempotency/idempotent.decorator';
 import { CheckoutService } from './checkout.service';
 import { CheckoutSessionDto, CheckoutSessionListDto } from './dto/checkout-session.dto';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
@@ -20,12 +20,14 @@ export class CheckoutController {
   @Post()
   @HttpCode(200)
   @RequireScopes('checkout:write')
-  @Idempotent({ required: false })
+  @Idempotent({ required: false, steps: true })
   @ApiOperation({ summary: 'Create an escrow-settled checkout session' })
   @ApiOkResponse({ type: CheckoutSessionDto })
   @ApiStandardErrors()
-  create(@CurrentPrincipal() principal: Principal, @Body() body: CreateCheckoutSessionDto): Promise<CheckoutSessionDto> {
-    return this.checkout.create(principal, body);
+  async create(@CurrentPrincipal() principal: Principal, @Body() body: CreateCheckoutSessionDto): Promise<IdempotentSteps<void, CheckoutSessionDto>> {
+    // The webhookUrl DNS check, when there is one, runs before the idempotent transaction opens.
+    const { session, resolveWebhookUrl } = await this.checkout.draft(principal, body);
+    return new IdempotentSteps(() => this.checkout.insert(session), resolveWebhookUrl);
   }
 
   @Get()

@@ -51,12 +51,15 @@ export class CheckoutService {
   ) {}
 
   /**
-   * Creates an `open` session settled by escrow.
+   * Validates a create request and builds the session row, with no network call: when the
+   * `webhookUrl` host must be resolved (DNS), that check is handed back as `resolveWebhookUrl`
+   * for the caller to run before opening a transaction (docs/architecture.md §5, §8).
    * @throws AppError invalid_request for an amount over MAX_AMOUNT, oversized metadata, a bad
    *   inspection window, an expiresAt outside 30 min–24 h from now, or a `webhookUrl` the SSRF
-   *   guard refuses (details.param webhookUrl, details.reason; DESIGN §8).
+   *   guard refuses (details.param webhookUrl, details.reason; `resolveWebhookUrl` throws the same,
+   *   `unresolvable` also when DNS does not answer within WEBHOOK_DNS_TIMEOUT_MS).
    */
-  async create(principal: Principal, input: CreateCheckoutSessionDto): Promise<CheckoutSessionDto> {
+  async draft(principal: Principal, input: CreateCheckoutSessionDto): Promise<{ session: CheckoutSession; resolveWebhookUrl?: () => Promise<void> }> {
     let amountUnits: bigint;
     try {
       amountUnits = parseAmount(input.amount, this.config.maxAmountUnits);
@@ -68,7 +71,13 @@ export class CheckoutService {
       if (Object.keys(metadata).length > METADATA_MAX_KEYS) throw AppError.invalidParam('metadata', `must have at most ${METADATA_MAX_KEYS} keys`);
       if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_MAX_BYTES) throw AppError.invalidParam('metadata', 'must be at most 8 kB as JSON');
     }
-    if (input.webhookUrl) await this.webhookUrls.assertRegistrable(input.webhookUrl, 'webhookUrl');
+    const webhookUrl = input.webhookUrl;
+    let resolveWebhookUrl: (() => Promise<void>) | undefined;
+    if (webhookUrl) {
+      // Without a host name to resolve the check makes no network call and runs here.
+      if (this.webhookUrls.needsResolution(webhookUrl)) resolveWebhookUrl = () => this.webhookUrls.assertRegistrable(webhookUrl, 'webhookUrl');
+      else await this.webhookUrls.assertRegistrable(webhookUrl, 'webhookUrl');
+    }
     const template = input.escrowTemplateId ?? 'custom';
     inspectionWindowSeconds(template, metadata);
     const now = Date.now();
@@ -89,12 +98,29 @@ export class CheckoutService {
       orderId: input.orderId ?? null,
       shopDomain: input.shopDomain ?? null,
       redirectUrl: input.redirectUrl ?? null,
-      webhookUrl: input.webhookUrl ?? null,
+      webhookUrl: webhookUrl ?? null,
       escrowTemplateId: template,
       metadata,
       escrowId: null,
       expiresAt,
     });
+    return { session, resolveWebhookUrl };
+  }
+
+  /**
+   * {@link draft} then {@link insert}, for callers inside the service that need no transport
+   * idempotency (agent escrows create the seller's session in their reservation transaction). A
+   * `webhookUrl` needing DNS is resolved in between, so callers holding a transaction must not
+   * pass one.
+   */
+  async create(principal: Principal, input: CreateCheckoutSessionDto): Promise<CheckoutSessionDto> {
+    const { session, resolveWebhookUrl } = await this.draft(principal, input);
+    await resolveWebhookUrl?.();
+    return this.insert(session);
+  }
+
+  /** Inserts a {@link draft}ed session in a transaction (joined when the caller has one). */
+  async insert(session: CheckoutSession): Promise<CheckoutSessionDto> {
     const saved = await (this.txHost as TxHost).withTransaction(() => this.repo.insert(session));
     return this.mapper.toDto(saved);
   }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ChainVerificationError, createProvider, EscrowChainEvent, EscrowGateway, FundingTerms, VerifiedAction } from '@lib/chain';
-import { JsonRpcProvider, Wallet } from 'ethers';
+import { isError, JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import type { SecretName } from '../../config/secrets';
 import { AppError } from '../../common/errors/app-error';
@@ -21,7 +21,7 @@ export class EscrowChainService {
 
   constructor(readonly config: AppConfig) {
     const env = config.env;
-    this.provider = createProvider(env.RPC_URL, env.CHAIN_ID);
+    this.provider = createProvider(env.RPC_URL, env.CHAIN_ID, { timeoutMs: env.RPC_TIMEOUT_MS });
     this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS });
   }
 
@@ -58,8 +58,12 @@ export class EscrowChainService {
   /**
    * Verifies that `txHash` performed `action` on the escrow, sent by one of `senders`, and is
    * confirmed by the indexer's rule ({@link lastConfirmedBlock}: CONFIRMATIONS blocks below head).
+   * Network calls only: the caller must hold no database transaction or pooled connection
+   * (docs/architecture.md §5); each RPC request times out after RPC_TIMEOUT_MS.
    * @throws AppError 400 invalid_request with `details.reason` (not_found, failed, wrong_contract,
-   *   wrong_escrow, wrong_action, wrong_sender), or 409 with `details.reason: "pending"` while unmined or unconfirmed.
+   *   wrong_escrow, wrong_action, wrong_sender), or 409 with `details.reason: "pending"` while unmined or
+   *   unconfirmed, or 503 internal with `details.reason: "chain_unavailable"` and `Retry-After: 1` when the
+   *   node times out or cannot be reached (not stored under an Idempotency-Key: the retry runs again).
    */
   async verify(txHash: string, escrowKey: string, action: EscrowChainEvent['action'], senders: string[]): Promise<VerifiedAction> {
     let verified: VerifiedAction;
@@ -70,16 +74,26 @@ export class EscrowChainService {
         if (err.reason === 'pending') throw new AppError('invalid_request', err.message, { reason: 'pending', txHash }, 409);
         throw new AppError('invalid_request', err.message, { reason: err.reason, txHash, fields: [{ param: 'txHash', message: err.message }] });
       }
-      throw err;
+      throw this.unavailable(err);
     }
     const confirmations = this.config.env.CONFIRMATIONS;
     if (confirmations > 0) {
-      const head = await this.gateway.headBlock();
+      const head = await this.gateway.headBlock().catch((err: unknown) => {
+        throw this.unavailable(err);
+      });
       if (verified.blockNumber > lastConfirmedBlock(head, confirmations)) {
         throw new AppError('invalid_request', `transaction ${txHash} has not reached ${confirmations} confirmations`, { reason: 'pending', txHash }, 409);
       }
     }
     return verified;
+  }
+
+  /** A node that timed out or could not be reached → 503 (retry later); anything else is rethrown as is. */
+  private unavailable(err: unknown): unknown {
+    if (isError(err, 'TIMEOUT') || isError(err, 'NETWORK_ERROR') || isError(err, 'SERVER_ERROR')) {
+      return new AppError('internal', `The chain node did not answer (${err.code}); retry shortly`, { reason: 'chain_unavailable' }, 503, { 'Retry-After': '1' });
+    }
+    return err;
   }
 
   destroy(): void {

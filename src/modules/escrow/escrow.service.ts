@@ -1,20 +1,34 @@
 import { Injectable } from '@nestjs/common';
-import { escrowKeyFromId, FundingTerms } from '@lib/chain';
+import { escrowKeyFromId, FundingTerms, VerifiedAction } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { getAddress, ZeroAddress, type Wallet } from 'ethers';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
+import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
 import { effectiveStatus } from '../checkout/checkout.mapper';
 import { OrgsService } from '../orgs/orgs.service';
 import { CheckoutFundingDto, EscrowDto } from './dto/escrow.dto';
 import { EscrowChainService } from './escrow-chain.service';
-import { Escrow } from './escrow.entity';
+import { Escrow, EscrowChainEventRow } from './escrow.entity';
 import { EscrowLedger } from './escrow-ledger.service';
 import { EscrowMapper } from './escrow.mapper';
 import { EscrowRepository } from './escrow.repository';
 import { ESCROW_ACTIONS, EscrowApiAction, EscrowStatus } from './escrow.state';
+
+/** The body of a party action: the transaction hash and, for release and dispute, `confirm`. */
+export interface EscrowActionInput {
+  txHash: string;
+  confirm?: unknown;
+}
+
+/** What {@link EscrowService.prepareAction} established before any transaction. */
+export interface PreparedEscrowAction {
+  escrowKey: string;
+  /** The verified on-chain action, or null when its tx hash was already applied as this action. */
+  verified: VerifiedAction | null;
+}
 
 /**
  * Escrows as their parties see them (SPEC escrow endpoints, DESIGN §7): reads scoped to the
@@ -30,6 +44,7 @@ export class EscrowService {
     private readonly mapper: EscrowMapper,
     private readonly checkout: CheckoutService,
     private readonly orgs: OrgsService,
+    private readonly txHost: TransactionHost,
   ) {}
 
   /** @throws AppError not_found when the caller's organisation is not a party. */
@@ -50,13 +65,56 @@ export class EscrowService {
   }
 
   /**
-   * A party action reported with its transaction hash (SPEC Escrow action rules, DESIGN §7).
+   * A party action reported with its transaction hash (docs/api.md Escrow action rules,
+   * docs/architecture.md §7), step one of two, then {@link applyAction}: the checks on plain
+   * reads, then the chain verification of its txHash, with no
+   * transaction or pooled connection held across the RPC calls (docs/architecture.md §5).
    * Order of checks: visible (404) → confirm (400 confirm_required) → party (403 forbidden) →
-   * already applied (returns the escrow) → state (409) → chain verification (400 / 409 pending).
+   * already applied (no chain call) → state (409) → chain verification (400 / 409 pending / 503).
+   * Side-effect free: twins under one Idempotency-Key may both run it.
+   * @returns the escrow's key and the verified action, or `verified: null` when the tx hash is already recorded as this action.
    */
-  async act(principal: Principal, id: string, action: EscrowApiAction, body: { txHash: string; confirm?: unknown }): Promise<EscrowDto> {
-    const rule = ESCROW_ACTIONS[action];
+  async prepareAction(principal: Principal, id: string, action: EscrowApiAction, body: EscrowActionInput): Promise<PreparedEscrowAction> {
     const escrow = await this.repo.findForOrganization(principal.organizationId, id);
+    const { recorded } = await this.check(principal, action, body, escrow);
+    const rule = ESCROW_ACTIONS[action];
+    if (recorded) return { escrowKey: escrow!.escrowKey, verified: null };
+    const senders = (rule.actors as ReadonlyArray<'buyer' | 'seller'>).map((r) => (r === 'buyer' ? escrow!.buyerAddress : escrow!.sellerAddress));
+    return { escrowKey: escrow!.escrowKey, verified: await this.chain.verify(body.txHash.toLowerCase(), escrow!.escrowKey, rule.event, senders) };
+  }
+
+  /**
+   * Applies a prepared action in a transaction (joined when the caller has one) holding the escrow
+   * row lock, after the checks of {@link prepareAction} again on the locked row: the escrow may
+   * have moved since (the indexer applying the same log returns the escrow as it is).
+   * @throws AppError as {@link prepareAction}; 409 `pending` when a tx hash seen as recorded is gone (reorg).
+   */
+  applyAction(principal: Principal, id: string, action: EscrowApiAction, body: EscrowActionInput, prepared: PreparedEscrowAction): Promise<EscrowDto> {
+    return (this.txHost as TxHost).withTransaction(async () => {
+      const locked = await this.repo.findByKeyForUpdate(prepared.escrowKey);
+      const escrow = locked && locked.id === id.toLowerCase() && this.rolesOf(locked, principal.organizationId).length > 0 ? locked : null;
+      const { recorded, events } = await this.check(principal, action, body, escrow);
+      if (recorded) return this.mapper.toDto(escrow!, events, principal.organizationId);
+      const txHash = body.txHash.toLowerCase();
+      if (!prepared.verified) {
+        throw new AppError('invalid_request', `Transaction ${txHash} is no longer applied to this escrow (chain reorganisation); retry`, { reason: 'pending', txHash }, 409);
+      }
+      const { escrow: after } = await this.ledger.apply(prepared.verified.event, prepared.verified.by);
+      return this.render(after ?? escrow!, principal.organizationId);
+    });
+  }
+
+  /**
+   * The database checks of an action, in their order (404 → confirm → 403 → recorded → 409).
+   * @returns recorded true when this tx hash is already applied as this action, and the escrow's applied events.
+   */
+  private async check(
+    principal: Principal,
+    action: EscrowApiAction,
+    body: EscrowActionInput,
+    escrow: Escrow | null,
+  ): Promise<{ recorded: boolean; events: EscrowChainEventRow[] }> {
+    const rule = ESCROW_ACTIONS[action];
     if (!escrow) throw AppError.notFound('escrow');
     if (rule.confirm && body.confirm !== true) {
       throw new AppError('confirm_required', `${action} moves or locks money: send "confirm": true`, { fields: [{ param: 'confirm', message: 'must be true' }] });
@@ -73,15 +131,12 @@ export class EscrowService {
       if (recorded.action !== rule.event) {
         throw new AppError('invalid_request', `Transaction ${txHash} was already recorded as '${recorded.action}' on this escrow`, { reason: 'tx_already_used' });
       }
-      return this.mapper.toDto(escrow, events, principal.organizationId);
+      return { recorded: true, events };
     }
     if (!(rule.from as readonly EscrowStatus[]).includes(escrow.status)) {
       throw AppError.invalidState('escrow', escrow.status, rule.from);
     }
-    const senders = allowed.map((r) => (r === 'buyer' ? escrow.buyerAddress : escrow.sellerAddress));
-    const verified = await this.chain.verify(txHash, escrow.escrowKey, rule.event, senders);
-    const { escrow: after } = await this.ledger.apply(verified.event, verified.by);
-    return this.render(after ?? escrow, principal.organizationId);
+    return { recorded: false, events };
   }
 
   /**

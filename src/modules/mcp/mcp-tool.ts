@@ -44,8 +44,15 @@ export interface McpTool<Input extends Record<string, unknown> = Record<string, 
   readonly dto?: ClassConstructor<object>;
   /** Input fields that are path or query parameters, not part of the DTO body. */
   readonly params?: readonly string[];
+  /** True when {@link run} returns IdempotentSteps (network checks first, then the transactional part). */
+  readonly steps?: boolean;
   /** `required` where the REST twin requires Idempotency-Key (docs/architecture.md §5). */
   readonly idempotency?: 'required' | 'optional';
-  /** Runs the operation; returns the REST response body. Throws AppError for refusals. */
+  /**
+   * Runs the operation; returns the REST response body. Throws AppError for refusals. A tool
+   * whose REST twin makes network calls (chain RPC, DNS) returns {@link IdempotentSteps} instead,
+   * as that route does, so the network part runs before the idempotent transaction opens
+   * (docs/architecture.md §5).
+   */
   run(ctx: McpToolContext, input: Input): Promise<unknown>;
 }

@@ -1,10 +1,9 @@
 import { Module } from '@nestjs/common';
-import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
+import { IdempotencyModule } from '../../common/idempotency/idempotency.module';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
-import { McpIdempotency } from './mcp-idempotency.service';
 import { McpService } from './mcp.service';
 import { TOOL_PROVIDERS } from './tools';
 
@@ -14,8 +13,8 @@ import { TOOL_PROVIDERS } from './tools';
  * the api port.
  */
 @Module({
-  imports: [OrgsModule, CheckoutModule, EscrowModule, WebhooksModule],
-  providers: [McpService, McpIdempotency, IdempotencyRepository, ...TOOL_PROVIDERS],
+  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule],
+  providers: [McpService, ...TOOL_PROVIDERS],
   exports: [McpService],
 })
 export class McpModule {}

@@ -9,8 +9,9 @@ import { AppError } from '../../common/errors/app-error';
 import { toAppError } from '../../common/errors/all-exceptions.filter';
 import { canonicalJson, sha256Hex } from '../../common/idempotency/fingerprint';
 import { resolveIdempotencyKey } from '../../common/idempotency/idempotency.interceptor';
+import { IdempotencyService, outcomeError } from '../../common/idempotency/idempotency.service';
+import { IdempotentSteps } from '../../common/idempotency/idempotent.decorator';
 import { validationFields } from '../../common/validation/validation-errors';
-import { McpIdempotency } from './mcp-idempotency.service';
 import type { McpTool } from './mcp-tool';
 import { MCP_TOOLS } from './tools';
 
@@ -31,7 +32,7 @@ export class McpService {
 
   constructor(
     @Inject(MCP_TOOLS) private readonly tools: McpTool[],
-    private readonly idempotency: McpIdempotency,
+    private readonly idempotency: IdempotencyService,
   ) {
     this.byName = new Map(tools.map((t) => [t.name, t]));
   }
@@ -49,6 +50,31 @@ export class McpService {
     return this.tools.filter((t) => !refusal(t, principal)).map((t) => t.name);
   }
 
+  /**
+   * The call under `key`: the REST record store and rules (docs/architecture.md §5), scoped by
+   * organisation, principal and tool name. A tool returning steps has its network part run
+   * before the locked transaction, as its REST twin does.
+   * @throws AppError the stored refusal on a replay; idempotency_conflict 409/422.
+   */
+  private async idempotent(principal: Principal, requestId: string, tool: McpTool, input: Record<string, unknown>, key: string, args: Record<string, unknown>): Promise<unknown> {
+    const request = {
+      organizationId: principal.organizationId,
+      scope: [principal.actor, 'MCP', tool.name],
+      key,
+      fingerprint: sha256Hex(canonicalJson(withoutKey(args))),
+      method: 'MCP',
+      path: tool.name,
+    };
+    const result = tool.steps ? await tool.run({ principal, requestId }, input) : undefined;
+    const outcome = await this.idempotency.execute(
+      request,
+      result instanceof IdempotentSteps ? (result as IdempotentSteps<unknown, unknown>) : { run: () => tool.run({ principal, requestId }, input) },
+    );
+    const refusal = outcomeError(outcome);
+    if (refusal) throw refusal;
+    return outcome.body;
+  }
+
   private async call(principal: Principal, requestId: string, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
     const tool = this.byName.get(name);
     try {
@@ -60,10 +86,7 @@ export class McpService {
       }
       const key = resolveIdempotencyKey(undefined, args.idempotencyKey);
       const input = await validateInput(tool, args);
-      const run = () => tool.run({ principal, requestId }, input);
-      const body = key
-        ? await this.idempotency.run({ principal, toolName: tool.name, key, fingerprint: sha256Hex(canonicalJson(withoutKey(args))) }, run)
-        : await run();
+      const body = key ? await this.idempotent(principal, requestId, tool, input, key, args) : await settle(await tool.run({ principal, requestId }, input));
       return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown> };
     } catch (err) {
       const e = toAppError(err);
@@ -72,6 +95,11 @@ export class McpService {
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
     }
   }
+}
+
+/** A tool's result, its steps run in order when it returned {@link IdempotentSteps}. */
+async function settle(result: unknown): Promise<unknown> {
+  return result instanceof IdempotentSteps ? (result as IdempotentSteps<unknown, unknown>).execute() : result;
 }
 
 /** Why `principal` may not call `tool` (missing_scope / forbidden, as REST would answer), or null. */

@@ -135,7 +135,7 @@ export class PaymentsService {
 
     const existing = await this.repo.findByKey(agentId, key);
     if (existing) return this.replay(existing, fingerprint);
-    const stored = await this.tx(() => this.records.lockAndFind(scopeHash, key));
+    const stored = { record: await this.records.find(scopeHash, key) };
     if (stored.record) {
       if (stored.record.fingerprint !== fingerprint) throw conflict();
       const body = stored.record.responseBody as { error: string; code: AppError['code']; details?: Record<string, unknown> };

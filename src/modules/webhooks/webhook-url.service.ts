@@ -239,14 +239,35 @@ export class WebhookUrlService {
       .catch((err: Error) => callback(Object.assign(err, { code: (err as NodeJS.ErrnoException).code ?? 'EWEBHOOKREFUSED' }), '', 0));
   };
 
-  private async resolveOrRefuse(host: string): Promise<ResolvedAddress[]> {
+  /**
+   * Whether {@link assertAllowed} would resolve `raw`'s host (a name, not an IP literal, and
+   * private addresses refused): only then does the check make a network call.
+   */
+  needsResolution(raw: string): boolean {
+    if (this.allowPrivate) return false;
     try {
-      const addresses = await this.resolver.resolve(host);
+      return !isIP(new URL(raw).hostname.replace(/^\[|\]$/g, ''));
+    } catch {
+      return false;
+    }
+  }
+
+  /** Resolves within WEBHOOK_DNS_TIMEOUT_MS (getaddrinfo cannot be cancelled; we stop waiting for it). */
+  private async resolveOrRefuse(host: string): Promise<ResolvedAddress[]> {
+    const ms = this.config.env.WEBHOOK_DNS_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new UrlRefusedError('unresolvable', `host ${host} did not resolve within ${ms} ms`)), ms);
+    });
+    try {
+      const addresses = await Promise.race([this.resolver.resolve(host), timeout]);
       if (addresses.length === 0) throw new Error('no addresses');
       return addresses;
     } catch (err) {
       if (err instanceof UrlRefusedError) throw err;
       throw new UrlRefusedError('unresolvable', `host ${host} does not resolve`);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

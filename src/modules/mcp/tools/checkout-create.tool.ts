@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
+import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorator';
 import { CheckoutService } from '../../checkout/checkout.service';
 import { CreateCheckoutSessionDto } from '../../checkout/dto/create-checkout-session.dto';
 import type { McpTool, McpToolContext } from '../mcp-tool';
@@ -30,9 +31,12 @@ export class CheckoutCreateTool implements McpTool {
   readonly input = checkoutCreateInput;
   readonly dto = CreateCheckoutSessionDto;
   readonly idempotency = 'optional' as const;
+  readonly steps = true;
   constructor(private readonly checkout: CheckoutService) {}
-  run(ctx: McpToolContext, input: Record<string, unknown>) {
-    return this.checkout.create(ctx.principal, input as unknown as CreateCheckoutSessionDto);
+  /** As its REST twin: the webhookUrl DNS check (when there is one) first, then the insert. */
+  async run(ctx: McpToolContext, input: Record<string, unknown>) {
+    const { session, resolveWebhookUrl } = await this.checkout.draft(ctx.principal, input as unknown as CreateCheckoutSessionDto);
+    return new IdempotentSteps(() => this.checkout.insert(session), resolveWebhookUrl);
   }
 }
 

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { ConfirmedEscrowActionDto, EscrowActionDto } from '../../escrow/dto/escrow.dto';
 import { ESCROW_ACTIONS, EscrowApiAction } from '../../escrow/escrow.state';
-import { EscrowService } from '../../escrow/escrow.service';
+import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorator';
+import { EscrowService, PreparedEscrowAction } from '../../escrow/escrow.service';
 import type { McpTool, McpToolAnnotations, McpToolContext } from '../mcp-tool';
 import { idempotencyKey, idParam, requireUuid } from './ids';
 
@@ -42,8 +43,14 @@ abstract class EscrowActionTool implements McpTool<ActionInput> {
       idempotencyKey: idempotencyKey(this.rule.idempotencyRequired),
     });
   }
-  run(ctx: McpToolContext, input: ActionInput) {
-    return this.escrows.act(ctx.principal, requireUuid(input.id, 'escrow'), this.action, input);
+  readonly steps = true;
+  /** As its REST twin: the checks and the chain verification first, then the locked transaction applies it. */
+  async run(ctx: McpToolContext, input: ActionInput) {
+    const id = requireUuid(input.id, 'escrow');
+    return new IdempotentSteps<PreparedEscrowAction, unknown>(
+      (prepared) => this.escrows.applyAction(ctx.principal, id, this.action, input, prepared),
+      () => this.escrows.prepareAction(ctx.principal, id, this.action, input),
+    );
   }
 }
 

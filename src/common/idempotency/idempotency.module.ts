@@ -1,0 +1,10 @@
+import { Module } from '@nestjs/common';
+import { IdempotencyRepository } from './idempotency.repository';
+import { IdempotencyService } from './idempotency.service';
+
+/** The idempotency domain service and its store (docs/architecture.md §5), for every transport: HTTP interceptor, MCP tools, A2A. */
+@Module({
+  providers: [IdempotencyRepository, IdempotencyService],
+  exports: [IdempotencyService, IdempotencyRepository],
+})
+export class IdempotencyModule {}

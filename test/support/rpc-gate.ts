@@ -1,0 +1,80 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A real JSON-RPC endpoint in front of anvil that can hold requests: while closed, every
+ * request waits (and is counted in `held`) until {@link open}; {@link hold} makes the next
+ * requests wait forever, as a node that never answers. Point an app's RPC_URL at `url`.
+ */
+export class RpcGate {
+  private server!: Server;
+  private waiting: Array<() => void> = [];
+  private closed = false;
+  private stuck = new Set<ServerResponse>();
+  private forever = false;
+  /** Requests that have arrived and are waiting right now. */
+  held = 0;
+  /** Requests that have arrived since start. */
+  received = 0;
+  url = '';
+
+  private constructor(private readonly upstream: string) {}
+
+  static async start(upstream: string): Promise<RpcGate> {
+    const gate = new RpcGate(upstream);
+    gate.server = createServer((req, res) => void gate.handle(req, res));
+    await new Promise<void>((resolve) => gate.server.listen(0, '127.0.0.1', resolve));
+    gate.url = `http://127.0.0.1:${(gate.server.address() as AddressInfo).port}`;
+    return gate;
+  }
+
+  /** From now on requests wait until {@link open}. */
+  close(): void {
+    this.closed = true;
+  }
+
+  /** From now on requests never get an answer (until {@link stop}). */
+  hold(): void {
+    this.forever = true;
+  }
+
+  /** Lets every waiting request through and stops holding new ones. */
+  open(): void {
+    this.closed = false;
+    this.forever = false;
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const go of waiting) go();
+  }
+
+  async stop(): Promise<void> {
+    this.open();
+    for (const res of this.stuck) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    this.received++;
+    if (this.forever) {
+      this.stuck.add(res);
+      this.held++;
+      res.on('close', () => this.held--);
+      return;
+    }
+    if (this.closed) {
+      this.held++;
+      await new Promise<void>((go) => this.waiting.push(go));
+      this.held--;
+    }
+    try {
+      const upstream = await fetch(this.upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
+      res.writeHead(upstream.status, { 'content-type': 'application/json' });
+      res.end(Buffer.from(await upstream.arrayBuffer()));
+    } catch {
+      res.destroy();
+    }
+  }
+}
