@@ -11,6 +11,11 @@ const TABLES_WITHOUT_ENTITY: Record<string, string> = {
   migrations: "TypeORM's own record of applied migrations",
   chain_cursors: 'indexer cursor, read and written with raw SQL by EscrowRepository.getCursor/setCursor',
   chain_blocks: 'indexer block hashes for reorg detection, raw SQL in the escrow indexer',
+  chain_events_set_aside: 'chain events that could not be applied, written with raw SQL by EscrowRepository.setAside',
+  agent_owner_nonces: 'single-use owner signature nonces, raw SQL in AgentsRepository',
+  payee_handles: 'the one case-insensitive handle namespace, maintained by triggers on organizations and agents',
+  relayer_nonces: 'nonce allocation per relayer key, raw SQL under a row lock in the relayer repository',
+  relayer_transactions: 'one row per relayer send (signed hash before broadcast), raw SQL in the relayer repository',
 };
 
 /**
