@@ -2,6 +2,7 @@ import { Foundation1795300000000 } from './1795300000000-Foundation';
 import { Webhooks1795300003000 } from './1795300003000-Webhooks';
 import { Escrow1795300005000 } from './1795300005000-Escrow';
 import { EscrowIntegrity1795300006000 } from './1795300006000-EscrowIntegrity';
+import { Verification1795300012000 } from './1795300012000-Verification';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
-export const MIGRATIONS = [Foundation1795300000000, Webhooks1795300003000, Escrow1795300005000, EscrowIntegrity1795300006000];
+export const MIGRATIONS = [Foundation1795300000000, Webhooks1795300003000, Escrow1795300005000, EscrowIntegrity1795300006000, Verification1795300012000];

@@ -16,6 +16,7 @@ import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
 import { McpModule } from './modules/mcp/mcp.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
+import { VerificationHttpModule } from './modules/verification/verification.http.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
 /**
@@ -54,6 +55,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
     EscrowModule,
     PayPageModule,
     McpModule,
+    VerificationHttpModule,
   ],
   providers: [
     IdempotencyRepository,

@@ -49,4 +49,5 @@ export {
   type ReceiveAuthorization,
   type VerifiedAction,
 } from './escrow-types';
+export { ERC20_TRANSFER_TOPIC, readTokenTransfers, type MinedTokenTransfers, type TokenTransfer } from './usdc-transfers';
 export { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';
