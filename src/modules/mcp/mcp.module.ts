@@ -3,6 +3,7 @@ import { IdempotencyRepository } from '../../common/idempotency/idempotency.repo
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';
 import { OrgsModule } from '../orgs/orgs.module';
+import { VerificationModule } from '../verification/verification.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { McpIdempotency } from './mcp-idempotency.service';
 import { McpService } from './mcp.service';
@@ -14,7 +15,7 @@ import { TOOL_PROVIDERS } from './tools';
  * the api port.
  */
 @Module({
-  imports: [OrgsModule, CheckoutModule, EscrowModule, WebhooksModule],
+  imports: [OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule],
   providers: [McpService, McpIdempotency, IdempotencyRepository, ...TOOL_PROVIDERS],
   exports: [McpService],
 })

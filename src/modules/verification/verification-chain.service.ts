@@ -1,6 +1,7 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { ChainVerificationError, createProvider, type MinedTokenTransfers, readTokenTransfers } from '@lib/chain';
-import type { JsonRpcProvider } from 'ethers';
+import { ANVIL_CHAIN_ID, ChainVerificationError, createProvider, type MinedTokenTransfers, readTokenTransfers } from '@lib/chain';
+import { TestUSDCArtifact } from '@lib/contracts';
+import { Contract, type JsonRpcProvider, Wallet } from 'ethers';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
 import { lastConfirmedBlock } from '../escrow/escrow.state';
@@ -48,6 +49,22 @@ export class VerificationChain implements OnApplicationShutdown {
       throw new AppError('invalid_request', `transaction ${txHash} has not reached ${confirmations} confirmations`, { reason: 'pending', txHash }, 409);
     }
     return mined;
+  }
+
+  /**
+   * Local chain only (`demo:verify-wallet`): `wallet` sends `amount` USDC base units to `to`,
+   * minting the shortfall first with the test token's open mint. Returns the transfer's hash.
+   * @throws Error outside the local chain, or when the transfer reverts.
+   */
+  async demoTransfer(wallet: Wallet, to: string, amount: bigint): Promise<string> {
+    if (this.config.env.CHAIN_ID !== ANVIL_CHAIN_ID) throw new Error('demo transfers run on the local chain only (CHAIN_ID 31337)');
+    const usdc = new Contract(this.usdcAddress, TestUSDCArtifact.abi, wallet.connect(this.provider));
+    const balance = (await usdc.getFunction('balanceOf').staticCall(wallet.address)) as bigint;
+    if (balance < amount) await (await usdc.getFunction('mint')(wallet.address, amount - balance)).wait();
+    const tx = await usdc.getFunction('transfer')(to, amount);
+    const receipt = await tx.wait();
+    if (!receipt || receipt.status !== 1) throw new Error(`USDC transfer ${tx.hash} reverted`);
+    return tx.hash as string;
   }
 
   onApplicationShutdown(): void {

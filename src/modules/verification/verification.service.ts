@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { getAddress } from 'ethers';
+import { getAddress, type Wallet } from 'ethers';
+import { parseAmount } from '@lib/money';
 import { randomInt } from 'node:crypto';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
@@ -347,6 +348,18 @@ export class VerificationService extends VerificationSnapshotSource {
     const { rawBody, headers } = (this.provider as SandboxIdentityProvider).signCallback(reference, outcome);
     await this.handleProviderCallback('sandbox', rawBody, headers);
     return this.sandboxSession(reference);
+  }
+
+  /**
+   * `demo:verify-wallet` (local chain): issues or reuses the wallet check, pays it from `wallet`
+   * (the payout address's key) and confirms it as the API would.
+   * @throws AppError as {@link checkout} and {@link confirm}; Error outside the local chain.
+   */
+  async demoVerifyWallet(organizationId: string, wallet: Wallet): Promise<{ txHash: string; amount: string; payTo: string; status: string; wallet: string }> {
+    const check = await this.checkout(organizationId);
+    const txHash = await this.chain.demoTransfer(wallet, check.payTo!, parseAmount(check.amount!));
+    const after = await this.confirm(organizationId, txHash);
+    return { txHash, amount: check.amount!, payTo: check.payTo!, status: after.status, wallet: after.wallet.status };
   }
 
   /** Which provider sessions start with. */
