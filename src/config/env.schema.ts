@@ -115,7 +115,7 @@ export class EnvSchema {
   @Matches(/^whsec_\w+$/, { message: 'must be the whsec_… signing secret of the Stripe webhook endpoint when IDENTITY_PROVIDER=stripe' })
   STRIPE_WEBHOOK_SECRET = '';
   /** Stripe API base (scheme, host, port) for a local stand-in in tests; empty = https://api.stripe.com. */
-  @IsOptional() @IsUrl(urlOpts) STRIPE_API_BASE = '';
+  @ValidateIf((e: EnvSchema) => e.STRIPE_API_BASE !== '') @IsUrl(urlOpts) STRIPE_API_BASE = '';
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) LOG_LEVEL = 'info';
 }

@@ -1,4 +1,5 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { getAddress, isAddress } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
@@ -29,7 +30,7 @@ export class OrgsService extends PrincipalResolver {
   constructor(
     private readonly repo: OrgsRepository,
     private readonly config: AppConfig,
-    @Optional() private readonly verification?: VerificationSnapshotSource,
+    private readonly moduleRef: ModuleRef,
   ) {
     super();
   }
@@ -196,9 +197,9 @@ export class OrgsService extends PrincipalResolver {
     return null;
   }
 
+  /** Resolved at call time: the verification module depends on this service, so it cannot be a constructor dependency. */
   private verificationSnapshot(organizationId: string) {
-    if (!this.verification) throw new Error('OrgsService.me needs the verification module (VerificationModule) in this process');
-    return this.verification.snapshot(organizationId);
+    return this.moduleRef.get(VerificationSnapshotSource, { strict: false }).snapshot(organizationId);
   }
 
   private async requireOrganization(id: string): Promise<Organization> {

@@ -1,4 +1,4 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { OrgsModule } from '../orgs/orgs.module';
 import { VerificationSnapshotSource } from '../orgs/verification-snapshot.port';
@@ -12,11 +12,10 @@ import { VerificationService } from './verification.service';
 /**
  * Business verification without transports (docs/architecture.md §12): the record, the wallet
  * check's chain reads, the identity provider chosen by `IDENTITY_PROVIDER`, and the service other
- * modules gate on (`assertNotRejected`). Global so `OrgsService.me` can read the snapshot through
- * {@link VerificationSnapshotSource} without orgs importing this module (which depends on orgs).
+ * modules gate on (`assertNotRejected`). It provides {@link VerificationSnapshotSource}, which
+ * `OrgsService.me` resolves at call time (orgs cannot import this module, which depends on orgs).
  * Controllers live in verification.http.module.ts.
  */
-@Global()
 @Module({
   imports: [OrgsModule],
   providers: [
