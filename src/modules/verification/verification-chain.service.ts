@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { ANVIL_CHAIN_ID, ChainVerificationError, createProvider, type MinedTokenTransfers, readTokenTransfers } from '@lib/chain';
 import { TestUSDCArtifact } from '@lib/contracts';
-import { Contract, type JsonRpcProvider, Wallet } from 'ethers';
+import { Contract, type ContractTransactionResponse, type JsonRpcProvider, Wallet } from 'ethers';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
 import { lastConfirmedBlock } from '../escrow/escrow.state';
@@ -60,11 +60,14 @@ export class VerificationChain implements OnApplicationShutdown {
     if (this.config.env.CHAIN_ID !== ANVIL_CHAIN_ID) throw new Error('demo transfers run on the local chain only (CHAIN_ID 31337)');
     const usdc = new Contract(this.usdcAddress, TestUSDCArtifact.abi, wallet.connect(this.provider));
     const balance = (await usdc.getFunction('balanceOf').staticCall(wallet.address)) as bigint;
-    if (balance < amount) await (await usdc.getFunction('mint')(wallet.address, amount - balance)).wait();
-    const tx = await usdc.getFunction('transfer')(to, amount);
-    const receipt = await tx.wait();
-    if (!receipt || receipt.status !== 1) throw new Error(`USDC transfer ${tx.hash} reverted`);
-    return tx.hash as string;
+    const send = async (fn: 'mint' | 'transfer', ...args: unknown[]): Promise<string> => {
+      const tx = (await usdc.getFunction(fn).send(...args)) as ContractTransactionResponse;
+      const receipt = await tx.wait();
+      if (!receipt || receipt.status !== 1) throw new Error(`USDC ${fn} ${tx.hash} reverted`);
+      return tx.hash;
+    };
+    if (balance < amount) await send('mint', wallet.address, amount - balance);
+    return send('transfer', to, amount);
   }
 
   onApplicationShutdown(): void {
