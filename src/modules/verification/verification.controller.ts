@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
-import { ApiConflictResponse, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
 import { CurrentPrincipal, Public, RequireScopes } from '../../common/auth/auth.decorators';
 import type { Principal } from '../../common/auth/principal';
@@ -77,7 +77,13 @@ export class VerificationController {
   @Post('providers/:provider/webhook')
   @HttpCode(200)
   @Public()
-  @ApiExcludeEndpoint()
+  @ApiOperation({
+    summary: 'Identity provider callback (called by the provider, not by merchants)',
+    description: 'Stripe: `identity.verification_session.*` events signed with `Stripe-Signature`. Sandbox: Standard Webhooks headers. 400 `bad_signature` changes nothing.',
+  })
+  @ApiParam({ name: 'provider', enum: ['sandbox', 'stripe'] })
+  @ApiOkResponse({ type: ProviderCallbackAckDto })
+  @ApiNotFoundResponse({ description: 'not_found: this provider is not the configured IDENTITY_PROVIDER', type: ErrorBody })
   callback(@Param('provider') provider: string, @Req() req: Request & { rawBody?: Buffer }): Promise<ProviderCallbackAckDto> {
     if (!req.rawBody) throw AppError.invalidParam('body', 'must be the provider’s JSON event');
     return this.verification.handleProviderCallback(provider, req.rawBody, req.headers);

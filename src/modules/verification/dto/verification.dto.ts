@@ -21,7 +21,7 @@ export class WalletCheckDto {
 
 /** The identity check through the configured provider. */
 export class IdentityCheckDto {
-  @ApiProperty({ type: String, nullable: true, enum: ['sandbox', 'stripe'] }) provider: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'sandbox or stripe; null before any session' }) provider: string | null;
   @ApiProperty({ enum: STATUSES }) status: string;
   @ApiProperty({ type: String, nullable: true, description: 'The open session’s page (the sandbox’s; a Stripe URL is returned by start only)' })
   verificationUrl: string | null;
