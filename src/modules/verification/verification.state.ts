@@ -20,8 +20,7 @@ export const WALLET_AMOUNT_MIN = 1_000_000n;
 export const WALLET_AMOUNT_SPAN = 1_000_000;
 
 /**
- * Provider statuses → identity check (reference/api-conventions §7, copied into
- * docs/architecture.md §12): Stripe `verified` → verified; `processing` and `requires_input` →
+ * Provider statuses → identity check (docs/architecture.md §12): Stripe `verified` → verified; `processing` and `requires_input` →
  * pending (the latter with `lastError`); `canceled` → unverified. The sandbox speaks Stripe's
  * words plus Persona's `declined` → rejected.
  */
