@@ -3,6 +3,7 @@ import { Webhooks1795300003000 } from './1795300003000-Webhooks';
 import { Escrow1795300005000 } from './1795300005000-Escrow';
 import { EscrowIntegrity1795300006000 } from './1795300006000-EscrowIntegrity';
 import { WebhookDeliveryTargets1795300007000 } from './1795300007000-WebhookDeliveryTargets';
+import { Verification1795300012000 } from './1795300012000-Verification';
 import { Agents1795300013000 } from './1795300013000-Agents';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
@@ -12,5 +13,6 @@ export const MIGRATIONS = [
   Escrow1795300005000,
   EscrowIntegrity1795300006000,
   WebhookDeliveryTargets1795300007000,
+  Verification1795300012000,
   Agents1795300013000,
 ];

@@ -67,6 +67,11 @@ Create a checkout session:
 Fund it from the demo buyer wallet on the local chain:
   npm run cli -- demo:pay <checkoutId>
 
+Verify the business (KYB, README "Verify the business"): the wallet check from the demo payout
+wallet, then the identity check on the sandbox page:
+  npm run cli -- demo:verify-wallet ${s.organizationId}
+  curl -s -X POST ${s.apiUrl}/api/v1/verification/start -H "X-Api-Key: ${s.merchantKey}"   (open verificationUrl)
+
 Logs: .local/api.log, .local/worker.log. Ctrl-C stops everything.
 `)' "$seed"
 wait -n "${pids[@]}"

@@ -33,12 +33,19 @@ export function nulCharacterParam(body: unknown): string | undefined {
   return undefined;
 }
 
+/** Routes whose handlers verify a signature over the exact bytes received (identity provider callbacks). */
+const RAW_BODY_PREFIX = '/api/v1/verification/providers/';
+
 /**
  * Body parsers whose failures (malformed JSON, > 100 kB) answer in our error body (DESIGN §4); a
  * parsed body with a NUL character anywhere is refused as 400 invalid_request naming the field.
+ * Under {@link RAW_BODY_PREFIX} the JSON bytes are also kept as `req.rawBody`.
  */
 function bodyParsers() {
-  const parsers = [express.json({ limit: '100kb' }), express.urlencoded({ extended: false, limit: '100kb' })];
+  const keepRaw = (req: Request & { rawBody?: Buffer }, _res: Response, buf: Buffer) => {
+    if (req.url.startsWith(RAW_BODY_PREFIX)) req.rawBody = buf;
+  };
+  const parsers = [express.json({ limit: '100kb', verify: keepRaw }), express.urlencoded({ extended: false, limit: '100kb' })];
   return parsers.map((parse) => (req: Request, res: Response, next: NextFunction) =>
     parse(req, res, (err?: unknown) => {
       const nulParam = err ? undefined : nulCharacterParam(req.body);

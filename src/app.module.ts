@@ -24,6 +24,7 @@ import { WebhooksHttpModule } from './modules/webhooks/webhooks.http.module';
 import { AgentsHttpModule } from './modules/agents/agents.http.module';
 import { PaymentsHttpModule } from './modules/payments/payments.http.module';
 import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.http.module';
+import { VerificationHttpModule } from './modules/verification/verification.http.module';
 
 /**
  * The api process (docs/architecture.md §1–2): request id → per-IP allowance of failed
@@ -71,6 +72,7 @@ import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.ht
     AgentsHttpModule,
     PaymentsHttpModule,
     AgentEscrowsHttpModule,
+    VerificationHttpModule,
   ],
   providers: [
     AuthFailureLimiter,

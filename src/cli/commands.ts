@@ -8,7 +8,9 @@ import { OrgsService } from '../modules/orgs/orgs.service';
 import { AgentsService, PolicyInput } from '../modules/agents/agents.service';
 import { ChainAccess } from '../modules/relayer/chain-access.service';
 import { formatAmount } from '@lib/money';
-import { anvilKey } from '@lib/chain';
+import { OPERATOR_DECISIONS, OperatorDecision } from '../modules/verification/verification.state';
+import { VerificationService } from '../modules/verification/verification.service';
+import { ANVIL_KEYS, anvilKey } from '@lib/chain';
 import { Wallet } from 'ethers';
 import { listOption, ParsedArgs, requireOption, UsageError } from './args';
 
@@ -163,6 +165,29 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       if (!escrowId) throw new UsageError('escrow:resolve needs an escrow id');
       if (to !== 'buyer' && to !== 'seller') throw new UsageError('--to must be buyer or seller');
       return app.get(EscrowService).resolveDispute(escrowId, to);
+    },
+  },
+  'verification:decide': {
+    usage: 'verification:decide --org ID --identity approved|declined|reopen   (operator decision on the identity check)',
+    run: async (app, args) => {
+      const organizationId = requireOption(args, 'org');
+      const decision = requireOption(args, 'identity');
+      if (!(OPERATOR_DECISIONS as readonly string[]).includes(decision)) throw new UsageError(`--identity must be one of ${OPERATOR_DECISIONS.join(', ')}`);
+      const verification = await app.get(VerificationService).decide(organizationId, decision as OperatorDecision);
+      return { organizationId, ...verification };
+    },
+  },
+  'demo:verify-wallet': {
+    usage: 'demo:verify-wallet <orgId>   (local chain: the payout wallet pays and confirms the wallet check)',
+    run: async (app, args) => {
+      const organizationId = args.positionals[0];
+      if (!organizationId) throw new UsageError('demo:verify-wallet needs an organisation id');
+      const org = await app.get(OrgsService).getOrganization(organizationId);
+      if (!org?.payoutAddress) throw new UsageError('the organisation has no payout address');
+      const keys = [process.env.DEMO_SELLER_PRIVATE_KEY, process.env.DEMO_BUYER_PRIVATE_KEY, ...ANVIL_KEYS].filter((k): k is string => !!k);
+      const key = keys.find((k) => new Wallet(k).address === org.payoutAddress);
+      if (!key) throw new UsageError(`no local key for the payout address ${org.payoutAddress} (set DEMO_SELLER_PRIVATE_KEY)`);
+      return app.get(VerificationService).demoVerifyWallet(organizationId, new Wallet(key));
     },
   },
   'demo:seed': {

@@ -152,4 +152,20 @@ describe('secrets', () => {
     expect(config.secret('RELAYER_PRIVATE_KEY')).toBe(env.RELAYER_PRIVATE_KEY);
     expect(() => config.secret('ARBITER_PRIVATE_KEY')).toThrow('ARBITER_PRIVATE_KEY is not loaded by the worker process');
   });
+
+  it('refuses the sandbox identity provider and the local verification address outside the local chain, and needs Stripe keys for stripe', () => {
+    expect(validateEnv({}).IDENTITY_PROVIDER).toBe('sandbox');
+    expect(() => validateEnv({ CHAIN_ID: '8453' })).toThrow(/IDENTITY_PROVIDER="sandbox": lets a person approve themselves/);
+    expect(() => validateEnv({ CHAIN_ID: '8453', IDENTITY_PROVIDER: 'stripe' })).toThrow(/VERIFICATION_ADDRESS=.*local-chain default/);
+    expect(() => validateEnv({ IDENTITY_PROVIDER: 'stripe' })).toThrow(/STRIPE_SECRET_KEY=.*STRIPE_WEBHOOK_SECRET=/s);
+    const live = validateEnv({
+      CHAIN_ID: '8453',
+      IDENTITY_PROVIDER: 'stripe',
+      VERIFICATION_ADDRESS: '0x1111111111111111111111111111111111111111',
+      STRIPE_SECRET_KEY: 'sk_live_abc',
+      STRIPE_WEBHOOK_SECRET: 'whsec_abc',
+    });
+    expect(live.IDENTITY_PROVIDER).toBe('stripe');
+    expect(() => validateEnv({ STRIPE_API_BASE: 'not a url' })).toThrow(/STRIPE_API_BASE=/);
+  });
 });

@@ -14,6 +14,8 @@ import {
   Min,
   MinLength,
   Validate,
+  ValidateBy,
+  ValidateIf,
   validateSync,
   ValidatorConstraint,
   ValidatorConstraintInterface,
@@ -46,6 +48,20 @@ class IsTrustedProxy implements ValidatorConstraintInterface {
   defaultMessage(): string {
     return 'must list IP addresses, CIDRs (10.0.0.0/8) or loopback, linklocal, uniquelocal, separated by commas';
   }
+}
+
+/** anvil account 6 (libs/chain ANVIL_ROLES.verification): the local chain's VERIFICATION_ADDRESS. */
+const LOCAL_VERIFICATION_ADDRESS = '0x976EA74026E726554dB657fA54763abd0C3a0aa9';
+
+/** Refuses a value `isLocalOnly` matches unless CHAIN_ID is the local chain's (31337, docs/architecture.md §10). */
+function LocalChainOnly(isLocalOnly: (value: string) => boolean, message: string) {
+  return ValidateBy({
+    name: 'localChainOnly',
+    validator: {
+      validate: (value: unknown, args) => typeof value !== 'string' || !isLocalOnly(value) || (args?.object as EnvSchema).CHAIN_ID === 31337,
+      defaultMessage: () => message,
+    },
+  });
 }
 
 /**
@@ -117,6 +133,27 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(1) AUTH_FAILURES_PER_MINUTE = 60;
   /** Proxies whose X-Forwarded-For is believed (Express `trust proxy`): addresses, CIDRs, loopback/linklocal/uniquelocal. */
   @Transform(toList) @IsArray() @ArrayMinSize(1) @Validate(IsTrustedProxy, { each: true }) TRUSTED_PROXIES: string[] = ['loopback'];
+
+  // --- Verification (KYB), docs/architecture.md §12 -------------------------------------------
+  /** Receives wallet-check payments; the default is anvil account 6, refused outside the local chain. */
+  @Matches(EVM_ADDRESS, { message: 'must be a 0x-prefixed 20-byte address' })
+  @LocalChainOnly((v) => v.toLowerCase() === LOCAL_VERIFICATION_ADDRESS.toLowerCase(), 'is the local-chain default; set your own address outside the local chain (CHAIN_ID 31337)')
+  VERIFICATION_ADDRESS = LOCAL_VERIFICATION_ADDRESS;
+  /** `sandbox` lets a person approve themselves, so it runs on the local chain only. */
+  @IsIn(['sandbox', 'stripe'])
+  @LocalChainOnly((v) => v === 'sandbox', 'lets a person approve themselves: local chain only (CHAIN_ID 31337); use IDENTITY_PROVIDER=stripe')
+  IDENTITY_PROVIDER: 'sandbox' | 'stripe' = 'sandbox';
+  /** Signs the sandbox provider's callbacks (Standard Webhooks secret). */
+  @Matches(/^whsec_[A-Za-z0-9+/]{22,}={0,2}$/, { message: 'must be a whsec_<base64> secret of at least 16 bytes' })
+  IDENTITY_SANDBOX_WEBHOOK_SECRET = 'whsec_ZGV2LW9ubHktc2FuZGJveC1pZGVudGl0eS1zZWNyZXQ=';
+  @ValidateIf((e: EnvSchema) => e.IDENTITY_PROVIDER === 'stripe')
+  @Matches(/^(sk|rk)_(test|live)_\w+$/, { message: 'must be a Stripe secret key (sk_… or rk_…) when IDENTITY_PROVIDER=stripe' })
+  STRIPE_SECRET_KEY = '';
+  @ValidateIf((e: EnvSchema) => e.IDENTITY_PROVIDER === 'stripe')
+  @Matches(/^whsec_\w+$/, { message: 'must be the whsec_… signing secret of the Stripe webhook endpoint when IDENTITY_PROVIDER=stripe' })
+  STRIPE_WEBHOOK_SECRET = '';
+  /** Stripe API base (scheme, host, port) for a local stand-in in tests; empty = https://api.stripe.com. */
+  @ValidateIf((e: EnvSchema) => e.STRIPE_API_BASE !== '') @IsUrl(urlOpts) STRIPE_API_BASE = '';
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) LOG_LEVEL = 'info';
 

@@ -3,8 +3,25 @@ import { OutboxEvent } from '../common/outbox/outbox-event.entity';
 import { CheckoutSession } from '../modules/checkout/checkout.entity';
 import { Escrow, EscrowChainEventRow } from '../modules/escrow/escrow.entity';
 import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from '../modules/orgs/orgs.entity';
+import { OrganizationVerification, VerificationWalletPayment } from '../modules/verification/verification.entity';
 import { WebhookDelivery, WebhookEndpoint } from '../modules/webhooks/webhooks.entity';
 import { Payment } from '../modules/payments/payment.entity';
 
 /** Every TypeORM entity, listed as classes so dist and jest load the same set. */
-export const ENTITIES = [Organization, Agent, ApiKey, OAuthClient, OAuthToken, CheckoutSession, Escrow, EscrowChainEventRow, IdempotencyRecord, OutboxEvent, WebhookEndpoint, WebhookDelivery, Payment];
+export const ENTITIES = [
+  Organization,
+  Agent,
+  ApiKey,
+  OAuthClient,
+  OAuthToken,
+  CheckoutSession,
+  Escrow,
+  EscrowChainEventRow,
+  IdempotencyRecord,
+  OutboxEvent,
+  WebhookEndpoint,
+  WebhookDelivery,
+  Payment,
+  OrganizationVerification,
+  VerificationWalletPayment,
+];

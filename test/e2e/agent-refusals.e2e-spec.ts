@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { AgentsService } from '../../src/modules/agents/agents.service';
+import { VerificationService } from '../../src/modules/verification/verification.service';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, pay, paymentRows, startRelayerWorker, TestAgent } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
@@ -56,6 +57,18 @@ describe('agent spend refusals and validation (POST /payments)', () => {
     it('signer_required', async () => {
       const agent = await createAgent(t, chain, { float: 50n * USDC, enable: false });
       expect(await refused(agent, {})).toMatchObject({ code: 'signer_required' });
+    });
+
+    it("kyb_rejected: a rejected organisation's agent may not spend (after signer_required, before the policy); reopen restores", async () => {
+      const agent = await createAgent(t, chain, { float: 50n * USDC, policy: { mode: 'mandate', dailyLimit: '100.00' } });
+      const verification = t.app.get(VerificationService);
+      await verification.decide(agent.organizationId, 'declined');
+      expect(await refused(agent, {})).toMatchObject({ code: 'kyb_rejected' });
+      await agents().setSignerEnabled(agent.agentId, false);
+      expect(await refused(agent, {})).toMatchObject({ code: 'signer_required' });
+      await agents().setSignerEnabled(agent.agentId, true);
+      await verification.decide(agent.organizationId, 'reopen');
+      expect(await refused(agent, {})).toMatchObject({ code: 'mandate_required' });
     });
 
     it('mandate_required: a policy in mandate mode with no mandate', async () => {

@@ -122,6 +122,7 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
           'svc_me', 'svc_checkout_create', 'svc_create_checkout', 'svc_checkout_get', 'svc_checkout_list', 'svc_escrow_list', 'svc_escrow_get',
           'svc_escrow_accept', 'svc_escrow_decline', 'svc_escrow_mark_delivered', 'svc_escrow_release', 'svc_escrow_cancel', 'svc_escrow_dispute',
           'svc_webhook_endpoint_get', 'svc_webhook_endpoint_put', 'svc_webhook_deliveries_list', 'svc_webhook_deliveries_retry', 'svc_get_payment_status',
+          'svc_verification_get', 'svc_verification_checkout', 'svc_verification_confirm', 'svc_verification_start',
         ].sort(),
       );
       const release = tools.find((x) => x.name === 'svc_escrow_release')!;

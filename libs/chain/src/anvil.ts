@@ -31,6 +31,8 @@ export const ANVIL_ROLES = {
   arbiter: 3,
   demoBuyer: 4,
   demoSeller: 5,
+  /** Receives wallet-check payments on local chains (the VERIFICATION_ADDRESS default). */
+  verification: 6,
 } as const;
 
 /** A role name of ANVIL_ROLES. */

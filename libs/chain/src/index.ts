@@ -58,4 +58,5 @@ export {
   type SignedEscrowAction,
   type VerifiedAction,
 } from './escrow-types';
+export { ERC20_TRANSFER_TOPIC, readTokenTransfers, type MinedTokenTransfers, type TokenTransfer } from './usdc-transfers';
 export { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';

@@ -12,6 +12,7 @@ import { CheckoutSession, EscrowTemplateId } from './checkout.entity';
 import { CheckoutSessionDto } from './dto/checkout-session.dto';
 import { WebhookUrlService } from '../webhooks/webhook-url.service';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
+import { VerificationService } from '../verification/verification.service';
 
 const MIN_TTL_SECONDS = 30 * 60;
 const MAX_TTL_SECONDS = 24 * 3600;
@@ -48,6 +49,7 @@ export class CheckoutService {
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
     private readonly webhookUrls: WebhookUrlService,
+    private readonly verification: VerificationService,
   ) {}
 
   /**
@@ -57,9 +59,11 @@ export class CheckoutService {
    * @throws AppError invalid_request for an amount over MAX_AMOUNT, oversized metadata, a bad
    *   inspection window, an expiresAt outside 30 min–24 h from now, or a `webhookUrl` the SSRF
    *   guard refuses (details.param webhookUrl, details.reason; `resolveWebhookUrl` throws the same,
-   *   `unresolvable` also when DNS does not answer within WEBHOOK_DNS_TIMEOUT_MS).
+   *   `unresolvable` also when DNS does not answer within WEBHOOK_DNS_TIMEOUT_MS); 403 kyb_rejected for
+   *   a rejected organisation (docs/architecture.md §12).
    */
   async draft(principal: Principal, input: CreateCheckoutSessionDto): Promise<{ session: CheckoutSession; resolveWebhookUrl?: () => Promise<void> }> {
+    await this.verification.assertNotRejected(principal.organizationId);
     let amountUnits: bigint;
     try {
       amountUnits = parseAmount(input.amount, this.config.maxAmountUnits);

@@ -3,6 +3,7 @@ import { IdempotencyModule } from '../../common/idempotency/idempotency.module';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';
 import { OrgsModule } from '../orgs/orgs.module';
+import { VerificationModule } from '../verification/verification.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { McpService } from './mcp.service';
 import { TOOL_PROVIDERS } from './tools';
@@ -13,7 +14,7 @@ import { TOOL_PROVIDERS } from './tools';
  * the api port.
  */
 @Module({
-  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule],
+  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule],
   providers: [McpService, ...TOOL_PROVIDERS],
   exports: [McpService],
 })

@@ -7,7 +7,6 @@ export class Organization {
   @Column() name: string;
   @Column() handle: string;
   @Column('text', { name: 'payout_address', nullable: true }) payoutAddress: string | null;
-  @Column({ name: 'verification_status' }) verificationStatus: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { getAddress, isAddress } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
@@ -9,6 +10,7 @@ import { AppError } from '../../common/errors/app-error';
 import type { MeDto } from './dto/me.dto';
 import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
 import { OrgsRepository } from './orgs.repository';
+import { VerificationSnapshotSource } from './verification-snapshot.port';
 
 export const MERCHANT_KEY_PREFIX = 'bk_live_';
 export const AGENT_KEY_PREFIX = 'bk_agent_live_';
@@ -29,13 +31,14 @@ export class OrgsService extends PrincipalResolver {
   constructor(
     private readonly repo: OrgsRepository,
     private readonly config: AppConfig,
+    private readonly moduleRef: ModuleRef,
   ) {
     super();
   }
 
   /**
    * GET /api/v1/me and svc_me: the caller's identity, organisation, granted scopes and
-   * verification snapshot.
+   * verification snapshot (from the verification module, docs/architecture.md §12).
    * @throws AppError unauthorized when the organisation no longer exists.
    */
   async me(principal: Principal): Promise<MeDto> {
@@ -45,7 +48,7 @@ export class OrgsService extends PrincipalResolver {
       identity: { type: principal.kind, credentialId: principal.credentialId, agentId: principal.agentId },
       organization: { id: org.id, name: org.name, handle: org.handle, payoutAddress: org.payoutAddress },
       scopes: [...principal.grantedScopes],
-      verification: { status: org.verificationStatus },
+      verification: await this.verificationSnapshot(org.id),
     };
   }
 
@@ -59,7 +62,6 @@ export class OrgsService extends PrincipalResolver {
       name: input.name.trim(),
       handle: input.handle,
       payoutAddress: input.payoutAddress ? this.address('payoutAddress', input.payoutAddress) : null,
-      verificationStatus: 'unverified',
     });
     await this.repo.insertOrganization(org);
     return org;
@@ -219,6 +221,11 @@ export class OrgsService extends PrincipalResolver {
       };
     }
     return null;
+  }
+
+  /** Resolved at call time: the verification module depends on this service, so it cannot be a constructor dependency. */
+  private verificationSnapshot(organizationId: string) {
+    return this.moduleRef.get(VerificationSnapshotSource, { strict: false }).snapshot(organizationId);
   }
 
   private async requireOrganization(id: string): Promise<Organization> {

@@ -2,8 +2,10 @@ import { Module } from '@nestjs/common';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';
 import { OrgsModule } from '../orgs/orgs.module';
+import { VerificationModule } from '../verification/verification.module';
 import { PayPageController } from './pay-page.controller';
+import { VerifyPageController } from './verify-page.controller';
 
-/** The hosted pay page `GET /checkout/:id`; api only (docs/architecture.md §1). The feature has no services of its own. */
-@Module({ imports: [CheckoutModule, EscrowModule, OrgsModule], controllers: [PayPageController] })
+/** The hosted pages on the checkout host (api only, docs/architecture.md §1, §16): the pay page and the sandbox identity page. */
+@Module({ imports: [CheckoutModule, EscrowModule, OrgsModule, VerificationModule], controllers: [PayPageController, VerifyPageController] })
 export class PayPageHttpModule {}

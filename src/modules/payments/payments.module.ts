@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { VerificationModule } from '../verification/verification.module';
 import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
 import { AgentsModule } from '../agents/agents.module';
 import { RelayerModule } from '../relayer/relayer.module';
@@ -8,7 +9,7 @@ import { PaymentFaults, PaymentsService } from './payments.service';
 
 /** Agent payments: reservation, signing, relaying and settlement (docs/architecture.md §13). No controllers. */
 @Module({
-  imports: [AgentsModule, RelayerModule],
+  imports: [AgentsModule, RelayerModule, VerificationModule],
   providers: [PaymentsRepository, PaymentsService, PaymentSettlement, PaymentFaults, IdempotencyRepository],
   exports: [PaymentsService, PaymentSettlement, PaymentFaults],
 })

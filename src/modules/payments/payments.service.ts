@@ -8,6 +8,7 @@ import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { canonicalJson, sha256Hex } from '../../common/idempotency/fingerprint';
 import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
+import { VerificationService } from '../verification/verification.service';
 import { resolveIdempotencyKey } from '../../common/idempotency/idempotency.interceptor';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
@@ -82,6 +83,7 @@ export class PaymentsService {
   private readonly modes = new Map<PaymentMode, PaymentModeHandler>();
 
   constructor(
+    private readonly verification: VerificationService,
     private readonly repo: PaymentsRepository,
     private readonly agents: AgentSpendGate,
     private readonly vault: SignerVault,
@@ -368,11 +370,12 @@ export class PaymentsService {
   }
 
   /**
-   * The organisation gate of the refusal order (kyb_rejected, docs/architecture.md §12): the one call
-   * site where the verification module's check is wired; allows every organisation until then.
+   * The organisation gate of the refusal order (docs/architecture.md §12, §13): a rejected
+   * organisation's agents may not spend.
+   * @throws AppError 403 kyb_rejected.
    */
-  private async organizationGate(_organizationId: string): Promise<void> {
-    return;
+  private organizationGate(organizationId: string): Promise<void> {
+    return this.verification.assertNotRejected(organizationId);
   }
 
   private async storeRefusal(principal: Principal, scopeHash: string, key: string, fingerprint: string, err: AppError): Promise<void> {

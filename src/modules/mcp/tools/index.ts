@@ -7,6 +7,10 @@ import { EscrowAcceptTool, EscrowCancelTool, EscrowDeclineTool, EscrowDisputeToo
 import { EscrowGetTool, EscrowListTool } from './escrow-read.tool';
 import { MeTool } from './me.tool';
 import { PaymentStatusTool } from './payment-status.tool';
+import { VerificationCheckoutTool } from './verification-checkout.tool';
+import { VerificationConfirmTool } from './verification-confirm.tool';
+import { VerificationGetTool } from './verification-get.tool';
+import { VerificationStartTool } from './verification-start.tool';
 import { WebhookDeliveriesListTool, WebhookDeliveriesRetryTool } from './webhook-deliveries.tool';
 import { WebhookEndpointGetTool, WebhookEndpointPutTool } from './webhook-endpoint.tool';
 
@@ -33,6 +37,10 @@ export const TOOL_CLASSES = [
   WebhookDeliveriesListTool,
   WebhookDeliveriesRetryTool,
   PaymentStatusTool,
+  VerificationGetTool,
+  VerificationCheckoutTool,
+  VerificationConfirmTool,
+  VerificationStartTool,
 ];
 
 /** Providers: each tool, and MCP_TOOLS = all of them. */

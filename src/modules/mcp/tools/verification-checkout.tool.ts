@@ -1,0 +1,21 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { VerificationService } from '../../verification/verification.service';
+import type { McpTool, McpToolContext } from '../mcp-tool';
+import { idempotencyKey } from './ids';
+
+/** svc_verification_checkout: POST /api/v1/verification/checkout. */
+@Injectable()
+export class VerificationCheckoutTool implements McpTool {
+  readonly name = 'svc_verification_checkout';
+  readonly title = 'Start the wallet check';
+  readonly description = 'Issues the exact USDC amount to send from your payout address to payTo within 90 minutes (the open one again while it lasts).';
+  readonly scopes = ['verification:write'] as const;
+  readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
+  readonly input = z.object({ idempotencyKey: idempotencyKey(false) });
+  readonly idempotency = 'optional' as const;
+  constructor(private readonly verification: VerificationService) {}
+  run(ctx: McpToolContext) {
+    return this.verification.checkout(ctx.principal.organizationId);
+  }
+}

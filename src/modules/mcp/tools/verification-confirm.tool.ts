@@ -1,0 +1,26 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { ConfirmWalletDto } from '../../verification/dto/verification.dto';
+import { VerificationService } from '../../verification/verification.service';
+import type { McpTool, McpToolContext } from '../mcp-tool';
+import { idempotencyKey } from './ids';
+
+/** svc_verification_confirm: POST /api/v1/verification/confirm (idempotencyKey required, as the REST header). */
+@Injectable()
+export class VerificationConfirmTool implements McpTool<{ txHash: string }> {
+  readonly name = 'svc_verification_confirm';
+  readonly title = 'Confirm the wallet check';
+  readonly description = 'Report the hash of the USDC transfer that pays the wallet check; it is verified on chain.';
+  readonly scopes = ['verification:write'] as const;
+  readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
+  readonly input = z.object({
+    txHash: z.string().describe('Hash of the USDC transfer from your payout address'),
+    idempotencyKey: idempotencyKey(true),
+  });
+  readonly dto = ConfirmWalletDto;
+  readonly idempotency = 'required' as const;
+  constructor(private readonly verification: VerificationService) {}
+  run(ctx: McpToolContext, input: { txHash: string }) {
+    return this.verification.confirm(ctx.principal.organizationId, input.txHash);
+  }
+}

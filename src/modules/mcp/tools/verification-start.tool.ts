@@ -1,0 +1,21 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { VerificationService } from '../../verification/verification.service';
+import type { McpTool, McpToolContext } from '../mcp-tool';
+import { idempotencyKey } from './ids';
+
+/** svc_verification_start: POST /api/v1/verification/start. */
+@Injectable()
+export class VerificationStartTool implements McpTool {
+  readonly name = 'svc_verification_start';
+  readonly title = 'Start the identity check';
+  readonly description = 'Opens a session with the identity provider; a person opens verificationUrl in a browser to complete it.';
+  readonly scopes = ['verification:write'] as const;
+  readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false };
+  readonly input = z.object({ idempotencyKey: idempotencyKey(false) });
+  readonly idempotency = 'optional' as const;
+  constructor(private readonly verification: VerificationService) {}
+  run(ctx: McpToolContext) {
+    return this.verification.startIdentity(ctx.principal.organizationId);
+  }
+}
