@@ -1,5 +1,5 @@
 import { parseAmount } from '@lib/money';
-import { EnvSchema, validateEnv } from './env.schema';
+import { apiOnlySettingErrors, EnvSchema, validateEnv } from './env.schema';
 import { ProcessSecrets, SecretName } from './secrets';
 
 /** A process that loads no secrets (unit tests, tools that only need the plain settings). */
@@ -20,6 +20,8 @@ export class AppConfig {
     readonly process: ProcessSecrets = NO_SECRETS,
   ) {
     this.env = validateEnv(source, this.process.secrets);
+    const apiErrors = this.process.name === 'api' ? apiOnlySettingErrors(this.env) : [];
+    if (apiErrors.length > 0) throw new Error(`Invalid configuration:\n${apiErrors.join('\n')}`);
     this.maxAmountUnits = parseAmount(this.env.MAX_AMOUNT);
   }
 

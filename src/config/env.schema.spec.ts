@@ -155,8 +155,14 @@ describe('secrets', () => {
 
   it('refuses the sandbox identity provider and the local verification address outside the local chain, and needs Stripe keys for stripe', () => {
     expect(validateEnv({}).IDENTITY_PROVIDER).toBe('sandbox');
-    expect(() => validateEnv({ CHAIN_ID: '8453' })).toThrow(/IDENTITY_PROVIDER="sandbox": lets a person approve themselves/);
-    expect(() => validateEnv({ CHAIN_ID: '8453', IDENTITY_PROVIDER: 'stripe' })).toThrow(/VERIFICATION_ADDRESS=.*local-chain default/);
+    const api = (env: Record<string, string>) => new AppConfig(env, { name: 'api', secrets: [] });
+    expect(() => api({ CHAIN_ID: '8453' })).toThrow(/IDENTITY_PROVIDER="sandbox": lets a person approve themselves/);
+    expect(() => api({ CHAIN_ID: '8453', IDENTITY_PROVIDER: 'stripe', STRIPE_SECRET_KEY: 'sk_live_abc', STRIPE_WEBHOOK_SECRET: 'whsec_abc' })).toThrow(
+      /VERIFICATION_ADDRESS: is the local-chain default/,
+    );
+    // Only the api acts on them: the worker, the CLI and migrations start without verification settings.
+    expect(new AppConfig({ CHAIN_ID: '8453' }, { name: 'cli', secrets: [] }).env.IDENTITY_PROVIDER).toBe('sandbox');
+    expect(validateEnv({ CHAIN_ID: '8453' }).CHAIN_ID).toBe(8453);
     expect(() => validateEnv({ IDENTITY_PROVIDER: 'stripe' })).toThrow(/STRIPE_SECRET_KEY=.*STRIPE_WEBHOOK_SECRET=/s);
     const live = validateEnv({
       CHAIN_ID: '8453',
@@ -166,6 +172,7 @@ describe('secrets', () => {
       STRIPE_WEBHOOK_SECRET: 'whsec_abc',
     });
     expect(live.IDENTITY_PROVIDER).toBe('stripe');
+    expect(api({ CHAIN_ID: '8453', IDENTITY_PROVIDER: 'stripe', VERIFICATION_ADDRESS: '0x1111111111111111111111111111111111111111', STRIPE_SECRET_KEY: 'sk_live_abc', STRIPE_WEBHOOK_SECRET: 'whsec_abc' }).env.CHAIN_ID).toBe(8453);
     expect(() => validateEnv({ STRIPE_API_BASE: 'not a url' })).toThrow(/STRIPE_API_BASE=/);
   });
 });

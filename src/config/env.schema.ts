@@ -14,7 +14,6 @@ import {
   Min,
   MinLength,
   Validate,
-  ValidateBy,
   ValidateIf,
   validateSync,
   ValidatorConstraint,
@@ -53,15 +52,23 @@ class IsTrustedProxy implements ValidatorConstraintInterface {
 /** anvil account 6 (libs/chain ANVIL_ROLES.verification): the local chain's VERIFICATION_ADDRESS. */
 const LOCAL_VERIFICATION_ADDRESS = '0x976EA74026E726554dB657fA54763abd0C3a0aa9';
 
-/** Refuses a value `isLocalOnly` matches unless CHAIN_ID is the local chain's (31337, docs/architecture.md §10). */
-function LocalChainOnly(isLocalOnly: (value: string) => boolean, message: string) {
-  return ValidateBy({
-    name: 'localChainOnly',
-    validator: {
-      validate: (value: unknown, args) => typeof value !== 'string' || !isLocalOnly(value) || (args?.object as EnvSchema).CHAIN_ID === 31337,
-      defaultMessage: () => message,
-    },
-  });
+/**
+ * The settings only the api acts on that are safe on the local chain alone (docs/architecture.md
+ * §12): the sandbox identity provider lets a person approve themselves, and the default
+ * VERIFICATION_ADDRESS is an anvil account. Checked for the api process only, so the worker, the
+ * CLI and migrations start without verification settings.
+ * @returns one message line per refused setting (empty when all is well).
+ */
+export function apiOnlySettingErrors(env: EnvSchema): string[] {
+  if (isLocalChain(env.CHAIN_ID)) return [];
+  const lines: string[] = [];
+  if (env.VERIFICATION_ADDRESS.toLowerCase() === LOCAL_VERIFICATION_ADDRESS.toLowerCase()) {
+    lines.push(`  VERIFICATION_ADDRESS: is the local-chain default; set your own address outside the local chain (CHAIN_ID 31337)`);
+  }
+  if (env.IDENTITY_PROVIDER === 'sandbox') {
+    lines.push(`  IDENTITY_PROVIDER="sandbox": lets a person approve themselves: local chain only (CHAIN_ID 31337); use IDENTITY_PROVIDER=stripe`);
+  }
+  return lines;
 }
 
 /**
@@ -137,11 +144,9 @@ export class EnvSchema {
   // --- Verification (KYB), docs/architecture.md §12 -------------------------------------------
   /** Receives wallet-check payments; the default is anvil account 6, refused outside the local chain. */
   @Matches(EVM_ADDRESS, { message: 'must be a 0x-prefixed 20-byte address' })
-  @LocalChainOnly((v) => v.toLowerCase() === LOCAL_VERIFICATION_ADDRESS.toLowerCase(), 'is the local-chain default; set your own address outside the local chain (CHAIN_ID 31337)')
   VERIFICATION_ADDRESS = LOCAL_VERIFICATION_ADDRESS;
   /** `sandbox` lets a person approve themselves, so it runs on the local chain only. */
   @IsIn(['sandbox', 'stripe'])
-  @LocalChainOnly((v) => v === 'sandbox', 'lets a person approve themselves: local chain only (CHAIN_ID 31337); use IDENTITY_PROVIDER=stripe')
   IDENTITY_PROVIDER: 'sandbox' | 'stripe' = 'sandbox';
   /** Signs the sandbox provider's callbacks (Standard Webhooks secret). */
   @Matches(/^whsec_[A-Za-z0-9+/]{22,}={0,2}$/, { message: 'must be a whsec_<base64> secret of at least 16 bytes' })

@@ -43,6 +43,11 @@ const fresh = () => Wallet.createRandom().privateKey;
 /** Off the local chain, none of the five secrets set; each test adds the ones a process uses. */
 const LIVE = {
   CHAIN_ID: '8453',
+  // The api refuses the sandbox identity provider and the anvil verification address off the local chain.
+  IDENTITY_PROVIDER: 'stripe',
+  STRIPE_SECRET_KEY: 'sk_live_process_secrets_test',
+  STRIPE_WEBHOOK_SECRET: 'whsec_process_secrets_test',
+  VERIFICATION_ADDRESS: '0x1111111111111111111111111111111111111111',
   RELAYER_PRIVATE_KEY: undefined,
   TERMS_SIGNER_PRIVATE_KEY: undefined,
   ARBITER_PRIVATE_KEY: undefined,

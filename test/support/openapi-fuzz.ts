@@ -269,7 +269,7 @@ export class ResponseChecker {
   constructor(private readonly doc: OpenApiDoc) {
     this.ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true });
     addFormats(this.ajv);
-    this.ajv.addSchema({ $id: 'doc', components: doc.components ?? {} });
+    this.ajv.addSchema({ $id: 'doc', components: rewriteRefs(doc.components ?? {}) });
   }
 
   check(fop: FuzzOperation, req: FuzzRequest, status: number, bodyText: string): FuzzFinding | null {
@@ -297,10 +297,16 @@ export class ResponseChecker {
   }
 }
 
-/** Points `#/components/...` references at the document registered under `$id: doc`. */
+/**
+ * Points `#/components/...` references at the document registered under `$id: doc`, and reads
+ * OpenAPI 3.0's `nullable: true` as "this schema, or null" (ajv honours `nullable` only beside a
+ * `type`, while Nest writes it beside `allOf: [{$ref}]` for nullable objects).
+ */
 function rewriteRefs(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(rewriteRefs);
   if (value && typeof value === 'object') {
+    const { nullable, ...rest } = value as Record<string, unknown>;
+    if (nullable === true && !('type' in rest)) return { anyOf: [rewriteRefs(rest), { type: 'null' }] };
     return Object.fromEntries(
       Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `doc${v}` : rewriteRefs(v)]),
     );
