@@ -38,11 +38,11 @@ export function nulCharacterParam(body: unknown): string | undefined {
 }
 
 /**
- * Body parsers whose failures (malformed JSON, > 100 kB) answer in our error body (DESIGN §4); a
+ * Body parsers (JSON, also as `application/merge-patch+json` for PATCH, RFC 7396) whose failures (malformed JSON, > 100 kB) answer in our error body (DESIGN §4); a
  * parsed body with a NUL character anywhere is refused as 400 invalid_request naming the field.
  */
 function bodyParsers() {
-  const parsers = [express.json({ limit: '100kb' }), express.urlencoded({ extended: false, limit: '100kb' })];
+  const parsers = [express.json({ limit: '100kb', type: ['application/json', 'application/merge-patch+json'] }), express.urlencoded({ extended: false, limit: '100kb' })];
   return parsers.map((parse) => (req: Request, res: Response, next: NextFunction) =>
     parse(req, res, (err?: unknown) => {
       const nulParam = err ? undefined : nulCharacterParam(req.body);

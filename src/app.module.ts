@@ -16,6 +16,8 @@ import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
 import { OrgsModule } from './modules/orgs/orgs.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
+import { OfferingsHttpModule } from './modules/offerings/offerings.http.module';
+import { InvoicesHttpModule } from './modules/invoices/invoices.http.module';
 
 /**
  * The api process (DESIGN §1–2): request id → auth guard → rate limit → idempotency →
@@ -52,6 +54,8 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
     WebhooksModule,
     EscrowModule,
     PayPageModule,
+    OfferingsHttpModule,
+    InvoicesHttpModule,
   ],
   providers: [
     IdempotencyRepository,

@@ -16,6 +16,7 @@ import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-deliv
 import { WebhookDeliveryProcessor } from './modules/webhooks/delivery/webhook-delivery.processor';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
+import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -27,7 +28,8 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
  * The worker process (DESIGN §1, STYLE §9): the same core and feature modules as the api, plus
  * the queue processors, which are registered here only: the outbox relay loop, the webhook
  * delivery processor, the recovery pass, the chain jobs (indexer, auto-release, checkout expiry)
- * and the hourly idempotency reaper. Its HTTP port (WORKER_PORT) serves only
+ * the hourly idempotency reaper, and invoice email delivery (which also
+ * registers the invoices' listener of checkout changes the indexer triggers). Its HTTP port (WORKER_PORT) serves only
  * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
  * OPERATOR_TOKEN.
  */
@@ -38,6 +40,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     WebhookDeliveryModule,
     EscrowJobsModule,
     IdempotencyReaperModule,
+    InvoicesWorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       inject: [AppConfig],
@@ -52,6 +55,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: WEBHOOK_DELIVERY_QUEUE, adapter: BullMQAdapter },
       { name: CHAIN_QUEUE, adapter: BullMQAdapter },
       { name: MAINTENANCE_QUEUE, adapter: BullMQAdapter },
+      { name: INVOICES_QUEUE, adapter: BullMQAdapter },
     ),
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor],

@@ -81,6 +81,13 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(1) RATE_LIMIT_PUBLIC_PER_MINUTE = 120;
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) LOG_LEVEL = 'info';
+
+  // Invoice email (docs/architecture.md §11): unset SMTP_URL = invoices are sent without email.
+  @IsOptional()
+  @IsString()
+  @Matches(/^smtps?:\/\/[^\s]+$/, { message: 'must be an smtp:// or smtps:// URL, e.g. smtp://user:pass@mail.example.com:587' })
+  SMTP_URL?: string = undefined;
+  @IsString() @MinLength(3) SMTP_FROM = 'Payments <invoices@localhost>';
 }
 
 /**

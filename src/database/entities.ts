@@ -4,6 +4,8 @@ import { CheckoutSession } from '../modules/checkout/checkout.entity';
 import { Escrow, EscrowChainEventRow } from '../modules/escrow/escrow.entity';
 import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from '../modules/orgs/orgs.entity';
 import { WebhookDelivery, WebhookEndpoint } from '../modules/webhooks/webhooks.entity';
+import { Offering } from '../modules/offerings/offerings.entity';
+import { Invoice, InvoiceEmail } from '../modules/invoices/invoices.entity';
 
 /** Every TypeORM entity, listed as classes so dist and jest load the same set. */
-export const ENTITIES = [Organization, Agent, ApiKey, OAuthClient, OAuthToken, CheckoutSession, Escrow, EscrowChainEventRow, IdempotencyRecord, OutboxEvent, WebhookEndpoint, WebhookDelivery];
+export const ENTITIES = [Organization, Agent, ApiKey, OAuthClient, OAuthToken, CheckoutSession, Escrow, EscrowChainEventRow, IdempotencyRecord, OutboxEvent, WebhookEndpoint, WebhookDelivery, Offering, Invoice, InvoiceEmail];
