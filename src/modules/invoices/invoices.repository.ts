@@ -3,6 +3,11 @@ import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { Invoice, InvoiceEmail, InvoiceStatus } from './invoices.entity';
 
+/** Rows of an UPDATE … RETURNING: TypeORM's postgres driver answers `[rows, affected]` for UPDATE. */
+function returned<T>(result: unknown): T[] {
+  return Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number' ? (result[0] as T[]) : (result as T[]);
+}
+
 /** All I/O of invoices and their emails (STYLE §4); every call runs in the caller's transaction when there is one. */
 @Injectable()
 export class InvoicesRepository {
@@ -62,12 +67,12 @@ export class InvoicesRepository {
 
   /** Sets paid/open after a checkout change, only if the invoice is still in `from`; returns whether it moved. */
   async moveStatus(id: string, from: InvoiceStatus, to: InvoiceStatus, checkoutSessionId: string): Promise<boolean> {
-    const rows: unknown[] = await this.tx.query(
+    const rows = returned<{ id: string }>(await this.tx.query(
       `UPDATE invoices SET status = $3, checkout_session_id = $4,
          paid_at = CASE WHEN $3 = 'paid' THEN now() ELSE NULL END, updated_at = now()
        WHERE id = $1 AND status = $2 RETURNING id`,
       [id, from, to, checkoutSessionId],
-    );
+    ));
     return rows.length > 0;
   }
 
@@ -114,13 +119,13 @@ export class InvoicesRepository {
    * only after the lease. `FOR UPDATE SKIP LOCKED`: concurrent workers never claim the same row.
    */
   async claimDueEmails(limit: number, leaseSeconds: number): Promise<InvoiceEmail[]> {
-    const rows: Array<{ id: string }> = await this.tx.query(
+    const rows = returned<{ id: string }>(await this.tx.query(
       `UPDATE invoice_emails SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2), updated_at = now()
         WHERE id IN (SELECT id FROM invoice_emails WHERE status = 'pending' AND next_attempt_at <= now()
                       ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
         RETURNING id`,
       [limit, leaseSeconds],
-    );
+    ));
     if (rows.length === 0) return [];
     return this.emails.createQueryBuilder('e').where('e.id IN (:...ids)', { ids: rows.map((r) => r.id) }).getMany();
   }
