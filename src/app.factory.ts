@@ -38,7 +38,7 @@ export function nulCharacterParam(body: unknown): string | undefined {
 }
 
 /**
- * Body parsers (JSON, also as `application/merge-patch+json` for PATCH, RFC 7396) whose failures (malformed JSON, > 100 kB) answer in our error body (DESIGN §4); a
+ * Body parsers (JSON, also as `application/merge-patch+json` for PATCH, RFC 7396) whose failures (malformed JSON, > 100 kB) answer in our error body (docs/architecture.md §4); a
  * parsed body with a NUL character anywhere is refused as 400 invalid_request naming the field.
  */
 function bodyParsers() {

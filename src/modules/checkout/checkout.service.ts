@@ -58,7 +58,7 @@ export class CheckoutService {
    * Creates an `open` session settled by escrow.
    * @throws AppError invalid_request for an amount over MAX_AMOUNT, oversized metadata, a bad
    *   inspection window, an expiresAt outside 30 min–24 h from now, or a `webhookUrl` the SSRF
-   *   guard refuses (details.param webhookUrl, details.reason; DESIGN §8); with `offeringId`
+   *   guard refuses (details.param webhookUrl, details.reason; docs/architecture.md §8); with `offeringId`
    *   (docs/architecture.md §11), an unknown or archived offering (param offeringId), `quantity`
    *   without one (param quantity), or an amount other than the offering's amount × quantity (param amount).
    */
