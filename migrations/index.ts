@@ -3,6 +3,8 @@ import { Webhooks1795300003000 } from './1795300003000-Webhooks';
 import { Escrow1795300005000 } from './1795300005000-Escrow';
 import { EscrowIntegrity1795300006000 } from './1795300006000-EscrowIntegrity';
 import { WebhookDeliveryTargets1795300007000 } from './1795300007000-WebhookDeliveryTargets';
+import { Offerings1795300010000 } from './1795300010000-Offerings';
+import { Invoices1795300011000 } from './1795300011000-Invoices';
 import { Verification1795300012000 } from './1795300012000-Verification';
 import { Agents1795300013000 } from './1795300013000-Agents';
 
@@ -13,6 +15,8 @@ export const MIGRATIONS = [
   Escrow1795300005000,
   EscrowIntegrity1795300006000,
   WebhookDeliveryTargets1795300007000,
+  Offerings1795300010000,
+  Invoices1795300011000,
   Verification1795300012000,
   Agents1795300013000,
 ];

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job (README): build, start a local chain with our contracts, migrate a database, seed
-# a demo organisation, start the api and the worker, and print the URLs, the merchant key and a
+# a demo organisation, start a local SMTP catcher, the api and the worker, and print the URLs, the merchant key and a
 # curl line that creates a checkout session. Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,9 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/payments
 export LOG_LEVEL="${LOG_LEVEL:-warn}"
 export WEBHOOK_ALLOW_HTTP="${WEBHOOK_ALLOW_HTTP:-true}"
 export WEBHOOK_ALLOW_PRIVATE="${WEBHOOK_ALLOW_PRIVATE:-true}"
+export MAIL_CATCHER_PORT="${MAIL_CATCHER_PORT:-1025}"
+export SMTP_URL="${SMTP_URL:-smtp://127.0.0.1:$MAIL_CATCHER_PORT}"
+export SMTP_FROM="${SMTP_FROM:-Demo Shop <billing@demo.localhost>}"
 
 pids=()
 cleanup() {
@@ -39,6 +42,9 @@ echo "== demo organisation"
 seed=$(node dist/src/cli.js demo:seed --json)
 echo "$seed" > .local/demo.json
 
+echo "== mail catcher (invoice emails land in .local/mail/)"
+node scripts/mail-catcher.mjs > .local/mail.log 2>&1 & pids+=($!)
+
 echo "== api and worker"
 node dist/src/main.js > .local/api.log 2>&1 & pids+=($!)
 if [ -f dist/src/worker.js ]; then node dist/src/worker.js > .local/worker.log 2>&1 & pids+=($!); fi
@@ -53,7 +59,8 @@ Payments control plane is running.
   API           ${s.apiUrl}/api/v1
   Swagger UI    ${s.swaggerUrl}
   MCP           ${(process.env.MCP_BASE_URL || s.apiUrl).replace(/\/$/, '')}/mcp   (tools for AI agents; same keys)
-  Pay pages     ${s.checkoutBaseUrl}/checkout/<checkoutId>
+  Pay pages     ${s.checkoutBaseUrl}/checkout/<checkoutId>   invoices: ${s.checkoutBaseUrl}/invoices/<invoiceId>
+  Mail catcher  ${process.env.SMTP_URL}   invoice emails land in .local/mail/ (one line each in .local/mail.log)
   Worker        http://localhost:${process.env.WORKER_PORT || 3100}/health/ready   (Bull Board: /admin/queues)
   Chain (anvil) ${process.env.RPC_URL}   USDC ${process.env.USDC_ADDRESS}   escrow ${process.env.ESCROW_ADDRESS}
 
@@ -72,6 +79,6 @@ wallet, then the identity check on the sandbox page:
   npm run cli -- demo:verify-wallet ${s.organizationId}
   curl -s -X POST ${s.apiUrl}/api/v1/verification/start -H "X-Api-Key: ${s.merchantKey}"   (open verificationUrl)
 
-Logs: .local/api.log, .local/worker.log. Ctrl-C stops everything.
+Logs: .local/api.log, .local/worker.log, .local/mail.log. Ctrl-C stops everything.
 `)' "$seed"
 wait -n "${pids[@]}"

@@ -37,7 +37,7 @@ export function nulCharacterParam(body: unknown): string | undefined {
 const RAW_BODY_PREFIX = '/api/v1/verification/providers/';
 
 /**
- * Body parsers whose failures (malformed JSON, > 100 kB) answer in our error body (DESIGN §4); a
+ * Body parsers (JSON, also as `application/merge-patch+json` for PATCH, RFC 7396) whose failures (malformed JSON, > 100 kB) answer in our error body (docs/architecture.md §4); a
  * parsed body with a NUL character anywhere is refused as 400 invalid_request naming the field.
  * Under {@link RAW_BODY_PREFIX} the JSON bytes are also kept as `req.rawBody`.
  */
@@ -45,7 +45,7 @@ function bodyParsers() {
   const keepRaw = (req: Request & { rawBody?: Buffer }, _res: Response, buf: Buffer) => {
     if (req.url.startsWith(RAW_BODY_PREFIX)) req.rawBody = buf;
   };
-  const parsers = [express.json({ limit: '100kb', verify: keepRaw }), express.urlencoded({ extended: false, limit: '100kb' })];
+  const parsers = [express.json({ limit: '100kb', verify: keepRaw, type: ['application/json', 'application/merge-patch+json'] }), express.urlencoded({ extended: false, limit: '100kb' })];
   return parsers.map((parse) => (req: Request, res: Response, next: NextFunction) =>
     parse(req, res, (err?: unknown) => {
       const nulParam = err ? undefined : nulCharacterParam(req.body);

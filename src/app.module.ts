@@ -25,6 +25,8 @@ import { AgentsHttpModule } from './modules/agents/agents.http.module';
 import { PaymentsHttpModule } from './modules/payments/payments.http.module';
 import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.http.module';
 import { VerificationHttpModule } from './modules/verification/verification.http.module';
+import { OfferingsHttpModule } from './modules/offerings/offerings.http.module';
+import { InvoicesHttpModule } from './modules/invoices/invoices.http.module';
 
 /**
  * The api process (docs/architecture.md §1–2): request id → per-IP allowance of failed
@@ -73,6 +75,8 @@ import { VerificationHttpModule } from './modules/verification/verification.http
     PaymentsHttpModule,
     AgentEscrowsHttpModule,
     VerificationHttpModule,
+    OfferingsHttpModule,
+    InvoicesHttpModule,
   ],
   providers: [
     AuthFailureLimiter,

@@ -21,6 +21,7 @@ import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
 import { PAYMENTS_QUEUE, PaymentsWorkerModule } from './modules/payments/payments.worker.module';
 import { RELAYER_QUEUE } from './modules/relayer/relayer.queue';
 import { RelayerWorkerModule } from './modules/relayer/relayer.worker.module';
+import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -33,10 +34,12 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
  * plus the queue processors, which are registered here only: the outbox relay loop, the webhook
  * delivery processor, the recovery pass and the 30-day retention pass, the chain jobs (indexer,
  * auto-release, checkout expiry), the hourly idempotency reaper, the relayer queue (every
- * relayer transaction, docs/architecture.md §5) and the payment jobs (USDC authorization
- * indexer, idle-payment sweep). It imports no `*.http.module.ts` (a dependency-cruiser rule holds
- * it to that), so its HTTP port (WORKER_PORT) serves only `/health/live`, `/health/ready`,
- * `/metrics` and Bull Board at `/admin/queues` behind OPERATOR_TOKEN.
+ * relayer transaction, docs/architecture.md §5), the payment jobs (USDC authorization indexer,
+ * idle-payment sweep) and invoice email delivery (which also registers the invoices' listener of
+ * the checkout changes the indexer applies). It imports no `*.http.module.ts` (a
+ * dependency-cruiser rule holds it to that), so its HTTP port (WORKER_PORT) serves only
+ * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
+ * OPERATOR_TOKEN.
  */
 @Module({
   imports: [
@@ -47,6 +50,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     IdempotencyReaperModule,
     RelayerWorkerModule,
     PaymentsWorkerModule,
+    InvoicesWorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       inject: [AppConfig],
@@ -63,6 +67,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: MAINTENANCE_QUEUE, adapter: BullMQAdapter },
       { name: RELAYER_QUEUE, adapter: BullMQAdapter },
       { name: PAYMENTS_QUEUE, adapter: BullMQAdapter },
+      { name: INVOICES_QUEUE, adapter: BullMQAdapter },
     ),
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor, WebhookRetentionProcessor],

@@ -171,6 +171,12 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(1000) @Max(120000) RELAYER_WAIT_MS = 30000;
   /** Payments idle this long in pending or submitted are resumed or settled by the worker's sweep. */
   @Transform(toInt) @IsInt() @Min(1) @Max(3600) PAYMENT_SWEEP_IDLE_SECONDS = 30;
+  // Invoice email (docs/architecture.md §11): unset SMTP_URL = invoices are sent without email.
+  @IsOptional()
+  @IsString()
+  @Matches(/^smtps?:\/\/[^\s]+$/, { message: 'must be an smtp:// or smtps:// URL, e.g. smtp://user:pass@mail.example.com:587' })
+  SMTP_URL?: string = undefined;
+  @IsString() @MinLength(3) SMTP_FROM = 'Payments <invoices@localhost>';
 }
 
 /** Variables whose value never appears in a message (keys, tokens, URLs that may carry a password). */

@@ -6,6 +6,8 @@ import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from '../modules
 import { OrganizationVerification, VerificationWalletPayment } from '../modules/verification/verification.entity';
 import { WebhookDelivery, WebhookEndpoint } from '../modules/webhooks/webhooks.entity';
 import { Payment } from '../modules/payments/payment.entity';
+import { Offering } from '../modules/offerings/offerings.entity';
+import { Invoice, InvoiceEmail } from '../modules/invoices/invoices.entity';
 
 /** Every TypeORM entity, listed as classes so dist and jest load the same set. */
 export const ENTITIES = [
@@ -24,4 +26,7 @@ export const ENTITIES = [
   Payment,
   OrganizationVerification,
   VerificationWalletPayment,
+  Offering,
+  Invoice,
+  InvoiceEmail,
 ];

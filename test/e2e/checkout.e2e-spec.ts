@@ -34,7 +34,7 @@ describe('checkout sessions', () => {
       expect(Object.keys(s).sort()).toEqual(
         [
           'amount', 'createdAt', 'description', 'escrowId', 'escrowTemplateId', 'expiresAt', 'fee', 'id', 'metadata', 'orderId',
-          'payUrl', 'redirectUrl', 'settlement', 'shopDomain', 'status', 'updatedAt',
+          'payUrl', 'redirectUrl', 'settlement', 'shopDomain', 'status', 'updatedAt', 'offeringId', 'quantity', 'invoiceId',
         ].sort(),
       );
       expect(s.id).toMatch(UUID);
@@ -52,6 +52,9 @@ describe('checkout sessions', () => {
         redirectUrl: null,
         metadata: null,
         fee: { source: 'checkout', grossAmount: '12.50', feeAmount: '0.00', netAmount: '12.50', bps: 0, currency: 'USDC' },
+        offeringId: null,
+        quantity: null,
+        invoiceId: null,
         expiresAt: expect.stringMatching(ISO_UTC),
         createdAt: expect.stringMatching(ISO_UTC),
         updatedAt: expect.stringMatching(ISO_UTC),

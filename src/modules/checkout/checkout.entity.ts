@@ -24,6 +24,11 @@ export class CheckoutSession {
   @Column('jsonb', { nullable: true }) metadata: Record<string, unknown> | null;
   @Column('uuid', { name: 'escrow_id', nullable: true }) escrowId: string | null;
   @Column('timestamptz', { name: 'expires_at' }) expiresAt: Date;
+  /** The offering sold, with `quantity` (1–100); both null for a free-form checkout (docs/architecture.md §11). */
+  @Column('uuid', { name: 'offering_id', nullable: true }) offeringId: string | null;
+  @Column('integer', { nullable: true }) quantity: number | null;
+  /** The invoice this session pays, minted by the invoice page (docs/architecture.md §11). */
+  @Column('uuid', { name: 'invoice_id', nullable: true }) invoiceId: string | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

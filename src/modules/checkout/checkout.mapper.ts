@@ -5,6 +5,9 @@ import { FeesService } from '../fees/fees.service';
 import { CheckoutSessionDto } from './dto/checkout-session.dto';
 import { CheckoutSession, CheckoutStatus } from './checkout.entity';
 
+export { ESCROW_TEMPLATES, CHECKOUT_STATUSES } from './checkout.entity';
+export type { CheckoutStatus, EscrowTemplateId } from './checkout.entity';
+
 /** Renders a checkout session as the API shows it (explicit field list, STYLE §5). */
 @Injectable()
 export class CheckoutMapper {
@@ -28,6 +31,9 @@ export class CheckoutMapper {
       redirectUrl: s.redirectUrl,
       metadata: s.metadata,
       fee: this.fees.quote('checkout', s.amountUnits),
+      offeringId: s.offeringId ?? null,
+      quantity: s.quantity ?? null,
+      invoiceId: s.invoiceId ?? null,
       expiresAt: s.expiresAt.toISOString(),
       createdAt: s.createdAt.toISOString(),
       updatedAt: s.updatedAt.toISOString(),

@@ -4,11 +4,13 @@ import { CheckoutRepository } from './checkout.repository';
 import { CheckoutService } from './checkout.service';
 import { VerificationModule } from '../verification/verification.module';
 import { WebhookUrlModule } from '../webhooks/webhooks.module';
+import { OfferingsModule } from '../offerings/offerings.module';
+import { CheckoutHooks } from './checkout-hooks.service';
 
 /** Checkout sessions (services only; routes in CheckoutHttpModule). */
 @Module({
-  imports: [WebhookUrlModule, VerificationModule],
-  providers: [CheckoutRepository, CheckoutService, CheckoutMapper],
-  exports: [CheckoutService, CheckoutMapper],
+  imports: [WebhookUrlModule, VerificationModule, OfferingsModule],
+  providers: [CheckoutRepository, CheckoutService, CheckoutMapper, CheckoutHooks],
+  exports: [CheckoutService, CheckoutMapper, CheckoutHooks],
 })
 export class CheckoutModule {}

@@ -4,7 +4,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutSession } from './checkout.entity';
 
 const COLUMNS =
-  'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, created_at, updated_at';
+  'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, offering_id, quantity, invoice_id, created_at, updated_at';
 
 interface SessionRow {
   id: string;
@@ -20,6 +20,9 @@ interface SessionRow {
   metadata: Record<string, unknown> | null;
   escrow_id: string | null;
   expires_at: Date;
+  offering_id: string | null;
+  quantity: number | null;
+  invoice_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -39,6 +42,9 @@ function fromRow(r: SessionRow): CheckoutSession {
     metadata: r.metadata,
     escrowId: r.escrow_id,
     expiresAt: r.expires_at,
+    offeringId: r.offering_id,
+    quantity: r.quantity,
+    invoiceId: r.invoice_id,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   });
@@ -57,10 +63,11 @@ export class CheckoutRepository {
   async insert(s: CheckoutSession): Promise<CheckoutSession> {
     const rows: Array<{ created_at: Date; updated_at: Date }> = await (this.txHost as TxHost).tx.query(
       `INSERT INTO checkout_sessions (id, organization_id, amount_units, description, status, order_id, shop_domain,
-         redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING created_at, updated_at`,
+         redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, offering_id, quantity, invoice_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING created_at, updated_at`,
       [s.id, s.organizationId, s.amountUnits.toString(), s.description, s.status, s.orderId, s.shopDomain, s.redirectUrl,
-        s.webhookUrl, s.escrowTemplateId, s.metadata === null ? null : JSON.stringify(s.metadata), s.escrowId, s.expiresAt],
+        s.webhookUrl, s.escrowTemplateId, s.metadata === null ? null : JSON.stringify(s.metadata), s.escrowId, s.expiresAt,
+        s.offeringId ?? null, s.quantity ?? null, s.invoiceId ?? null],
     );
     s.createdAt = rows[0].created_at;
     s.updatedAt = rows[0].updated_at;
@@ -82,6 +89,20 @@ export class CheckoutRepository {
 
   async updateEscrowState(id: string, escrowId: string | null, status: CheckoutSession['status']): Promise<void> {
     await this.repo.update({ id }, { escrowId, status, updatedAt: new Date() });
+  }
+
+  /** Sessions of an invoice, newest first, locked until the transaction ends (invoice page, void). */
+  async forInvoiceForUpdate(invoiceId: string): Promise<CheckoutSession[]> {
+    const rows: SessionRow[] = await (this.txHost as TxHost).tx.query(
+      `SELECT ${COLUMNS} FROM checkout_sessions WHERE invoice_id = $1 ORDER BY created_at DESC, id DESC FOR UPDATE`,
+      [invoiceId],
+    );
+    return rows.map(fromRow);
+  }
+
+  /** Ends an open session now (status expired, expiresAt now): its page and funding terms stop offering it. */
+  async expireNow(id: string): Promise<void> {
+    await (this.txHost as TxHost).tx.query(`UPDATE checkout_sessions SET status = 'expired', expires_at = LEAST(expires_at, now()), updated_at = now() WHERE id = $1 AND status = 'open'`, [id]);
   }
 
   /** Marks open sessions past expiresAt as expired; returns how many. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AmountFormatError, parseAmount } from '@lib/money';
+import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
 import type { Principal } from '../../common/auth/principal';
@@ -13,6 +13,8 @@ import { CheckoutSessionDto } from './dto/checkout-session.dto';
 import { WebhookUrlService } from '../webhooks/webhook-url.service';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
 import { VerificationService } from '../verification/verification.service';
+import { OfferingsService, OfferingTerms } from '../offerings/offerings.service';
+import { CheckoutHooks } from './checkout-hooks.service';
 
 const MIN_TTL_SECONDS = 30 * 60;
 const MAX_TTL_SECONDS = 24 * 3600;
@@ -50,6 +52,8 @@ export class CheckoutService {
     private readonly txHost: TransactionHost,
     private readonly webhookUrls: WebhookUrlService,
     private readonly verification: VerificationService,
+    private readonly offerings: OfferingsService,
+    private readonly hooks: CheckoutHooks,
   ) {}
 
   /**
@@ -61,6 +65,9 @@ export class CheckoutService {
    *   guard refuses (details.param webhookUrl, details.reason; `resolveWebhookUrl` throws the same,
    *   `unresolvable` also when DNS does not answer within WEBHOOK_DNS_TIMEOUT_MS); 403 kyb_rejected for
    *   a rejected organisation (docs/architecture.md §12).
+   *   With `offeringId` (docs/architecture.md §11): an unknown or archived offering (param
+   *   offeringId), `quantity` without one (param quantity), or an amount other than the
+   *   offering's amount × quantity (param amount).
    */
   async draft(principal: Principal, input: CreateCheckoutSessionDto): Promise<{ session: CheckoutSession; resolveWebhookUrl?: () => Promise<void> }> {
     await this.verification.assertNotRejected(principal.organizationId);
@@ -82,7 +89,8 @@ export class CheckoutService {
       if (this.webhookUrls.needsResolution(webhookUrl)) resolveWebhookUrl = () => this.webhookUrls.assertRegistrable(webhookUrl, 'webhookUrl');
       else await this.webhookUrls.assertRegistrable(webhookUrl, 'webhookUrl');
     }
-    const template = input.escrowTemplateId ?? 'custom';
+    const offering = await this.offeringOf(principal.organizationId, input, amountUnits);
+    const template = input.escrowTemplateId ?? (offering?.escrowTemplateId as EscrowTemplateId | undefined) ?? 'custom';
     inspectionWindowSeconds(template, metadata);
     const now = Date.now();
     let expiresAt = new Date(now + this.config.env.CHECKOUT_DEFAULT_TTL_SECONDS * 1000);
@@ -107,6 +115,9 @@ export class CheckoutService {
       metadata,
       escrowId: null,
       expiresAt,
+      offeringId: offering?.id ?? null,
+      quantity: offering ? (input.quantity ?? 1) : null,
+      invoiceId: null,
     });
     return { session, resolveWebhookUrl };
   }
@@ -127,6 +138,61 @@ export class CheckoutService {
   async insert(session: CheckoutSession): Promise<CheckoutSessionDto> {
     const saved = await (this.txHost as TxHost).withTransaction(() => this.repo.insert(session));
     return this.mapper.toDto(saved);
+  }
+
+  /** The offering a create names, checked against the amount (docs/architecture.md §11); null without offeringId. */
+  private async offeringOf(organizationId: string, input: CreateCheckoutSessionDto, amountUnits: bigint): Promise<OfferingTerms | null> {
+    if (input.offeringId === undefined) {
+      if (input.quantity !== undefined) throw AppError.invalidParam('quantity', 'is only accepted with offeringId', { param: 'quantity' });
+      return null;
+    }
+    const offering = await this.offerings.activeTerms(organizationId, input.offeringId);
+    const expected = offering.amountUnits * BigInt(input.quantity ?? 1);
+    if (amountUnits !== expected) {
+      throw AppError.invalidParam('amount', `must equal the offering's amount × quantity (${formatAmount(expected)})`, { param: 'amount', expected: formatAmount(expected) });
+    }
+    return offering;
+  }
+
+  /**
+   * Mints the checkout session of an invoice in the caller's transaction (docs/architecture.md §11):
+   * `open`, template custom, `orderId` = the invoice number, the default lifetime. A partial
+   * unique index allows one non-terminal session per invoice; the caller holds the invoice row lock.
+   */
+  async mintForInvoice(input: { organizationId: string; invoiceId: string; number: string; amountUnits: bigint; description: string }): Promise<CheckoutSessionDto> {
+    const session = Object.assign(new CheckoutSession(), {
+      id: uuidv7(),
+      organizationId: input.organizationId,
+      amountUnits: input.amountUnits,
+      description: input.description.slice(0, 1000),
+      status: 'open' as const,
+      orderId: input.number,
+      shopDomain: null,
+      redirectUrl: null,
+      webhookUrl: null,
+      escrowTemplateId: 'custom' as const,
+      metadata: null,
+      escrowId: null,
+      expiresAt: new Date(Date.now() + this.config.env.CHECKOUT_DEFAULT_TTL_SECONDS * 1000),
+      offeringId: null,
+      quantity: null,
+      invoiceId: input.invoiceId,
+    });
+    return this.mapper.toDto(await this.repo.insert(session));
+  }
+
+  /** The sessions of an invoice, newest first, row-locked in the caller's transaction. */
+  async invoiceSessionsForUpdate(invoiceId: string): Promise<CheckoutSessionDto[]> {
+    const now = new Date();
+    return (await this.repo.forInvoiceForUpdate(invoiceId)).map((s) => this.mapper.toDto(s, now));
+  }
+
+  /**
+   * Ends an `open` session now, in the caller's transaction: status expired, so the pay page and
+   * funding terms stop offering it (voiding its invoice; docs/decisions.md "Void with an open checkout").
+   */
+  expireNow(id: string): Promise<void> {
+    return this.repo.expireNow(id);
   }
 
   /** @throws AppError not_found when absent or another organisation's (SPEC: 404 when absent). */
@@ -150,7 +216,9 @@ export class CheckoutService {
   async mirrorEscrow(id: string, escrowId: string | null, status: CheckoutSession['status']): Promise<{ session: CheckoutSession; dto: CheckoutSessionDto } | null> {
     await this.repo.updateEscrowState(id, escrowId, status);
     const session = await this.repo.findById(id);
-    return session ? { session, dto: this.mapper.toDto(session) } : null;
+    if (!session) return null;
+    if (session.invoiceId) await this.hooks.statusChanged({ id, organizationId: session.organizationId, invoiceId: session.invoiceId, status });
+    return { session, dto: this.mapper.toDto(session) };
   }
 
   /** Records expiry of open sessions past expiresAt (worker job); returns how many. */

@@ -3,7 +3,7 @@ import { FeeQuoteDto } from '../../fees/fees.dto';
 import { ListEnvelopeDto } from '../../../common/http/list.dto';
 import { CHECKOUT_STATUSES, ESCROW_TEMPLATES } from '../checkout.entity';
 
-/** CheckoutSession of SPEC "CheckoutSession" plus expiresAt and updatedAt. */
+/** CheckoutSession of docs/api.md "CheckoutSession" plus expiresAt, updatedAt, offeringId, quantity and invoiceId. */
 export class CheckoutSessionDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ example: '12.50', description: 'Decimal USDC amount as text' }) amount: string;
@@ -18,6 +18,9 @@ export class CheckoutSessionDto {
   @ApiProperty({ type: String, nullable: true }) redirectUrl: string | null;
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) metadata: Record<string, unknown> | null;
   @ApiProperty() fee: FeeQuoteDto;
+  @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'The offering sold (docs/architecture.md §11)' }) offeringId: string | null;
+  @ApiProperty({ type: Number, nullable: true, minimum: 1, maximum: 100, description: 'Units of the offering; null without one' }) quantity: number | null;
+  @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'The invoice this session pays, if any' }) invoiceId: string | null;
   @ApiProperty({ format: 'date-time' }) expiresAt: string;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDateString, IsFQDN, IsIn, IsObject, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { IsDateString, IsFQDN, IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { IsAmount, IsOptionalHttpUrl } from '../../../common/validation/validators';
 import { ESCROW_TEMPLATES } from '../checkout.entity';
 import type { EscrowTemplateId } from '../checkout.entity';
@@ -51,6 +51,21 @@ export class CreateCheckoutSessionDto {
   @IsOptional()
   @IsDateString({ strict: true }, { message: 'expiresAt must be an ISO-8601 timestamp' })
   expiresAt?: string;
+
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description: 'Sell an active offering: amount must equal its price × quantity; escrowTemplateId defaults to the offering\'s (docs/architecture.md §11)',
+  })
+  @IsOptional()
+  @IsUUID('all', { message: 'offeringId must be an offering id' })
+  offeringId?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 1, description: 'Units of the offering (only with offeringId)' })
+  @IsOptional()
+  @IsInt({ message: 'quantity must be an integer from 1 to 100' })
+  @Min(1, { message: 'quantity must be an integer from 1 to 100' })
+  @Max(100, { message: 'quantity must be an integer from 1 to 100' })
+  quantity?: number;
 
   @ApiPropertyOptional({ maxLength: 128, description: 'Body form of the Idempotency-Key header; both must agree when both are sent' })
   @IsOptional()

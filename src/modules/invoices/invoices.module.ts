@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { VerificationModule } from '../verification/verification.module';
+import { CheckoutModule } from '../checkout/checkout.module';
+import { OfferingsModule } from '../offerings/offerings.module';
+import { OrgsModule } from '../orgs/orgs.module';
+import { InvoiceMailer } from './invoice-mailer.service';
+import { InvoicesRepository } from './invoices.repository';
+import { InvoicesService } from './invoices.service';
+
+/**
+ * Invoices: entity, repository, service and the email deliverer; no controllers (those are in
+ * invoices.http.module.ts). Importing it registers the invoice's listener of checkout status
+ * changes, so every process that applies escrow events (api, worker, cli) imports it.
+ */
+@Module({
+  imports: [CheckoutModule, OfferingsModule, OrgsModule, VerificationModule],
+  providers: [InvoicesRepository, InvoicesService, InvoiceMailer],
+  exports: [InvoicesService, InvoiceMailer],
+})
+export class InvoicesModule {}

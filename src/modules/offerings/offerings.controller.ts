@@ -1,0 +1,61 @@
+import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CurrentPrincipal, RequireScopes } from '../../common/auth/auth.decorators';
+import type { Principal } from '../../common/auth/principal';
+import { AppError } from '../../common/errors/app-error';
+import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
+import { Idempotent } from '../../common/idempotency/idempotent.decorator';
+import { CreateOfferingDto, OfferingDto, OfferingListDto, OfferingListQueryDto, UpdateOfferingDto } from './dto/offering.dto';
+import { OfferingsService } from './offerings.service';
+
+const offeringId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('offering') });
+
+/** docs/api.md offerings endpoints; the rules are in {@link OfferingsService}. */
+@ApiTags('offerings')
+@Controller('api/v1/offerings')
+export class OfferingsController {
+  constructor(private readonly offerings: OfferingsService) {}
+
+  @Post()
+  @HttpCode(200)
+  @RequireScopes('offerings:write')
+  @Idempotent({ required: false })
+  @ApiOperation({ summary: 'Create an offering (a catalogue item with a unit price in USDC)' })
+  @ApiOkResponse({ type: OfferingDto })
+  @ApiStandardErrors()
+  create(@CurrentPrincipal() p: Principal, @Body() body: CreateOfferingDto): Promise<OfferingDto> {
+    return this.offerings.create(p, body);
+  }
+
+  @Get()
+  @RequireScopes('offerings:read')
+  @ApiOperation({ summary: 'List offerings, newest first; filter by active' })
+  @ApiOkResponse({ type: OfferingListDto })
+  @ApiStandardErrors()
+  list(@CurrentPrincipal() p: Principal, @Query() q: OfferingListQueryDto): Promise<OfferingListDto> {
+    return this.offerings.list(p, { limit: q.limit, startingAfter: q.starting_after, active: q.active });
+  }
+
+  @Get(':id')
+  @RequireScopes('offerings:read')
+  @ApiOperation({ summary: 'Retrieve an offering' })
+  @ApiOkResponse({ type: OfferingDto })
+  @ApiStandardErrors({ notFound: true })
+  get(@CurrentPrincipal() p: Principal, @Param('id', offeringId) id: string): Promise<OfferingDto> {
+    return this.offerings.get(p, id);
+  }
+
+  @Patch(':id')
+  @HttpCode(200)
+  @RequireScopes('offerings:write')
+  @Idempotent({ required: false })
+  @ApiOperation({
+    summary: 'Update an offering (JSON merge: absent keeps, null clears description/metadata)',
+    description: 'Changes bind later checkouts only. Archive with {"active": false}; there is no delete.',
+  })
+  @ApiOkResponse({ type: OfferingDto })
+  @ApiStandardErrors({ notFound: true })
+  update(@CurrentPrincipal() p: Principal, @Param('id', offeringId) id: string, @Body() body: UpdateOfferingDto): Promise<OfferingDto> {
+    return this.offerings.update(p, id, body);
+  }
+}
