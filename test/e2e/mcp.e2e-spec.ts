@@ -123,6 +123,8 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
           'svc_escrow_accept', 'svc_escrow_decline', 'svc_escrow_mark_delivered', 'svc_escrow_release', 'svc_escrow_cancel', 'svc_escrow_dispute',
           'svc_webhook_endpoint_get', 'svc_webhook_endpoint_put', 'svc_webhook_deliveries_list', 'svc_webhook_deliveries_retry', 'svc_get_payment_status',
           'svc_verification_get', 'svc_verification_checkout', 'svc_verification_confirm', 'svc_verification_start',
+          'svc_offering_create', 'svc_offering_get', 'svc_offering_list', 'svc_offering_update',
+          'svc_invoice_create', 'svc_invoice_get', 'svc_invoice_list', 'svc_invoice_send',
         ].sort(),
       );
       const release = tools.find((x) => x.name === 'svc_escrow_release')!;

@@ -5,6 +5,8 @@ import { EscrowModule } from '../escrow/escrow.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { VerificationModule } from '../verification/verification.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
+import { OfferingsModule } from '../offerings/offerings.module';
+import { InvoicesModule } from '../invoices/invoices.module';
 import { McpService } from './mcp.service';
 import { TOOL_PROVIDERS } from './tools';
 
@@ -14,7 +16,7 @@ import { TOOL_PROVIDERS } from './tools';
  * the api port.
  */
 @Module({
-  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule],
+  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule],
   providers: [McpService, ...TOOL_PROVIDERS],
   exports: [McpService],
 })

@@ -5,7 +5,9 @@ import { CheckoutGetTool } from './checkout-get.tool';
 import { CheckoutListTool } from './checkout-list.tool';
 import { EscrowAcceptTool, EscrowCancelTool, EscrowDeclineTool, EscrowDisputeTool, EscrowMarkDeliveredTool, EscrowReleaseTool } from './escrow-action.tool';
 import { EscrowGetTool, EscrowListTool } from './escrow-read.tool';
+import { InvoiceCreateTool, InvoiceGetTool, InvoiceListTool, InvoiceSendTool } from './invoice.tool';
 import { MeTool } from './me.tool';
+import { OfferingCreateTool, OfferingGetTool, OfferingListTool, OfferingUpdateTool } from './offering.tool';
 import { PaymentStatusTool } from './payment-status.tool';
 import { VerificationCheckoutTool } from './verification-checkout.tool';
 import { VerificationConfirmTool } from './verification-confirm.tool';
@@ -41,6 +43,14 @@ export const TOOL_CLASSES = [
   VerificationCheckoutTool,
   VerificationConfirmTool,
   VerificationStartTool,
+  OfferingCreateTool,
+  OfferingGetTool,
+  OfferingListTool,
+  OfferingUpdateTool,
+  InvoiceCreateTool,
+  InvoiceGetTool,
+  InvoiceListTool,
+  InvoiceSendTool,
 ];
 
 /** Providers: each tool, and MCP_TOOLS = all of them. */
