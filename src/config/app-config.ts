@@ -19,9 +19,7 @@ export class AppConfig {
     source: Record<string, string | undefined> = globalThis.process.env,
     readonly process: ProcessSecrets = NO_SECRETS,
   ) {
-    this.env = validateEnv(source, this.process.secrets);
-    const apiErrors = this.process.name === 'api' ? apiOnlySettingErrors(this.env) : [];
-    if (apiErrors.length > 0) throw new Error(`Invalid configuration:\n${apiErrors.join('\n')}`);
+    this.env = validateEnv(source, this.process.secrets, this.process.name === 'api' ? apiOnlySettingErrors : undefined);
     this.maxAmountUnits = parseAmount(this.env.MAX_AMOUNT);
   }
 

@@ -191,7 +191,11 @@ const HIDDEN = new Set<string>([...SECRET_NAMES, 'DATABASE_URL', 'REDIS_URL', 'R
  * @throws Error whose message lists each invalid variable by name with the rule it broke; values
  *   of secrets and connection URLs are never included.
  */
-export function validateEnv(source: Record<string, string | undefined>, secrets: readonly SecretName[] = []): EnvSchema {
+export function validateEnv(
+  source: Record<string, string | undefined>,
+  secrets: readonly SecretName[] = [],
+  extraChecks: (env: EnvSchema) => string[] = () => [],
+): EnvSchema {
   const wanted = new Set<string>(secrets);
   const defined = Object.fromEntries(
     Object.entries(source).filter(([k, v]) => v !== undefined && v !== '' && (!(SECRET_NAMES as readonly string[]).includes(k) || wanted.has(k))),
@@ -212,6 +216,7 @@ export function validateEnv(source: Record<string, string | undefined>, secrets:
       lines.push(`  ${name}=<hidden>: is a publicly known value (an anvil account key or a development default); set a secret of your own`);
     }
   }
+  if (errors.length === 0) lines.push(...extraChecks(env));
   if (lines.length > 0) throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   return env;
 }

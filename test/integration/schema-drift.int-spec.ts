@@ -15,6 +15,7 @@ const TABLES_WITHOUT_ENTITY: Record<string, string> = {
   agent_owner_nonces: 'single-use owner signature nonces, raw SQL in AgentsRepository',
   payee_handles: 'the one case-insensitive handle namespace, maintained by triggers on organizations and agents',
   relayer_nonces: 'nonce allocation per relayer key, raw SQL under a row lock in the relayer repository',
+  invoice_number_counters: 'the next invoice number per organisation, taken under a row lock with raw SQL by the invoices repository',
   relayer_transactions: 'one row per relayer send (signed hash before broadcast), raw SQL in the relayer repository',
 };
 

@@ -306,7 +306,7 @@ function rewriteRefs(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(rewriteRefs);
   if (value && typeof value === 'object') {
     const { nullable, ...rest } = value as Record<string, unknown>;
-    if (nullable === true && !('type' in rest)) return { anyOf: [rewriteRefs(rest), { type: 'null' }] };
+    if (nullable === true) return { anyOf: [rewriteRefs(rest), { type: 'null' }] };
     return Object.fromEntries(
       Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `doc${v}` : rewriteRefs(v)]),
     );
