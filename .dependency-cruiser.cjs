@@ -1,5 +1,5 @@
 /**
- * Architecture rules (STYLE §13): libs never import src; a feature module never imports another
+ * Architecture rules (docs/architecture.md, Conventions 13): libs never import src; a feature module never imports another
  * module's repository or entity; routes only in the api (http modules, controllers); no cycles;
  * tests are not imported by production code.
  */
@@ -31,7 +31,7 @@ module.exports = {
     {
       name: 'http-modules-only-in-the-api',
       severity: 'error',
-      comment: 'a feature\'s routes live in its <feature>.http.module.ts, imported by the api module alone (STYLE: transports in their own Nest modules)',
+      comment: 'a feature\'s routes live in its <feature>.http.module.ts, imported by the api module alone (docs/architecture.md §1: each process mounts only its own routes)',
       from: { path: '^src/', pathNot: '^src/app\\.module\\.ts$' },
       to: { path: '\\.http\\.module\\.ts$' },
     },

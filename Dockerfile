@@ -1,4 +1,4 @@
-# Runtime image for api, worker, migrate and cli (DESIGN §1). Node 24 LTS.
+# Runtime image for api, worker, migrate and cli (docs/architecture.md §1). Node 24 LTS.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -1,7 +1,7 @@
 /**
- * Three tiers (STYLE §12): unit specs beside the code, integration and e2e under test/ against
+ * Three tiers (docs/architecture.md, Conventions 12): unit specs beside the code, integration and e2e under test/ against
  * real Postgres, Redis and anvil. Run with Node >= 24.9 and --experimental-vm-modules (NestJS 12
- * is ESM-only; see shared/reference/stack-notes.md §3).
+ * is ESM-only; docs/decisions.md, "Node 24 from the lockfile").
  */
 const swc = [
   '@swc/jest',

@@ -1,5 +1,5 @@
 // Funding latency: the wall time from a mined escrow funding transaction to the checkout showing
-// `funded` in the API, with the real worker's chain indexer (issue 4, closing note; DESIGN §7).
+// `funded` in the API, with the real worker's chain indexer (issue 4, closing note; docs/architecture.md §7).
 //
 //   npm run bench -- escrow-funding [--fundings 10] [--chain-poll-ms 250] [--poll-ms 20] [--dist DIR]
 //

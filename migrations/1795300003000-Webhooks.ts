@@ -2,7 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Webhook endpoints (one per organisation, sealed secrets), deliveries (one per event and URL),
- * and a NOTIFY on outbox inserts that wakes the worker's relay at commit (issue 3, DESIGN §8).
+ * and a NOTIFY on outbox inserts that wakes the worker's relay at commit (issue 3, docs/architecture.md §8).
  */
 export class Webhooks1795300003000 implements MigrationInterface {
   name = 'Webhooks1795300003000';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Local chain for development and the demo (DESIGN §1, §7): anvil on $ANVIL_PORT (default 8545), chain id
+ * Local chain for development and the demo (docs/architecture.md §1, §7): anvil on $ANVIL_PORT (default 8545), chain id
  * 31337, TestUSDC + CheckoutEscrow deployed with the ANVIL_ROLES keys, 10,000 USDC minted to demoBuyer
  * and 1,000 USDC to the relayer, settings written to .local/chain.env and printed.
  *

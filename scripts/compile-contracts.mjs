@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Compiles libs/contracts/*.sol with solc-js (standard JSON, optimizer on, evmVersion cancun; DESIGN §7)
+ * Compiles libs/contracts/*.sol with solc-js (standard JSON, optimizer on, evmVersion cancun; docs/architecture.md §7)
  * and writes libs/contracts/src/generated/artifacts.ts, exporting `<Name>Artifact = { contractName, abi,
  * bytecode, deployedBytecode, immutableReferences } as const` for every contract listed in CONTRACTS.
  *

@@ -56,7 +56,7 @@ function bodyParsers() {
   );
 }
 
-/** The OpenAPI document: version 2.0.0 (SPEC Versioning 1), both security schemes. */
+/** The OpenAPI document: version 2.0.0 (docs/api.md Versioning 1), both security schemes. */
 export function buildOpenApi(app: INestApplication) {
   const config = new DocumentBuilder()
     .setTitle('Payments control plane')

@@ -9,7 +9,7 @@ import { UsageError } from './cli/args';
 import { AppError } from './common/errors/app-error';
 
 /**
- * Operator CLI entry (DESIGN §9): `npm run cli -- <command> [--json]`. With --json it prints
+ * Operator CLI entry (docs/architecture.md §9): `npm run cli -- <command> [--json]`. With --json it prints
  * exactly one JSON object on stdout (the result, or `{error, code?, details?}`), exit code 0 on
  * success, 2 on a usage or validation error, 1 otherwise.
  */

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { createApiApp, createMcpApp } from './app.factory';
 import { AppConfig } from './config/app-config';
 
-/** api process entrypoint (DESIGN §1). */
+/** api process entrypoint (docs/architecture.md §1). */
 async function bootstrap(): Promise<void> {
   const app = await createApiApp();
   const config = app.get(AppConfig);

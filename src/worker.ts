@@ -21,7 +21,7 @@ export async function createWorkerApp(): Promise<NestExpressApplication> {
   return app;
 }
 
-/** worker process entrypoint (DESIGN §1): `npm run worker:prod`. */
+/** worker process entrypoint (docs/architecture.md §1): `npm run worker:prod`. */
 async function bootstrap(): Promise<void> {
   const app = await createWorkerApp();
   const port = app.get(AppConfig).env.WORKER_PORT;

@@ -10,7 +10,7 @@ import {Nonces} from "@openzeppelin/contracts/utils/Nonces.sol";
 /**
  * @title TestUSDC
  * @notice TEST TOKEN FOR LOCAL CHAINS ONLY. Anyone can mint any amount; never deploy it where it could be
- *         mistaken for real USDC (DESIGN §7: real USDC is configured by address).
+ *         mistaken for real USDC (docs/architecture.md §7: real USDC is configured by address).
  * @dev Mirrors the signing surface of Circle's FiatTokenV2 so that code written against it works unchanged
  *      against real USDC: name "USD Coin", symbol "USDC", 6 decimals, EIP-712 domain
  *      ("USD Coin", "2", chainId, address(this)), EIP-2612 `permit` and EIP-3009

@@ -24,7 +24,7 @@ export function inTransaction<T>(app: INestApplicationContext, fn: () => Promise
   return (app.get(TransactionHost) as TxHost).withTransaction(fn);
 }
 
-/** Operator commands (DESIGN §9); each returns one JSON-able object. */
+/** Operator commands (docs/architecture.md §9); each returns one JSON-able object. */
 export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   'org:create': {
     usage: 'org:create --name N --handle H [--payout-address 0x…]',

@@ -6,7 +6,7 @@ import { ProcessSecrets, SecretName } from './secrets';
 const NO_SECRETS: ProcessSecrets = { name: 'unnamed', secrets: [] };
 
 /**
- * Typed, validated configuration; the only reader of `process.env` (STYLE §10). Injected by
+ * Typed, validated configuration; the only reader of `process.env` (docs/architecture.md, Conventions 10). Injected by
  * class token. Amount limits are bigint base units. `process` names the process and the secrets
  * it loads (docs/architecture.md §10); read them through {@link secret}.
  * @throws Error from {@link validateEnv} when the environment is invalid.

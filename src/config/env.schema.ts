@@ -73,7 +73,7 @@ export function apiOnlySettingErrors(env: EnvSchema): string[] {
 
 /**
  * Every setting of the service, read from environment variables and validated at start-up
- * (DESIGN §10). Defaults here are the ones listed in `.env.example`; a wrong value stops the
+ * (docs/architecture.md §10). Defaults here are the ones listed in `.env.example`; a wrong value stops the
  * process with a message naming the variable.
  */
 export class EnvSchema {

@@ -3,7 +3,7 @@ import { MIGRATIONS } from '../../migrations';
 import { ENTITIES } from './entities';
 
 /**
- * The one DataSource definition for the app, the CLI, the worker and migrations (STYLE §11).
+ * The one DataSource definition for the app, the CLI, the worker and migrations (docs/architecture.md, Conventions 11).
  * `synchronize` is never on: the schema changes only through `migrations/`.
  */
 export function dataSourceOptions(databaseUrl: string): DataSourceOptions {

@@ -8,7 +8,7 @@ import { dataSourceOptions } from './data-source';
 
 /**
  * TypeORM on Postgres (never `synchronize`) plus the CLS-held transaction that repositories,
- * the idempotency interceptor and the outbox share (DESIGN §2).
+ * the idempotency interceptor and the outbox share (docs/architecture.md §2).
  */
 @Module({
   imports: [

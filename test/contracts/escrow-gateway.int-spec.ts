@@ -97,7 +97,7 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
     });
   });
 
-  describe('verifyActionTx (DESIGN §7)', () => {
+  describe('verifyActionTx (docs/architecture.md §7)', () => {
     it('returns the event, sender and block for a matching transaction; sender match ignores case', async () => {
       const { seller } = fx.wallets;
       const { key } = await fx.fund();

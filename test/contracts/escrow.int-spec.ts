@@ -8,7 +8,7 @@ type LiveState = Exclude<EscrowState, 'none'>;
 
 const STATE_INDEX = Object.fromEntries(ESCROW_STATES.map((s, i) => [s, BigInt(i)])) as Record<EscrowState, bigint>;
 const LIVE_STATES: LiveState[] = ['funded', 'accepted', 'delivered', 'released', 'refunded', 'cancelled', 'disputed'];
-/** DESIGN §7: the states each action may start from (release as the buyer). */
+/** docs/architecture.md §7: the states each action may start from (release as the buyer). */
 const ALLOWED_FROM: Record<Action, LiveState[]> = {
   accept: ['funded'],
   decline: ['funded', 'accepted'],
@@ -22,7 +22,7 @@ const REFUSED = (Object.keys(ALLOWED_FROM) as Action[]).flatMap((action) =>
   LIVE_STATES.filter((s) => !ALLOWED_FROM[action].includes(s)).map((state) => [action, state] as const),
 );
 
-describe('CheckoutEscrow (DESIGN §7) on anvil', () => {
+describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
   let fx: ChainFixture;
 
   beforeAll(async () => {

@@ -6,7 +6,7 @@ import { createAgentKey, createKey, createOAuthClient, createOrg, TestOrg } from
 // testTimeout in a jest project entry is not applied (it is a global option); suites share the machine.
 jest.setTimeout(30_000);
 
-/** Auth matrix (DESIGN §3, api-conventions §3): credentials, OAuth, scopes, tenancy, public routes. */
+/** Auth matrix (docs/architecture.md §3, docs/decisions.md): credentials, OAuth, scopes, tenancy, public routes. */
 describe('authentication and scopes', () => {
   let t: TestApp;
   let org: TestOrg;

@@ -10,7 +10,7 @@ const HOUR = 3600_000;
 // testTimeout in a jest project entry is not applied (it is a global option); suites share the machine.
 jest.setTimeout(30_000);
 
-/** Checkout sessions (SPEC CheckoutSession, DESIGN §6–7): response shape, validation, pagination, lookup. */
+/** Checkout sessions (docs/api.md CheckoutSession, docs/architecture.md §6–7): response shape, validation, pagination, lookup. */
 describe('checkout sessions', () => {
   let t: TestApp;
   let org: TestOrg;

@@ -7,7 +7,7 @@ import { createKey, createOrg, TestOrg } from '../support/factories';
 // testTimeout in a jest project entry is not applied (it is a global option); suites share the machine.
 jest.setTimeout(30_000);
 
-/** Error body, request ids, body limits, rate limits (DESIGN §4, api-conventions §3), docs, health and metrics. */
+/** Error body, request ids, body limits, rate limits (docs/architecture.md §4, docs/decisions.md), docs, health and metrics. */
 describe('errors, request ids, limits, docs and health', () => {
   let t: TestApp;
   let org: TestOrg;
@@ -277,7 +277,7 @@ describe('errors, request ids, limits, docs and health', () => {
       for (const route of documented) expect(served).toContain(route);
     });
 
-    it('every documented operation answers 200 with a JSON schema, never 201 (DESIGN §4; the x402 challenge answers 402)', () => {
+    it('every documented operation answers 200 with a JSON schema, never 201 (docs/architecture.md §4; the x402 challenge answers 402)', () => {
       for (const [path, ops] of Object.entries(doc.paths)) {
         for (const [method, op] of Object.entries(ops)) {
           if (op.responses['402']) continue;

@@ -18,7 +18,7 @@ import {
 jest.setTimeout(120_000);
 
 /**
- * Refund and dispute paths (DESIGN §7): decline from funded and from accepted, cancel from funded,
+ * Refund and dispute paths (docs/architecture.md §7): decline from funded and from accepted, cancel from funded,
  * dispute from accepted and from delivered resolved by the arbiter through the compiled operator CLI
  * (`escrow:resolve`, not public API) both ways; on-chain balances, checkout status and events.
  */

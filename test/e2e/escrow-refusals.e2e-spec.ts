@@ -24,7 +24,7 @@ const randomHash = () => `0x${randomBytes(32).toString('hex')}`;
 const ESCROW_IFACE = new Interface(CheckoutEscrowArtifact.abi);
 
 /**
- * Every refusal of the escrow API and of funding (DESIGN §4, §5, §7): chain verification reasons,
+ * Every refusal of the escrow API and of funding (docs/architecture.md §4, §5, §7): chain verification reasons,
  * the wrong party, confirm and Idempotency-Key rules, state conflicts, escrows of others, and
  * funding with tampered or expired terms. Check order: 404 → confirm_required → 403 → already
  * recorded → 409 state → chain verification.
@@ -148,7 +148,7 @@ describe('escrow refusals', () => {
   });
 
   describe('parties', () => {
-    it('a business refusal under an Idempotency-Key is stored and replayed, and a 409 state conflict too (DESIGN §5)', async () => {
+    it('a business refusal under an Idempotency-Key is stored and replayed, and a 409 state conflict too (docs/architecture.md §5)', async () => {
       const { escrowId } = await escrowIn('funded');
       const key = randomUUID();
       const body = { txHash: randomHash(), confirm: true };

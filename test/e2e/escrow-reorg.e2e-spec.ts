@@ -19,7 +19,7 @@ import { expectError } from '../support/errors';
 jest.setTimeout(60_000);
 
 /**
- * Chain reorgs (DESIGN §7; issue 4 "Reorg"): anvil evm_snapshot/evm_revert undoes blocks whose
+ * Chain reorgs (docs/architecture.md §7; issue 4 "Reorg"): anvil evm_snapshot/evm_revert undoes blocks whose
  * escrow logs were applied, and fresh blocks are mined on top, so the same heights carry other
  * hashes. The indexer must notice by block hash, forget what the old branch applied and re-derive
  * escrows and checkouts from the canonical chain. Each test reverts only blocks it created itself
@@ -98,7 +98,7 @@ describe('escrow indexer: chain reorgs', () => {
     expect(await chainEventRows(t, orphaned.escrowId)).toEqual([]);
     expect((await chain.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('none');
     expect(await chain.usdcBalance(buyer.wallet.address)).toBe(buyerBalance);
-    // Webhooks already written are not retracted (DESIGN §7: detected and reported).
+    // Webhooks already written are not retracted (docs/architecture.md §7: detected and reported).
     expect((await checkoutEvents(t, checkout.id)).map((e) => e.type)).toEqual(['checkout.funded']);
     expect(await cursorState()).toEqual({ cursor: pass.toBlock, canonical: true });
 

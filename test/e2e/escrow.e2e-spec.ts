@@ -26,7 +26,7 @@ const DAY = 86_400;
 jest.setTimeout(60_000);
 
 /**
- * The escrow lifecycle through the API and the run's real anvil (issue 4; DESIGN §7): funding seen
+ * The escrow lifecycle through the API and the run's real anvil (issue 4; docs/architecture.md §7): funding seen
  * by the indexer alone, party actions reported by txHash, balances, webhook events in order, the
  * escrow resource and its list, idempotency of actions and of the indexer, auto-release and expiry.
  */
@@ -149,7 +149,7 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
     expect(await chain.balances(buyer.wallet.address, seller.wallet.address, escrowAddress)).toEqual([buyer0 - amount, seller0 + amount, escrow0]);
     expect((await chain.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('released');
 
-    // The escrow resource renders everything DESIGN §7 lists.
+    // The escrow resource renders everything docs/architecture.md §7 lists.
     const view = await getEscrow(seller, escrowId);
     expect(view.status).toBe(200);
     expect(view.body).toEqual({

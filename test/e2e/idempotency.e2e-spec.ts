@@ -6,7 +6,7 @@ import { createKey, createOrg, TestOrg } from '../support/factories';
 // testTimeout in a jest project entry is not applied (it is a global option); suites share the machine.
 jest.setTimeout(30_000);
 
-/** Idempotency-Key on POST /api/v1/checkout-sessions (DESIGN §5, api-conventions §1). */
+/** Idempotency-Key on POST /api/v1/checkout-sessions (docs/architecture.md §5, docs/decisions.md). */
 describe('idempotency', () => {
   let t: TestApp;
 

@@ -12,7 +12,7 @@ import { emitEvents, isolatedWebhookEnv, IsolatedEnv } from '../support/webhook-
 const ENDPOINT = '/api/v1/webhook-endpoints';
 const DELIVERIES = '/api/v1/webhook-deliveries';
 
-/** Webhook endpoints and deliveries API (SPEC Events 3–4, DESIGN §6, §8). No worker runs here. */
+/** Webhook endpoints and deliveries API (docs/api.md Events 3–4, docs/architecture.md §6, §8). No worker runs here. */
 describe('webhook endpoints and deliveries API', () => {
   let iso: IsolatedEnv;
   let t: TestApp;

@@ -38,7 +38,7 @@ function onlyJson(run: CliRun): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/** Operator CLI (DESIGN §9), run as the compiled `dist/src/cli.js`; `nest build` is a precondition. */
+/** Operator CLI (docs/architecture.md §9), run as the compiled `dist/src/cli.js`; `nest build` is a precondition. */
 describe('operator CLI (dist/src/cli.js --json)', () => {
   let t: TestApp;
 

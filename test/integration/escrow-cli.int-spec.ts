@@ -9,7 +9,7 @@ jest.setTimeout(120_000);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * `demo:pay <checkoutId>` (DESIGN §9), run as the compiled CLI: a demo buyer wallet
+ * `demo:pay <checkoutId>` (docs/architecture.md §9), run as the compiled CLI: a demo buyer wallet
  * (DEMO_BUYER_PRIVATE_KEY; here a fresh wallet holding USDC and no ETH) signs the EIP-3009
  * authorization for the checkout's signed terms and the relayer submits it, as the pay page does.
  */

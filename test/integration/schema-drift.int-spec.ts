@@ -77,7 +77,7 @@ function entityShape(ds: DataSource, col: ColumnMetadata): ColumnShape {
 }
 
 /**
- * The hand-written migrations and the TypeORM entities describe one schema (STYLE: "a drift
+ * The hand-written migrations and the TypeORM entities describe one schema (docs/architecture.md, Conventions 11: "a drift
  * test keeps them equal"): after the migrations have run (global setup migrates the test
  * database), every entity's table has exactly the entity's columns, with the same types,
  * nullability, precision and primary key; and every table belongs to an entity or is listed

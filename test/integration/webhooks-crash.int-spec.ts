@@ -59,7 +59,7 @@ class WorkerProcess {
 }
 
 /**
- * Crash safety (issue 3, DESIGN §8): with 500 events pending, the real compiled worker is killed
+ * Crash safety (issue 3, docs/architecture.md §8): with 500 events pending, the real compiled worker is killed
  * with SIGKILL while deliveries are in flight (or Redis is flushed mid-way), and every event
  * still reaches the receiver; duplicates are allowed and carry the same webhook-id and bytes.
  */

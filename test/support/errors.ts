@@ -1,12 +1,12 @@
 import type { DataSource } from 'typeorm';
 import type { Response } from 'supertest';
 
-/** Keys an error body may carry (SPEC "Errors"): error, code, requestId, and optional details. */
+/** Keys an error body may carry (docs/api.md "Errors"): error, code, requestId, and optional details. */
 const ERROR_KEYS = ['code', 'details', 'error', 'requestId'];
 
 /**
  * Asserts `res` is an error in the service's one body shape `{error, code, requestId, details?}`
- * (DESIGN §4) with this status and code, and that `requestId` equals the `X-Request-Id` header.
+ * (docs/architecture.md §4) with this status and code, and that `requestId` equals the `X-Request-Id` header.
  * @returns the body's `details` (undefined when absent) for further assertions.
  */
 export function expectError(res: Response, status: number, code: string): Record<string, unknown> | undefined {

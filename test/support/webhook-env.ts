@@ -84,7 +84,7 @@ export async function startTestWorker(env: Record<string, string>, overrides: Ar
   }
 }
 
-/** Emits events through the real EventsService inside one transaction (the outbox write of DESIGN §8). */
+/** Emits events through the real EventsService inside one transaction (the outbox write of docs/architecture.md §8). */
 export async function emitEvents(
   app: INestApplicationContext,
   organizationId: string,

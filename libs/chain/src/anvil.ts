@@ -3,7 +3,7 @@ import { closeSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 
-/** Chain id of every anvil started here (DESIGN §1). */
+/** Chain id of every anvil started here (docs/architecture.md §1). */
 export const ANVIL_CHAIN_ID = 31337;
 
 /** anvil's default mnemonic; ANVIL_KEYS are its accounts m/44'/60'/0'/0/0..9. */
@@ -69,7 +69,7 @@ export interface AnvilInstance {
 
 /**
  * Path of the platform anvil binary from the @foundry-rs/anvil-<os>-<arch> npm package, or $ANVIL_BIN.
- * Spawning it directly keeps one PID (the npm wrapper forwards signals; stack-notes gotcha 10).
+ * Spawning it directly keeps one PID (the npm wrapper forwards signals).
  * Throws when the platform package is not installed.
  */
 export function anvilBinaryPath(): string {

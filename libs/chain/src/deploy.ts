@@ -19,7 +19,7 @@ export interface LocalContracts {
 
 /**
  * Deploys TestUSDC and CheckoutEscrow(usdc, termsSigner, admin = deployer, arbiter) and mints test USDC
- * (DESIGN §7, local chains only). Sends with explicit consecutive nonces and waits for every receipt;
+ * (docs/architecture.md §7, local chains only). Sends with explicit consecutive nonces and waits for every receipt;
  * throws the ethers error of the first failing transaction.
  */
 export async function deployLocalContracts(options: DeployLocalContractsOptions): Promise<LocalContracts> {

@@ -1,4 +1,4 @@
-/** Why a transaction did not prove the claimed escrow action (DESIGN §7 txHash verification). */
+/** Why a transaction did not prove the claimed escrow action (docs/architecture.md §7 txHash verification). */
 export type ChainVerificationReason =
   | 'not_found'
   | 'pending'
@@ -10,7 +10,7 @@ export type ChainVerificationReason =
 
 /**
  * Thrown by EscrowGateway.verifyActionTx. `reason` is machine-readable (the API puts it in
- * `details.reason`; 'pending' maps to 409, the rest to 400 invalid_request, DESIGN §7); `message` is
+ * `details.reason`; 'pending' maps to 409, the rest to 400 invalid_request, docs/architecture.md §7); `message` is
  * for humans.
  */
 export class ChainVerificationError extends Error {

@@ -108,7 +108,7 @@ export const ESCROW_ACTION_EVENT = {
   resolve: 'resolved',
 } as const satisfies Record<EscrowPartyAction | 'fund' | 'resolve', EscrowChainAction>;
 
-/** Position of a decoded log; (txHash, logIndex) is unique, blockHash detects reorgs (DESIGN §7). */
+/** Position of a decoded log; (txHash, logIndex) is unique, blockHash detects reorgs (docs/architecture.md §7). */
 export interface EscrowEventBase {
   escrowKey: string;
   txHash: string;

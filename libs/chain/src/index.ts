@@ -1,5 +1,5 @@
 /**
- * @lib/chain: ethers v6 access to the project's contracts (DESIGN §7). Framework-free; never imports src/.
+ * @lib/chain: ethers v6 access to the project's contracts (docs/architecture.md §7). Framework-free; never imports src/.
  */
 export { createProvider, type CreateProviderOptions } from './provider';
 export {

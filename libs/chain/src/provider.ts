@@ -14,7 +14,7 @@ export interface CreateProviderOptions {
 }
 
 /**
- * JSON-RPC provider pinned to `chainId` (stack-notes §4): `staticNetwork` so it never probes the node
+ * JSON-RPC provider pinned to `chainId`: `staticNetwork` so it never probes the node
  * (no "failed to detect network" while anvil starts) and `cacheTimeout: -1` so back-to-back reads such as
  * `eth_getTransactionCount` are never served from ethers' 250 ms cache (nonce reuse on anvil automine).
  * Requests are not batched (`batchMaxCount: 1`), which also removes ethers' 10 ms batch stall per call.

@@ -1,5 +1,5 @@
 /**
- * Compiled artifacts of the Solidity sources in libs/contracts (DESIGN §7), generated at build time by
+ * Compiled artifacts of the Solidity sources in libs/contracts (docs/architecture.md §7), generated at build time by
  * `npm run contracts:build` (scripts/compile-contracts.mjs) into ./generated, which is not committed.
  * Each artifact is `{ contractName, abi, bytecode, deployedBytecode, immutableReferences }`; bytecode is
  * 0x-prefixed hex, immutableReferences are byte ranges `{ start, length }` of the deployed code.

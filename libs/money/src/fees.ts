@@ -3,7 +3,7 @@ import { formatAmount } from './usdc';
 export const FEE_SOURCES = ['checkout', 'invoice', 'escrow', 'p2p'] as const;
 export type FeeSource = (typeof FEE_SOURCES)[number];
 
-/** FeeQuote as SPEC "FeeQuote" renders it: amounts are decimal text, bps an integer. */
+/** FeeQuote as docs/api.md "FeeQuote" renders it: amounts are decimal text, bps an integer. */
 export interface FeeQuote {
   source: FeeSource;
   grossAmount: string;
@@ -13,7 +13,7 @@ export interface FeeQuote {
   currency: 'USDC';
 }
 
-/** Fee schedule in basis points per source. SPEC "What the service does" 5: users pay 0 %. */
+/** Fee schedule in basis points per source. docs/api.md "What the service does" 5: users pay 0 %. */
 export const FEE_SCHEDULE_BPS: Readonly<Record<FeeSource, number>> = {
   checkout: 0,
   invoice: 0,
@@ -23,7 +23,7 @@ export const FEE_SCHEDULE_BPS: Readonly<Record<FeeSource, number>> = {
 
 /**
  * Quotes the fee on a gross amount in base units. The fee rounds down to whole base units, so the
- * payer is never charged a fraction of a unit (DESIGN §6: one fee service for every source).
+ * payer is never charged a fraction of a unit (docs/architecture.md §6: one fee service for every source).
  */
 export function quoteFee(source: FeeSource, grossUnits: bigint, schedule = FEE_SCHEDULE_BPS): FeeQuote {
   const bps = schedule[source];

@@ -2,7 +2,7 @@
 export const USDC_DECIMALS = 6;
 const SCALE = 10n ** BigInt(USDC_DECIMALS);
 
-/** Canonical decimal text accepted on the wire (DESIGN §6): no sign, no exponent, no leading zeros, ≤ 6 decimals. */
+/** Canonical decimal text accepted on the wire (docs/architecture.md §6): no sign, no exponent, no leading zeros, ≤ 6 decimals. */
 export const AMOUNT_PATTERN = /^(0|[1-9]\d*)(\.\d{1,6})?$/;
 
 /** Thrown by {@link parseAmount} when text is not a canonical USDC amount. */
@@ -21,7 +21,7 @@ export class AmountFormatError extends Error {
 /**
  * Parses decimal text ("12.5") into USDC base units (12_500_000n). Never goes through a float.
  * @param max inclusive upper bound in base units, if any.
- * @throws AmountFormatError when the text is not canonical (DESIGN §6), is zero, or exceeds max.
+ * @throws AmountFormatError when the text is not canonical (docs/architecture.md §6), is zero, or exceeds max.
  */
 export function parseAmount(text: unknown, max?: bigint): bigint {
   if (typeof text !== 'string' || !AMOUNT_PATTERN.test(text)) throw new AmountFormatError(text, 'format');
@@ -34,7 +34,7 @@ export function parseAmount(text: unknown, max?: bigint): bigint {
 
 /**
  * Renders base units as canonical decimal text with at least two decimals and no trailing zeros
- * beyond them: 12_500_000n → "12.50", 1n → "0.000001", 0n → "0.00" (DESIGN §6).
+ * beyond them: 12_500_000n → "12.50", 1n → "0.000001", 0n → "0.00" (docs/architecture.md §6).
  * @throws RangeError for negative amounts.
  */
 export function formatAmount(units: bigint): string {

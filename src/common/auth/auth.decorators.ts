@@ -36,8 +36,8 @@ const securityDocs = () =>
 
 /**
  * Requires a valid credential holding at least one of `scopes` (after `:*` and write⇒read
- * expansion); otherwise 403 missing_scope with `details.required` (SPEC Authentication 3).
- * With no scopes, any valid credential passes (SPEC rows "none listed" that need a caller).
+ * expansion); otherwise 403 missing_scope with `details.required` (docs/api.md Authentication 3).
+ * With no scopes, any valid credential passes (docs/api.md rows "none listed" that need a caller).
  */
 export const RequireScopes = (...scopes: Scope[]) =>
   applyDecorators(
@@ -47,7 +47,7 @@ export const RequireScopes = (...scopes: Scope[]) =>
     ApiForbiddenResponse({ description: `missing_scope: needs ${scopes.join(' or ') || 'a valid credential'}`, type: ErrorBody }),
   );
 
-/** Requires an agent key (SPEC rows "agent key"); other credentials get 403 forbidden. */
+/** Requires an agent key (docs/api.md rows "agent key"); other credentials get 403 forbidden. */
 export const RequireAgentKey = (...scopes: Scope[]) =>
   applyDecorators(SetMetadata(AGENT_ONLY, true), ApiExtension('x-agent-key', true), RequireScopes(...scopes));
 

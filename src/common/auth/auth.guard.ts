@@ -10,9 +10,9 @@ import type { Scope } from './scopes';
 import { digestsEqual, hashSecret } from './secrets';
 
 /**
- * Extracts the credential from `X-Api-Key` or `Authorization: Bearer` (SPEC Authentication 2).
+ * Extracts the credential from `X-Api-Key` or `Authorization: Bearer` (docs/api.md Authentication 2).
  * @returns undefined when neither header is present.
- * @throws AppError unauthorized when Authorization is not a Bearer credential, or both headers are present and differ (DESIGN §3).
+ * @throws AppError unauthorized when Authorization is not a Bearer credential, or both headers are present and differ (docs/architecture.md §3).
  */
 export function extractCredential(req: Pick<Request, 'header'>): string | undefined {
   const apiKey = req.header('x-api-key')?.trim();
@@ -30,7 +30,7 @@ export function extractCredential(req: Pick<Request, 'header'>): string | undefi
 }
 
 /**
- * The one global guard (STYLE §7): every route needs a valid credential unless marked
+ * The one global guard (docs/architecture.md, Conventions 7): every route needs a valid credential unless marked
  * {@link Public}; scopes come from {@link RequireScopes} metadata. Sets `req.principal`.
  * Before any credential lookup, the client address takes a slot of its allowance of failed
  * authentications ({@link AuthFailureLimiter}; 429 once spent); a failure (401) spends it. The

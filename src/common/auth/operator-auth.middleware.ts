@@ -3,10 +3,10 @@ import { requestIdOf } from '../errors/request-id';
 import { digestsEqual, hashSecret } from './secrets';
 
 /**
- * Express middleware guarding operator pages (Bull Board, DESIGN §10 `OPERATOR_TOKEN`): accepts
+ * Express middleware guarding operator pages (Bull Board, docs/architecture.md §10 `OPERATOR_TOKEN`): accepts
  * `Authorization: Bearer <token>` or HTTP Basic with the token as password (any user name, so a
  * browser prompt works). Compared in constant time over SHA-256 digests. Anything else → 401
- * `unauthorized` in the error body of DESIGN §4, with a Basic challenge.
+ * `unauthorized` in the error body of docs/architecture.md §4, with a Basic challenge.
  */
 export function operatorAuth(token: string) {
   const expected = hashSecret(token);

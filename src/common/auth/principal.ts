@@ -1,7 +1,7 @@
 import type { Scope } from './scopes';
 
 /**
- * Who is calling, resolved from a credential by the auth guard (DESIGN §3).
+ * Who is calling, resolved from a credential by the auth guard (docs/architecture.md §3).
  * `actor` is the idempotency principal: `merchant` for merchant keys, `agent:<id>`, `oauth:<clientId>`.
  */
 export interface Principal {

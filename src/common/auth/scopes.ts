@@ -1,4 +1,4 @@
-/** Every scope a credential may hold (DESIGN §3). */
+/** Every scope a credential may hold (docs/architecture.md §3). */
 export const SCOPES = [
   'checkout:read', 'checkout:write', 'invoices:read', 'invoices:write', 'offerings:read', 'offerings:write',
   'escrow:read', 'escrow:write', 'verification:read', 'verification:write', 'webhooks:read', 'webhooks:write',
@@ -27,7 +27,7 @@ export function invalidScopes(granted: readonly string[]): string[] {
 
 /**
  * Expands granted scopes into the effective set: `X:*` grants `X:read` and `X:write`; `X:write`
- * implies `X:read` (DESIGN §3).
+ * implies `X:read` (docs/architecture.md §3).
  */
 export function expandScopes(granted: readonly string[]): Set<Scope> {
   const out = new Set<Scope>();

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** Random base62 text carrying `bytes` bytes of entropy (DESIGN §3: secrets ≥ 32 bytes). */
+/** Random base62 text carrying `bytes` bytes of entropy (docs/architecture.md §3: secrets ≥ 32 bytes). */
 export function randomBase62(bytes = 32): string {
   let n = BigInt('0x' + randomBytes(bytes).toString('hex'));
   const length = Math.ceil((bytes * 8) / Math.log2(62));

@@ -5,7 +5,7 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /**
- * Authenticated encryption of small secrets at rest (webhook signing secrets; DESIGN §8, §10):
+ * Authenticated encryption of small secrets at rest (webhook signing secrets; docs/architecture.md §8, §10):
  * AES-256-GCM with a key derived by HKDF-SHA256 from `SIGNER_ENCRYPTION_KEY` and a purpose
  * label, so one configured key yields independent keys per use. Sealed text is
  * `v1.<iv>.<ciphertext>.<tag>` (base64url); `aad` binds a ciphertext to its row (e.g. the

@@ -6,8 +6,8 @@ import { ErrorBody } from './error-body';
 import { requestIdOf } from './request-id';
 
 /**
- * The one global filter (STYLE §6): every failure becomes `{error, code, requestId, details?}`
- * with DESIGN §4's status. Unknown errors are logged with the request id and returned as a
+ * The one global filter (docs/architecture.md, Conventions 6): every failure becomes `{error, code, requestId, details?}`
+ * with docs/architecture.md §4's status. Unknown errors are logged with the request id and returned as a
  * generic 500 `internal` (no stack, SQL or secrets in the body).
  */
 @Catch()

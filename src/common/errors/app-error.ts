@@ -26,8 +26,8 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
 
 /**
- * The one error type services throw (STYLE §6). The global filter renders it as
- * `{error, code, requestId, details?}` with `status` (DESIGN §4); `headers` are added to the
+ * The one error type services throw (docs/architecture.md, Conventions 6). The global filter renders it as
+ * `{error, code, requestId, details?}` with `status` (docs/architecture.md §4); `headers` are added to the
  * response (e.g. `Retry-After`).
  */
 export class AppError extends Error {
@@ -47,7 +47,7 @@ export class AppError extends Error {
     return new AppError('invalid_request', `${param} ${message}`, { fields: [{ param, message }], ...extra });
   }
 
-  /** 409 invalid_request: the resource's state forbids the action (DESIGN §4). */
+  /** 409 invalid_request: the resource's state forbids the action (docs/architecture.md §4). */
   static invalidState(resource: string, status: string, allowed: readonly string[]): AppError {
     return new AppError(
       'invalid_request',

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ERROR_CODES } from './app-error';
 import type { ErrorCode } from './app-error';
 
-/** The error body of SPEC "Errors". */
+/** The error body of docs/api.md "Errors". */
 export class ErrorBody {
   @ApiProperty({ example: 'amount must be a decimal string with at most 6 decimals, e.g. "12.50"' })
   error: string;

@@ -10,7 +10,7 @@ export function requestIdOf(req: Request): string {
 
 /**
  * Reuses a well-formed incoming `X-Request-Id` (8–128 of `[A-Za-z0-9._:-]`) or makes a UUID, and
- * echoes it in the response header on every response, success or error (DESIGN §4).
+ * echoes it in the response header on every response, success or error (docs/architecture.md §4).
  */
 export function requestIdMiddleware(req: Request, res: Response, next: NextFunction): void {
   const incoming = req.header('x-request-id');

@@ -2,7 +2,7 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiNotFoundResponse, ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import { ErrorBody } from '../errors/error-body';
 
-/** Documents the error responses every authenticated route can give (DESIGN §4). */
+/** Documents the error responses every authenticated route can give (docs/architecture.md §4). */
 export const ApiStandardErrors = (opts: { notFound?: boolean } = {}) =>
   applyDecorators(
     ApiBadRequestResponse({ description: 'invalid_request: the field is named in details.fields', type: ErrorBody }),

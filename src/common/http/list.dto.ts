@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsUUID, Max, Min } from 'class-validator';
 
-/** Query of every list (DESIGN §6): `limit` 1–100 (default 10), `starting_after` an id from the previous page. */
+/** Query of every list (docs/architecture.md §6): `limit` 1–100 (default 10), `starting_after` an id from the previous page. */
 export class ListQueryDto {
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 10 })
   @IsOptional()
@@ -18,7 +18,7 @@ export class ListQueryDto {
   starting_after?: string;
 }
 
-/** The list envelope (DESIGN §6), newest first. */
+/** The list envelope (docs/architecture.md §6), newest first. */
 export interface ListPage<T> {
   data: T[];
   hasMore: boolean;

@@ -9,7 +9,7 @@ export const MAINTENANCE_QUEUE = 'maintenance';
 const REAP_EVERY_MS = 60 * 60 * 1000;
 
 /**
- * Deletes idempotency records past their TTL (DESIGN §5: records live IDEMPOTENCY_TTL_HOURS).
+ * Deletes idempotency records past their TTL (docs/architecture.md §5: records live IDEMPOTENCY_TTL_HOURS).
  * Lookups already ignore expired records; this keeps the table from growing without bound.
  */
 @Processor(MAINTENANCE_QUEUE, { concurrency: 1 })

@@ -30,7 +30,7 @@ export function resolveIdempotencyKey(header: string | undefined, bodyKey: unkno
 }
 
 /**
- * The HTTP adapter of {@link IdempotencyService} for routes marked `@Idempotent` (STYLE §8,
+ * The HTTP adapter of {@link IdempotencyService} for routes marked `@Idempotent` (docs/architecture.md, Conventions 8,
  * docs/architecture.md §5): validates the key, scopes it to organisation + actor + method +
  * route template, fingerprints body and path parameters, and answers the outcome with
  * `Idempotent-Replayed`. A plain route's handler (validation pipe included) runs inside the

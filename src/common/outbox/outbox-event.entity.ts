@@ -1,7 +1,7 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
 
 /**
- * A transactional-outbox row (DESIGN §8): `{id, type, createdAt, data: {object}}`, written in the
+ * A transactional-outbox row (docs/architecture.md §8): `{id, type, createdAt, data: {object}}`, written in the
  * same transaction as the state change; `relayedAt` is set once the worker has made its
  * deliveries. `extraTargetUrl` is the checkout's own webhookUrl, delivered to beside the
  * organisation's endpoint.

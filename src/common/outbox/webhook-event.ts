@@ -1,4 +1,4 @@
-/** Webhook event names, exactly SPEC "Events" (WebhookEvent enum). */
+/** Webhook event names, exactly docs/api.md "Events" (WebhookEvent enum). */
 export enum WebhookEvent {
   CheckoutFunded = 'checkout.funded',
   CheckoutAccepted = 'checkout.accepted',
@@ -6,7 +6,7 @@ export enum WebhookEvent {
   CheckoutDisputed = 'checkout.disputed',
   CheckoutRefunded = 'checkout.refunded',
   CheckoutCancelled = 'checkout.cancelled',
-  /** Legacy name of checkout.released (SPEC Versioning 3); always emitted beside it. */
+  /** Legacy name of checkout.released (docs/api.md Versioning 3); always emitted beside it. */
   CheckoutPaid = 'checkout.paid',
 }
 export const WEBHOOK_EVENTS = Object.values(WebhookEvent);

@@ -3,7 +3,7 @@ import { Module } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 
 /**
- * The BullMQ connection every process shares (DESIGN §1): `REDIS_URL`, keys under
+ * The BullMQ connection every process shares (docs/architecture.md §1): `REDIS_URL`, keys under
  * `REDIS_PREFIX`. The api uses it to enqueue (manual webhook retries); the worker registers
  * its processors against the same queues. Imported once per process through the feature
  * modules that own queues.

@@ -13,7 +13,7 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1])
 return {hits, ttl}`;
 
 /**
- * Fixed-window counters in Redis shared by every api replica (DESIGN §1: nothing in process
+ * Fixed-window counters in Redis shared by every api replica (docs/architecture.md §1: nothing in process
  * memory another replica needs). `ttl` is in milliseconds, as @nestjs/throttler passes it. The
  * script is sent once and then run by its SHA (ioredis defineCommand → EVALSHA).
  */

@@ -4,7 +4,7 @@ import { IsOptional, IsString, IsUrl, Matches, MaxLength, ValidateIf } from 'cla
 import { AMOUNT_PATTERN } from '@lib/money';
 
 /**
- * A USDC amount as decimal text (DESIGN §6): canonical form, > 0; the upper bound (MAX_AMOUNT)
+ * A USDC amount as decimal text (docs/architecture.md §6): canonical form, > 0; the upper bound (MAX_AMOUNT)
  * is checked by the service, which has the configuration.
  */
 export const IsAmount = (description = 'Amount in USDC as decimal text, e.g. "12.50" (max 6 decimals)') =>

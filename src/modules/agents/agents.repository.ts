@@ -23,7 +23,7 @@ function toRow(r: Record<string, unknown>): AgentRow {
   };
 }
 
-/** Postgres I/O of agents, payee handles and owner signature nonces (STYLE §4); runs in the caller's transaction. */
+/** Postgres I/O of agents, payee handles and owner signature nonces (docs/architecture.md, Conventions 4); runs in the caller's transaction. */
 @Injectable()
 export class AgentsRepository {
   constructor(private readonly txHost: TransactionHost) {}

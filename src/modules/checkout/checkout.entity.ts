@@ -4,11 +4,11 @@ import { bigintTransformer } from '../../database/bigint.transformer';
 export const ESCROW_TEMPLATES = ['freelance', 'physical', 'digital', 'custom'] as const;
 export type EscrowTemplateId = (typeof ESCROW_TEMPLATES)[number];
 
-/** Checkout statuses (DESIGN §7). */
+/** Checkout statuses (docs/architecture.md §7). */
 export const CHECKOUT_STATUSES = ['open', 'funded', 'accepted', 'delivered', 'released', 'disputed', 'refunded', 'cancelled', 'expired'] as const;
 export type CheckoutStatus = (typeof CHECKOUT_STATUSES)[number];
 
-/** A checkout session; `amountUnits` is USDC base units. Settlement is always escrow (SPEC 4). */
+/** A checkout session; `amountUnits` is USDC base units. Settlement is always escrow (docs/api.md 4). */
 @Entity('checkout_sessions')
 export class CheckoutSession {
   @PrimaryColumn('uuid') id: string;

@@ -8,7 +8,7 @@ import { CheckoutSession, CheckoutStatus } from './checkout.entity';
 export { ESCROW_TEMPLATES, CHECKOUT_STATUSES } from './checkout.entity';
 export type { CheckoutStatus, EscrowTemplateId } from './checkout.entity';
 
-/** Renders a checkout session as the API shows it (explicit field list, STYLE §5). */
+/** Renders a checkout session as the API shows it (explicit field list, docs/architecture.md, Conventions 5). */
 @Injectable()
 export class CheckoutMapper {
   constructor(

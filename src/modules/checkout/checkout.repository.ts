@@ -50,7 +50,7 @@ function fromRow(r: SessionRow): CheckoutSession {
   });
 }
 
-/** All I/O of checkout sessions (STYLE §4). */
+/** All I/O of checkout sessions (docs/architecture.md, Conventions 4). */
 @Injectable()
 export class CheckoutRepository {
   constructor(private readonly txHost: TransactionHost) {}

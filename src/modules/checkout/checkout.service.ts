@@ -21,7 +21,7 @@ const MAX_TTL_SECONDS = 24 * 3600;
 const METADATA_MAX_KEYS = 50;
 const METADATA_MAX_BYTES = 8 * 1024;
 
-/** Inspection window after delivery per template, in hours (DESIGN §7). */
+/** Inspection window after delivery per template, in hours (docs/architecture.md §7). */
 export const TEMPLATE_INSPECTION_HOURS: Record<Exclude<EscrowTemplateId, 'custom'>, number> = {
   freelance: 7 * 24,
   physical: 14 * 24,
@@ -30,7 +30,7 @@ export const TEMPLATE_INSPECTION_HOURS: Record<Exclude<EscrowTemplateId, 'custom
 
 /**
  * The inspection window of a session in seconds: the template's, or for `custom`
- * `metadata.inspectionWindowHours` (integer 1–2160, default 168) (DESIGN §7).
+ * `metadata.inspectionWindowHours` (integer 1–2160, default 168) (docs/architecture.md §7).
  * @throws AppError invalid_request naming metadata.inspectionWindowHours when out of range.
  */
 export function inspectionWindowSeconds(template: EscrowTemplateId, metadata: Record<string, unknown> | null): number {
@@ -42,7 +42,7 @@ export function inspectionWindowSeconds(template: EscrowTemplateId, metadata: Re
   return hours * 3600;
 }
 
-/** Checkout sessions of an organisation (SPEC CheckoutSession; DESIGN §6–7). */
+/** Checkout sessions of an organisation (docs/api.md CheckoutSession; docs/architecture.md §6–7). */
 @Injectable()
 export class CheckoutService {
   constructor(
@@ -195,7 +195,7 @@ export class CheckoutService {
     return this.repo.expireNow(id);
   }
 
-  /** @throws AppError not_found when absent or another organisation's (SPEC: 404 when absent). */
+  /** @throws AppError not_found when absent or another organisation's (docs/api.md: 404 when absent). */
   async get(principal: Principal, id: string): Promise<CheckoutSessionDto> {
     const session = await this.repo.findForOrganization(principal.organizationId, id);
     if (!session) throw AppError.notFound('checkout session');
@@ -208,7 +208,7 @@ export class CheckoutService {
   }
 
   /**
-   * Mirrors an escrow's status onto its checkout in the caller's transaction (DESIGN §7: the
+   * Mirrors an escrow's status onto its checkout in the caller's transaction (docs/architecture.md §7: the
    * checkout's status is derived from its escrow). `status: 'open'` with no escrow undoes a
    * funding that a chain reorg removed.
    * @returns the session as rendered after the change (the data of its webhook event), or null if absent.

@@ -7,7 +7,7 @@ import { AppError } from '../../common/errors/app-error';
 import { lastConfirmedBlock } from './escrow.state';
 
 /**
- * The service's view of the chain (DESIGN §7): one provider and {@link EscrowGateway} from config,
+ * The service's view of the chain (docs/architecture.md §7): one provider and {@link EscrowGateway} from config,
  * the terms-signer, relayer and arbiter wallets, and verification that maps chain failures to API
  * errors. Amounts are USDC base units. Each wallet is built on first use from a key its process
  * loaded (docs/architecture.md §10: the api holds no arbiter key); using one the process did not

@@ -4,7 +4,7 @@ import { AppConfig } from '../../config/app-config';
 import { EscrowDto } from './dto/escrow.dto';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
 
-/** Renders an escrow for one organisation (explicit field list, STYLE §5). */
+/** Renders an escrow for one organisation (explicit field list, docs/architecture.md, Conventions 5). */
 @Injectable()
 export class EscrowMapper {
   constructor(private readonly config: AppConfig) {}

@@ -5,7 +5,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
 import type { EscrowStatus } from './escrow.state';
 
-/** All I/O of escrows, their applied chain events and the indexer cursor (STYLE §4). */
+/** All I/O of escrows, their applied chain events and the indexer cursor (docs/architecture.md, Conventions 4). */
 @Injectable()
 export class EscrowRepository {
   constructor(private readonly txHost: TransactionHost) {}

@@ -31,7 +31,7 @@ export interface PreparedEscrowAction {
 }
 
 /**
- * Escrows as their parties see them (SPEC escrow endpoints, DESIGN §7): reads scoped to the
+ * Escrows as their parties see them (docs/api.md escrow endpoints, docs/architecture.md §7): reads scoped to the
  * organisations bound to the buyer or seller address, party actions verified against the chain
  * before any state changes, and the signed funding terms of a checkout.
  */
@@ -183,7 +183,7 @@ export class EscrowService {
   }
 
   /**
-   * Demo payment on a local chain (DESIGN §9 demo:pay): `buyer` signs an EIP-3009 authorization for
+   * Demo payment on a local chain (docs/architecture.md §9 demo:pay): `buyer` signs an EIP-3009 authorization for
    * the checkout's signed terms and the relayer submits it, as the pay page does; the funding is
    * applied at once through the ledger (the indexer converges on the same row).
    * @throws AppError as {@link fundingTerms}; ChainTxError when the contract refuses.
@@ -199,7 +199,7 @@ export class EscrowService {
   }
 
   /**
-   * The arbiter's resolution of a disputed escrow (operator CLI only, SPEC 9: not public API).
+   * The arbiter's resolution of a disputed escrow (operator CLI only, docs/api.md 9: not public API).
    * @throws AppError not_found; 409 invalid_request unless the escrow is disputed.
    */
   async resolveDispute(escrowId: string, to: 'buyer' | 'seller'): Promise<{ txHash: string; escrowId: string; status: string }> {

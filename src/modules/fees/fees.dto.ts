@@ -4,7 +4,7 @@ import { FEE_SOURCES } from '@lib/money';
 import type { FeeSource } from '@lib/money';
 import { IsAmount } from '../../common/validation/validators';
 
-/** FeeQuote of SPEC "FeeQuote". */
+/** FeeQuote of docs/api.md "FeeQuote". */
 export class FeeQuoteDto {
   @ApiProperty({ enum: FEE_SOURCES }) source: FeeSource;
   @ApiProperty({ example: '12.50' }) grossAmount: string;

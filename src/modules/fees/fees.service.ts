@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { FeeQuote, FeeSource, quoteFee } from '@lib/money';
 
-/** The one fee service (DESIGN §6): every FeeQuote in the API comes from here. */
+/** The one fee service (docs/architecture.md §6): every FeeQuote in the API comes from here. */
 @Injectable()
 export class FeesService {
   /** @param grossUnits amount in USDC base units. */

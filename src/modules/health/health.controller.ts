@@ -46,7 +46,7 @@ export class RelayerHealthIndicator {
   }
 }
 
-/** Liveness, readiness (Postgres, Redis and the relayer's gas money) and Prometheus metrics (DESIGN §1). */
+/** Liveness, readiness (Postgres, Redis and the relayer's gas money) and Prometheus metrics (docs/architecture.md §1). */
 @ApiExcludeController()
 @Controller()
 export class HealthController {

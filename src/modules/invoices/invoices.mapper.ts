@@ -18,7 +18,7 @@ export function toInvoiceEmailDto(e: InvoiceEmail): InvoiceEmailDto {
 }
 
 /**
- * Renders an invoice as the API shows it (explicit field list, STYLE §5). `payUrl` =
+ * Renders an invoice as the API shows it (explicit field list, docs/architecture.md, Conventions 5). `payUrl` =
  * `{checkout_host}/invoices/{id}` once sent (docs/architecture.md §11).
  */
 export function toInvoiceDto(i: Invoice, email: InvoiceEmail | null | undefined, checkoutBaseUrl: string): InvoiceDto {

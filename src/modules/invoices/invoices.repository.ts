@@ -8,7 +8,7 @@ function returned<T>(result: unknown): T[] {
   return Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number' ? (result[0] as T[]) : (result as T[]);
 }
 
-/** All I/O of invoices and their emails (STYLE §4); every call runs in the caller's transaction when there is one. */
+/** All I/O of invoices and their emails (docs/architecture.md, Conventions 4); every call runs in the caller's transaction when there is one. */
 @Injectable()
 export class InvoicesRepository {
   constructor(private readonly txHost: TransactionHost) {}

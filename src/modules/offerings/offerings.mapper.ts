@@ -2,7 +2,7 @@ import { formatAmount } from '@lib/money';
 import { OfferingDto } from './dto/offering.dto';
 import { Offering } from './offerings.entity';
 
-/** Renders an offering as the API shows it (explicit field list, STYLE §5). */
+/** Renders an offering as the API shows it (explicit field list, docs/architecture.md, Conventions 5). */
 export function toOfferingDto(o: Offering): OfferingDto {
   return {
     id: o.id,

@@ -3,7 +3,7 @@ import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { Offering } from './offerings.entity';
 
-/** All I/O of offerings (STYLE §4); every call runs in the caller's transaction when there is one. */
+/** All I/O of offerings (docs/architecture.md, Conventions 4); every call runs in the caller's transaction when there is one. */
 @Injectable()
 export class OfferingsRepository {
   constructor(private readonly txHost: TransactionHost) {}

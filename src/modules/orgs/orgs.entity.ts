@@ -11,7 +11,7 @@ export class Organization {
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }
 
-/** An AI agent of an organisation; agent keys act as it (DESIGN §3). */
+/** An AI agent of an organisation; agent keys act as it (docs/architecture.md §3). */
 @Entity('agents')
 export class Agent {
   @PrimaryColumn('uuid') id: string;

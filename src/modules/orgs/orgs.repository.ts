@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
 
-/** All I/O of organisations and their credentials (STYLE §4). */
+/** All I/O of organisations and their credentials (docs/architecture.md, Conventions 4). */
 @Injectable()
 export class OrgsRepository {
   constructor(private readonly txHost: TransactionHost) {}

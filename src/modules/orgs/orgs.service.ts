@@ -22,7 +22,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HANDLE = /^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])?$/;
 
 /**
- * Organisations, agents and credentials (DESIGN §3): creates them (operator CLI) and resolves a
+ * Organisations, agents and credentials (docs/architecture.md §3): creates them (operator CLI) and resolves a
  * presented secret into a {@link Principal} for the auth guard. Secrets are shown once at
  * creation; only SHA-256 digests are stored and compared in constant time.
  */

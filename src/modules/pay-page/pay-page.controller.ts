@@ -11,7 +11,7 @@ import { renderPayPage } from './pay-page.render';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The hosted pay page at `{checkout_host}/checkout/{id}` (DESIGN §1 checkout host). Public: the id is the capability. */
+/** The hosted pay page at `{checkout_host}/checkout/{id}` (docs/architecture.md §1 checkout host). Public: the id is the capability. */
 @ApiExcludeController()
 @Controller('checkout')
 export class PayPageController {

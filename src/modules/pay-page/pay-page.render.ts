@@ -16,7 +16,7 @@ const STATUS_TEXT: Record<string, string> = {
 };
 
 /**
- * The hosted pay page (SPEC payUrl `{checkout_host}/checkout/{id}`): the order, its escrow status,
+ * The hosted pay page (docs/api.md payUrl `{checkout_host}/checkout/{id}`): the order, its escrow status,
  * and for an open session the signed funding terms a wallet needs. Every value is HTML-escaped.
  * Refreshes itself every 5 s while awaiting payment.
  */

@@ -3,7 +3,7 @@ import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 
-/** Postgres I/O of payments (STYLE §4); every call runs in the caller's transaction. */
+/** Postgres I/O of payments (docs/architecture.md, Conventions 4); every call runs in the caller's transaction. */
 @Injectable()
 export class PaymentsRepository {
   constructor(private readonly txHost: TransactionHost) {}

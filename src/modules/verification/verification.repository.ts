@@ -4,7 +4,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { OrganizationVerification, VerificationWalletPayment } from './verification.entity';
 import type { IdentityProviderName } from './verification.state';
 
-/** All I/O of verification records and accepted wallet payments (STYLE §4). */
+/** All I/O of verification records and accepted wallet payments (docs/architecture.md, Conventions 4). */
 @Injectable()
 export class VerificationRepository {
   constructor(private readonly txHost: TransactionHost) {}

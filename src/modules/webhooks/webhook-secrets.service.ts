@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { SecretBox } from '../../common/crypto/secret-box';
 import { AppConfig } from '../../config/app-config';
 
-/** How long a rotated-out secret keeps signing (DESIGN §8: 24 h). */
+/** How long a rotated-out secret keeps signing (docs/architecture.md §8: 24 h). */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 
 /** Opened secrets kept in memory per process (bounded; a worker signs for many organisations). */

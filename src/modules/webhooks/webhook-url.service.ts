@@ -93,7 +93,7 @@ function classifyV6(n: bigint): AddressClass | null {
 }
 
 /**
- * Classifies an IP address literal for the SSRF guard (DESIGN §8; api-conventions §4): loopback
+ * Classifies an IP address literal for the SSRF guard (docs/architecture.md §8; docs/decisions.md): loopback
  * (127/8, ::1), RFC 1918, link-local and cloud metadata (169.254/16, fe80::/10), CGNAT
  * (100.64/10), 0/8, unique-local (fc00::/7, incl. fd00:ec2::254), multicast, documentation and
  * reserved ranges, and IPv6 outside 2000::/3. IPv4 embedded in IPv6 (mapped ::ffff:a.b.c.d,
@@ -113,7 +113,7 @@ export function classifyAddress(address: string): AddressClass | null {
   return 'invalid';
 }
 
-/** Why a webhook URL is refused (DESIGN §8). */
+/** Why a webhook URL is refused (docs/architecture.md §8). */
 export type UrlRefusal = 'invalid_url' | 'scheme' | 'userinfo' | 'private_address' | 'unresolvable';
 
 /** A webhook URL or its resolved address failed the SSRF policy; `reason` is the API's `details.reason`. */
@@ -132,7 +132,7 @@ export class UrlRefusedError extends Error {
 export type ResolvedAddress = LookupAddress;
 
 /**
- * Port for host name resolution (STYLE §4: a second implementation is real — tests make a name
+ * Port for host name resolution (docs/architecture.md, Conventions 4: a second implementation is real — tests make a name
  * resolve to a chosen address to prove the connect-time check).
  */
 export abstract class HostResolver {
@@ -151,7 +151,7 @@ export class DnsHostResolver extends HostResolver {
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
- * The SSRF guard of DESIGN §8 (facts: api-conventions §4): https only unless
+ * The SSRF guard of docs/architecture.md §8 (facts: docs/decisions.md): https only unless
  * `WEBHOOK_ALLOW_HTTP`; no userinfo; every A/AAAA address must be public unless
  * `WEBHOOK_ALLOW_PRIVATE`. Applied at registration ({@link assertAllowed}) and again at
  * connection time ({@link lookup}, used by the delivery agent, so a name that re-resolves to a
@@ -208,7 +208,7 @@ export class WebhookUrlService {
   }
 
   /**
-   * The registration check as the API reports it (DESIGN §8; PUT /webhook-endpoints and a
+   * The registration check as the API reports it (docs/architecture.md §8; PUT /webhook-endpoints and a
    * checkout session's `webhookUrl`).
    * @throws AppError invalid_request with `details.param = param` and `details.reason`
    *   (`private_address`, `scheme`, `userinfo`, `unresolvable`, `invalid_url`).

@@ -12,7 +12,7 @@ import { WebhooksService } from './webhooks.service';
 
 const notFoundOnBadId = new ParseUUIDPipe({ exceptionFactory: () => WebhookErrors.deliveryNotFound() });
 
-/** GET/PUT /api/v1/webhook-endpoints (SPEC Events 3). */
+/** GET/PUT /api/v1/webhook-endpoints (docs/api.md Events 3). */
 @ApiTags('webhooks')
 @Controller('api/v1/webhook-endpoints')
 export class WebhookEndpointsController {
@@ -45,7 +45,7 @@ export class WebhookEndpointsController {
   }
 }
 
-/** GET /api/v1/webhook-deliveries and POST …/{id}/retry (SPEC Events 4). */
+/** GET /api/v1/webhook-deliveries and POST …/{id}/retry (docs/api.md Events 4). */
 @ApiTags('webhooks')
 @Controller('api/v1/webhook-deliveries')
 export class WebhookDeliveriesController {

@@ -1,9 +1,9 @@
 import { AppError } from '../../common/errors/app-error';
 
-/** Error constructors of the webhooks module (STYLE §6); all are {@link AppError}s. */
+/** Error constructors of the webhooks module (docs/architecture.md, Conventions 6); all are {@link AppError}s. */
 export const WebhookErrors = {
   /**
-   * 400 invalid_request for a refused webhook URL (DESIGN §8): `details.param` names the field,
+   * 400 invalid_request for a refused webhook URL (docs/architecture.md §8): `details.param` names the field,
    * `details.reason` is `private_address`, `scheme`, `userinfo`, `unresolvable` or `invalid_url`.
    */
   urlRefused(param: string, err: { reason: string; message: string; addressClass?: string }): AppError {

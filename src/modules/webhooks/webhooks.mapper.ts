@@ -4,7 +4,7 @@ import { WebhookDelivery, WebhookEndpoint } from './webhooks.entity';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-/** Renders webhook resources as the API shows them (explicit field lists, STYLE §5). */
+/** Renders webhook resources as the API shows them (explicit field lists, docs/architecture.md, Conventions 5). */
 export const WebhooksMapper = {
   /** `secret` is included only when given (creation and rotation responses). */
   endpoint(e: WebhookEndpoint, secret?: string): WebhookEndpointDto {

@@ -8,7 +8,7 @@ import { WebhookSecrets } from './webhook-secrets.service';
 import { DnsHostResolver, HostResolver, WebhookUrlService } from './webhook-url.service';
 
 /**
- * The SSRF guard on its own (DESIGN §8), for modules that take a webhook URL without managing
+ * The SSRF guard on its own (docs/architecture.md §8), for modules that take a webhook URL without managing
  * endpoints (checkout's `webhookUrl`): {@link WebhookUrlService} and the {@link HostResolver} port.
  */
 @Module({

@@ -2,7 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
 import type { JobsOptions, Queue } from 'bullmq';
 
-/** The BullMQ queue of webhook delivery attempts (DESIGN §8). */
+/** The BullMQ queue of webhook delivery attempts (docs/architecture.md §8). */
 export const WEBHOOK_DELIVERY_QUEUE = 'webhook-deliveries';
 /** The one job name on that queue. */
 export const DELIVER_JOB = 'deliver';
@@ -18,7 +18,7 @@ export interface DeliveryJob {
 }
 
 /**
- * The job id of an attempt: the delivery id for the first (DESIGN §8: job id = delivery id, so a
+ * The job id of an attempt: the delivery id for the first (docs/architecture.md §8: job id = delivery id, so a
  * relay that runs twice cannot enqueue twice), `<deliveryId>_<n>` for the attempt after n
  * finished ones (BullMQ forbids `:` in custom ids).
  */

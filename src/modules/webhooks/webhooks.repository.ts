@@ -101,7 +101,7 @@ interface LeaseRequest {
 }
 
 /**
- * All I/O of webhook endpoints, deliveries and the outbox relay (STYLE §4). The worker's
+ * All I/O of webhook endpoints, deliveries and the outbox relay (docs/architecture.md, Conventions 4). The worker's
  * per-attempt statements (lease, record) are coalesced across concurrent attempts into one
  * statement per batch ({@link CoalescingBatcher}), outside any caller's transaction.
  */

@@ -99,7 +99,7 @@ export class WebhooksService {
     return dto;
   }
 
-  /** Deliveries newest first, optionally filtered by `status` and `eventType` (DESIGN §6 envelope). */
+  /** Deliveries newest first, optionally filtered by `status` and `eventType` (docs/architecture.md §6 envelope). */
   async listDeliveries(principal: Principal, q: ListWebhookDeliveriesQueryDto): Promise<ListPage<WebhookDeliveryDto>> {
     const limit = q.limit ?? 10;
     const rows = await this.repo.listDeliveries(principal.organizationId, limit, q.starting_after, { status: q.status, eventType: q.eventType });
@@ -107,7 +107,7 @@ export class WebhooksService {
   }
 
   /**
-   * Manual retry (DESIGN §8): one more attempt at once, with the same `webhook-id` and a fresh
+   * Manual retry (docs/architecture.md §8): one more attempt at once, with the same `webhook-id` and a fresh
    * timestamp and signature; the delivery shows `pending` until it runs. The re-arm commits on
    * its own before the job is enqueued, so the worker never sees the job before the row.
    * @throws AppError not_found for an unknown id or another organisation's delivery.

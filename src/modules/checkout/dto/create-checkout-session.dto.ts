@@ -4,7 +4,7 @@ import { IsAmount, IsOptionalHttpUrl } from '../../../common/validation/validato
 import { ESCROW_TEMPLATES } from '../checkout.entity';
 import type { EscrowTemplateId } from '../checkout.entity';
 
-/** Body of POST /api/v1/checkout-sessions (SPEC "Body of POST /api/v1/checkout-sessions"). */
+/** Body of POST /api/v1/checkout-sessions (docs/api.md "Body of POST /api/v1/checkout-sessions"). */
 export class CreateCheckoutSessionDto {
   @IsAmount()
   amount: string;
@@ -33,7 +33,7 @@ export class CreateCheckoutSessionDto {
   @MaxLength(253)
   shopDomain?: string;
 
-  @ApiPropertyOptional({ enum: ESCROW_TEMPLATES, default: 'custom', description: 'Sets the inspection window after delivery (DESIGN §7)' })
+  @ApiPropertyOptional({ enum: ESCROW_TEMPLATES, default: 'custom', description: 'Sets the inspection window after delivery (docs/architecture.md §7)' })
   @IsOptional()
   @IsIn(ESCROW_TEMPLATES, { message: `escrowTemplateId must be one of ${ESCROW_TEMPLATES.join(', ')}` })
   escrowTemplateId?: EscrowTemplateId;

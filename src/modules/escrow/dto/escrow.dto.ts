@@ -80,7 +80,7 @@ export class EscrowListQueryDto extends ListQueryDto {
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
-/** Body of accept and mark-delivered: the party's transaction (SPEC Escrow action rules 1). */
+/** Body of accept and mark-delivered: the party's transaction (docs/api.md Escrow action rules 1). */
 export class EscrowActionDto {
   @ApiProperty({ description: 'Hash of the transaction the party signed and sent first', example: '0x' + 'ab'.repeat(32) })
   @IsString({ message: 'txHash must be a string' })
@@ -92,13 +92,13 @@ export class EscrowActionDto {
   confirm?: unknown;
 }
 
-/** Body of release and dispute: also `confirm: true` (SPEC Escrow action rules 2; else 400 confirm_required). */
+/** Body of release and dispute: also `confirm: true` (docs/api.md Escrow action rules 2; else 400 confirm_required). */
 export class ConfirmedEscrowActionDto extends EscrowActionDto {
   @ApiProperty({ enum: [true], description: 'Must be literally true, else 400 confirm_required' })
   declare confirm?: unknown;
 }
 
-/** EIP-712 funding terms a payer submits to CheckoutEscrow (DESIGN §7). */
+/** EIP-712 funding terms a payer submits to CheckoutEscrow (docs/architecture.md §7). */
 export class FundingTermsDto {
   @ApiProperty({ description: 'bytes32 escrow id (the checkout id, left-padded)' }) escrowId: string;
   @ApiProperty({ type: String, nullable: true, description: 'The only address that may fund these terms (the `buyer` query parameter); null when none was given' })

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { CreateInvoiceDto, InvoiceListQueryDto } from '../../invoices/dto/invoice.dto';
-import { INVOICE_STATUSES } from '../../invoices/invoices.entity';
+const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void'] as const;
 import { InvoicesService } from '../../invoices/invoices.service';
 import type { McpTool, McpToolContext } from '../mcp-tool';
 import { idempotencyKey, idParam, listShape, requireUuid } from './ids';

@@ -14,7 +14,7 @@ export class MeOrganizationDto {
 export class VerificationSnapshotDto {
   @ApiProperty({ enum: ['unverified', 'pending', 'verified', 'rejected'] }) status: string;
 }
-/** Response of GET /api/v1/me (SPEC Endpoint table). */
+/** Response of GET /api/v1/me (docs/api.md Endpoint table). */
 export class MeDto {
   @ApiProperty() identity: MeIdentityDto;
   @ApiProperty() organization: MeOrganizationDto;

@@ -4,7 +4,7 @@ import { DeliveryRecoveryService } from './delivery-recovery.service';
 
 /**
  * Runs the recovery pass at worker start and every WEBHOOK_RECOVERY_INTERVAL_MS (registered in
- * WorkerModule only), so a wiped Redis is rebuilt from Postgres (DESIGN §8). A delivery is
+ * WorkerModule only), so a wiped Redis is rebuilt from Postgres (docs/architecture.md §8). A delivery is
  * checked once it has been due for one interval, so a busy queue is not probed job by job.
  */
 @Injectable()

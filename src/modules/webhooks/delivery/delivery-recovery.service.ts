@@ -5,7 +5,7 @@ import { WebhooksRepository } from '../webhooks.repository';
 const PARALLEL = 50;
 
 /**
- * Rebuilds the queue from Postgres (DESIGN §8: the delivery row is the record, the job only the
+ * Rebuilds the queue from Postgres (docs/architecture.md §8: the delivery row is the record, the job only the
  * trigger): every `pending`/`retrying` delivery whose next attempt is due, that no worker holds,
  * and that has no live job (Redis wiped, a crash between commit and enqueue, a job lost to a
  * stalled worker) gets its job again, with the same deterministic job id.

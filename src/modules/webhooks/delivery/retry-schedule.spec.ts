@@ -1,7 +1,7 @@
 import { MAX_AUTOMATIC_ATTEMPTS, nextRetryDelayMs, RETRY_SCHEDULE_SECONDS } from './retry-schedule';
 
 describe('nextRetryDelayMs', () => {
-  it('follows DESIGN §8: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, 24 h, 24 h, then gives up', () => {
+  it('follows docs/architecture.md §8: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, 24 h, 24 h, then gives up', () => {
     const delays = Array.from({ length: 9 }, (_, i) => nextRetryDelayMs(i + 1, 1));
     expect(delays).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000, 86400, 86400].map((s) => s * 1000));
     expect(MAX_AUTOMATIC_ATTEMPTS).toBe(10);

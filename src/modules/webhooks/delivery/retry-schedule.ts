@@ -1,5 +1,5 @@
 /**
- * Delays after each failed attempt, in seconds (DESIGN §8): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
+ * Delays after each failed attempt, in seconds (docs/architecture.md §8): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
  * 10 h, 24 h, 24 h — about three days, so a merchant down over a weekend still gets
  * `checkout.funded`; then the delivery is `failed`.
  */

@@ -8,7 +8,7 @@ import { AttemptOutcome, WebhookDeliveryService } from './webhook-delivery.servi
 export const DELIVERY_CONCURRENCY = 100;
 
 /**
- * BullMQ processor of the delivery queue (thin adapter, STYLE §2); registered in WorkerModule
+ * BullMQ processor of the delivery queue (thin adapter, docs/architecture.md, Conventions 2); registered in WorkerModule
  * only. A 15 s job lock checked for stalls every 5 s lets another worker pick up the jobs of a
  * killed one within about 20 s (BullMQ defaults: 30 s / 30 s).
  */

@@ -3,12 +3,12 @@ import { Agent, request } from 'undici';
 import { AppConfig } from '../../../config/app-config';
 import { UrlRefusedError, WebhookUrlService } from '../webhook-url.service';
 
-/** Bytes of a response body kept on the delivery row (api-conventions §4: first 4 KiB). */
+/** Bytes of a response body kept on the delivery row (docs/decisions.md: first 4 KiB). */
 export const RESPONSE_SNIPPET_BYTES = 4096;
 /** Bytes of a response body read at most before the connection is dropped. */
 export const RESPONSE_READ_LIMIT_BYTES = 64 * 1024;
 
-/** Error classes recorded for failed attempts (api-conventions §4). */
+/** Error classes recorded for failed attempts (docs/decisions.md). */
 export type SendErrorClass = 'http' | 'redirect' | 'timeout' | 'dns' | 'connect' | 'tls' | 'refused';
 
 /** Outcome of one HTTP attempt; never thrown, always returned. `durationMs` is wall time. */
@@ -45,7 +45,7 @@ function classify(err: unknown): { errorClass: SendErrorClass; message: string }
 }
 
 /**
- * POSTs a signed webhook body (DESIGN §8): `Content-Type: application/json`, the body sent
+ * POSTs a signed webhook body (docs/architecture.md §8): `Content-Type: application/json`, the body sent
  * byte-for-byte, `WEBHOOK_TIMEOUT_MS` (default 15 s) for the whole exchange, redirects never
  * followed (a 3xx is a failure), at most 64 KiB of the answer read and 4 KiB kept. Connections
  * go through an undici Agent whose `lookup` is the SSRF guard's, so every new socket connects

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 
-/** A new signing secret: `whsec_` + base64 of 32 random bytes (Standard Webhooks; agent-protocols §5). */
+/** A new signing secret: `whsec_` + base64 of 32 random bytes (Standard Webhooks; Standard Webhooks). */
 export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-/** The event body of DESIGN §8 / api-conventions §4. */
+/** The event body of docs/architecture.md §8 / docs/decisions.md. */
 export interface WebhookEventBody {
   id: string;
   type: string;
@@ -21,7 +21,7 @@ export function serializeEvent(event: { id: string; type: string; createdAt: Dat
 }
 
 /**
- * The three Standard Webhooks headers for one attempt (DESIGN §8): `webhook-id` (the event id,
+ * The three Standard Webhooks headers for one attempt (docs/architecture.md §8): `webhook-id` (the event id,
  * the same on every attempt), `webhook-timestamp` (unix seconds of this attempt) and
  * `webhook-signature`, one `v1,<base64 HMAC-SHA256>` per live secret, space-separated (two
  * during a rotation's overlap). Signing uses the `standardwebhooks` library itself.

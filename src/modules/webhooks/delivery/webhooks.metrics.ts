@@ -10,7 +10,7 @@ function once<T>(name: string, make: () => T): T {
 }
 
 /**
- * Worker metrics of webhook delivery (issue 3, DESIGN §1), on the process registry served at
+ * Worker metrics of webhook delivery (issue 3, docs/architecture.md §1), on the process registry served at
  * `/metrics` of the worker's port:
  * - `webhook_queue_depth{state}` jobs waiting/delayed/active/prioritized/failed, read at scrape;
  * - `webhook_delivery_attempts_total{outcome}` one per attempt: success, http, redirect, timeout,

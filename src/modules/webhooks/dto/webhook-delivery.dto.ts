@@ -9,7 +9,7 @@ const STATUS_DESCRIPTION =
   'pending: due now; retrying: failed, next attempt at nextAttemptAt; succeeded; failed: no automatic attempts left (a manual retry is possible); ' +
   'held: an endpoint delivery waiting while the webhook endpoint is disabled (by the merchant or by a 410 Gone): nothing is sent until PUT /api/v1/webhook-endpoints enables it, which sends every held delivery with its original webhook-id';
 
-/** Query of GET /api/v1/webhook-deliveries: the list query (DESIGN §6) plus filters. */
+/** Query of GET /api/v1/webhook-deliveries: the list query (docs/architecture.md §6) plus filters. */
 export class ListWebhookDeliveriesQueryDto extends ListQueryDto {
   @ApiPropertyOptional({ enum: DELIVERY_STATUSES, description: STATUS_DESCRIPTION })
   @IsOptional()
@@ -45,7 +45,7 @@ export class WebhookDeliveryDto {
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }
 
-/** The deliveries list envelope (DESIGN §6). */
+/** The deliveries list envelope (docs/architecture.md §6). */
 export class WebhookDeliveryListDto extends ListEnvelopeDto {
   @ApiProperty({ type: [WebhookDeliveryDto] }) data: WebhookDeliveryDto[];
 }

@@ -4,12 +4,12 @@ import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
 import { ENDPOINT_DISABLED_REASONS } from '../webhooks.entity';
 
 /**
- * Body of PUT /api/v1/webhook-endpoints (SPEC Events 3): replaces the organisation's endpoint,
+ * Body of PUT /api/v1/webhook-endpoints (docs/api.md Events 3): replaces the organisation's endpoint,
  * creating it (and its secret) when absent. Omitted `enabled` means true, omitted `events` means
  * every event.
  */
 export class PutWebhookEndpointDto {
-  @ApiProperty({ format: 'uri', maxLength: 2048, example: 'https://shop.example.com/webhooks/payments', description: 'https only; must resolve to a public address (DESIGN §8)' })
+  @ApiProperty({ format: 'uri', maxLength: 2048, example: 'https://shop.example.com/webhooks/payments', description: 'https only; must resolve to a public address (docs/architecture.md §8)' })
   @IsString({ message: 'url must be a URL string' })
   @MaxLength(2048, { message: 'url must be at most 2048 characters' })
   @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false }, { message: 'url must be an absolute https URL' })
