@@ -17,10 +17,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { HOST, REDIS_URL, deleteRedisKeys, eachFlag, fileStamp, freePort, guardChildren, killChildren, root, runNode, sleep, startProcess, writeResult } from './lib.mjs';
 
+const require = createRequire(import.meta.url);
 const DB_NAME = 'pcp_soak';
 const SIGNER_ENCRYPTION_KEY = 'soak-only-signer-encryption-key-0123456789';
 const OUTAGE_PROBE_MS = 4_000;
@@ -124,7 +126,10 @@ export async function main(args = []) {
   const out = { startedAt: new Date().toISOString(), options: opts, faults: [], outage: null };
   const processes = [];
   let pool = null;
+  let anvil = null;
   try {
+    // A local chain, so readiness (which includes the relayer's balance) means what it says.
+    anvil = await require(join(root, opts.dist, 'libs', 'chain', 'src', 'index.js')).startAnvil({});
     console.log(`soak: ${opts.events} events; starting PostgreSQL (embedded) …`);
     await pgServer.start();
     const admin = new pg.Client({ connectionString: pgServer.url('postgres') });
@@ -136,6 +141,7 @@ export async function main(args = []) {
       NODE_ENV: 'production', DATABASE_URL: pgServer.url(DB_NAME), REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: 'error', SIGNER_ENCRYPTION_KEY,
       WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCALE: '0.001', WEBHOOK_RECOVERY_INTERVAL_MS: '1000',
       RATE_LIMIT_PER_MINUTE: '1000000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000000', AUTH_FAILURES_PER_MINUTE: '1000000', CHAIN_POLL_MS: '60000',
+      RPC_URL: anvil.rpcUrl,
     };
     await runNode([`${opts.dist}/src/database/migrate.js`], env);
     const org = JSON.parse(await runNode([`${opts.dist}/src/cli.js`, 'org:create', '--name', 'Soak', '--handle', `soak-${process.pid}`, '--json'], env));
@@ -253,6 +259,7 @@ export async function main(args = []) {
     await pool?.end().catch(() => undefined);
     for (const p of processes.reverse()) await p.stop().catch(() => undefined);
     await pgServer.stop().catch(() => undefined);
+    await anvil?.stop().catch(() => undefined);
     await receiver.close();
     await deleteRedisKeys(prefix).catch(() => undefined);
     rmSync(dataDir, { recursive: true, force: true });
