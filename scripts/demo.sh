@@ -11,7 +11,7 @@ mkdir -p .local
 export PORT="${PORT:-3000}"
 export API_BASE_URL="${API_BASE_URL:-http://localhost:$PORT}"
 export CHECKOUT_BASE_URL="${CHECKOUT_BASE_URL:-$API_BASE_URL}"
-export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/payments_demo}"
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT:-5432}/payments_demo}"
 export LOG_LEVEL="${LOG_LEVEL:-warn}"
 export WEBHOOK_ALLOW_HTTP="${WEBHOOK_ALLOW_HTTP:-true}"
 export WEBHOOK_ALLOW_PRIVATE="${WEBHOOK_ALLOW_PRIVATE:-true}"

