@@ -141,7 +141,7 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
 
     it('an agent key sees the tools its scopes allow', async () => {
       const agent = await createAgentKey(t.app, merchant.organizationId, ['agent:pay', 'checkout:read']);
-      expect(await names(await asKey(agent.key))).toEqual(['svc_checkout_get', 'svc_checkout_list', 'svc_get_payment_status', 'svc_me']);
+      expect(await names(await asKey(agent.key))).toEqual(['svc_agent_get', 'svc_checkout_get', 'svc_checkout_list', 'svc_get_payment_status', 'svc_me', 'svc_pay']);
     });
 
     it('a bat_ token (client credentials) works as Bearer and is limited to its scopes', async () => {

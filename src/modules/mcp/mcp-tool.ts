@@ -7,6 +7,8 @@ import type { Scope } from '../../common/auth/scopes';
 export interface McpToolContext {
   principal: Principal;
   requestId: string;
+  /** The call's idempotencyKey, for tools whose service keeps its own idempotency ({@link McpTool.ownIdempotency}). */
+  idempotencyKey?: string;
 }
 
 /** MCP tool annotations (hints for hosts, never security). */
@@ -44,6 +46,12 @@ export interface McpTool<Input extends Record<string, unknown> = Record<string, 
   readonly dto?: ClassConstructor<object>;
   /** Input fields that are path or query parameters, not part of the DTO body. */
   readonly params?: readonly string[];
+  /**
+   * The service behind the tool keeps its own idempotency (agent spends: the payment row is
+   * UNIQUE per agent and key, docs/architecture.md §5): the key goes to the service through the
+   * context instead of the generic record store, exactly as the REST route passes the header.
+   */
+  readonly ownIdempotency?: boolean;
   /** True when {@link run} returns IdempotentSteps (network checks first, then the transactional part). */
   readonly steps?: boolean;
   /** `required` where the REST twin requires Idempotency-Key (docs/architecture.md §5). */

@@ -7,6 +7,9 @@ import { VerificationModule } from '../verification/verification.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';
 import { OfferingsModule } from '../offerings/offerings.module';
 import { InvoicesModule } from '../invoices/invoices.module';
+import { AgentsModule } from '../agents/agents.module';
+import { PaymentsModule } from '../payments/payments.module';
+import { AgentEscrowsModule } from '../agent-escrows/agent-escrows.module';
 import { McpService } from './mcp.service';
 import { TOOL_PROVIDERS } from './tools';
 
@@ -16,7 +19,7 @@ import { TOOL_PROVIDERS } from './tools';
  * the api port.
  */
 @Module({
-  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule],
+  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule, AgentsModule, PaymentsModule, AgentEscrowsModule],
   providers: [McpService, ...TOOL_PROVIDERS],
   exports: [McpService],
 })

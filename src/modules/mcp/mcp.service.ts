@@ -86,7 +86,10 @@ export class McpService {
       }
       const key = resolveIdempotencyKey(undefined, args.idempotencyKey);
       const input = await validateInput(tool, args);
-      const body = key ? await this.idempotent(principal, requestId, tool, input, key, args) : await settle(await tool.run({ principal, requestId }, input));
+      const body =
+        key && !tool.ownIdempotency
+          ? await this.idempotent(principal, requestId, tool, input, key, args)
+          : await settle(await tool.run({ principal, requestId, idempotencyKey: key }, input));
       return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown> };
     } catch (err) {
       const e = toAppError(err);

@@ -6,6 +6,7 @@ import { CheckoutListTool } from './checkout-list.tool';
 import { EscrowAcceptTool, EscrowCancelTool, EscrowDeclineTool, EscrowDisputeTool, EscrowMarkDeliveredTool, EscrowReleaseTool } from './escrow-action.tool';
 import { EscrowGetTool, EscrowListTool } from './escrow-read.tool';
 import { InvoiceCreateTool, InvoiceGetTool, InvoiceListTool, InvoiceSendTool } from './invoice.tool';
+import { AgentGetTool, CreateEscrowTool, GetBalanceTool, PayTool } from './agent.tool';
 import { MeTool } from './me.tool';
 import { OfferingCreateTool, OfferingGetTool, OfferingListTool, OfferingUpdateTool } from './offering.tool';
 import { PaymentStatusTool } from './payment-status.tool';
@@ -51,6 +52,10 @@ export const TOOL_CLASSES = [
   InvoiceGetTool,
   InvoiceListTool,
   InvoiceSendTool,
+  AgentGetTool,
+  GetBalanceTool,
+  PayTool,
+  CreateEscrowTool,
 ];
 
 /** Providers: each tool, and MCP_TOOLS = all of them. */

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../../../common/errors/app-error';
 import { CheckoutService } from '../../checkout/checkout.service';
 import { EscrowService } from '../../escrow/escrow.service';
+import { PaymentsService } from '../../payments/payments.service';
 import type { McpTool, McpToolContext } from '../mcp-tool';
 import { requireUuid } from './ids';
 
@@ -12,23 +13,30 @@ import { requireUuid } from './ids';
  * reading the object needs the object's read scope.
  */
 @Injectable()
-export class PaymentStatusTool implements McpTool<{ checkoutSessionId?: string }> {
+export class PaymentStatusTool implements McpTool<{ checkoutSessionId?: string; paymentId?: string }> {
   readonly name = 'svc_get_payment_status';
   readonly title = 'Payment status';
-  readonly description = 'Status of a checkout session (checkoutSessionId) with its escrow, if funded.';
+  readonly description = 'Status of an agent payment (paymentId, agent keys) or of a checkout session (checkoutSessionId) with its escrow, if funded.';
   readonly scopes = [];
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ checkoutSessionId: z.string().optional() });
+  readonly input = z.object({ paymentId: z.string().optional(), checkoutSessionId: z.string().optional() });
   constructor(
     private readonly checkout: CheckoutService,
     private readonly escrows: EscrowService,
+    private readonly payments: PaymentsService,
   ) {}
 
-  async run(ctx: McpToolContext, input: { checkoutSessionId?: string }) {
-    if (!input.checkoutSessionId) {
-      throw new AppError('invalid_request', 'checkoutSessionId is required', { fields: [{ param: 'checkoutSessionId', message: 'is required' }] });
+  async run(ctx: McpToolContext, input: { checkoutSessionId?: string; paymentId?: string }) {
+    if ((input.paymentId === undefined) === (input.checkoutSessionId === undefined)) {
+      throw new AppError('invalid_request', 'Give exactly one of paymentId and checkoutSessionId', { fields: [{ param: 'paymentId', message: 'give exactly one of paymentId and checkoutSessionId' }] });
     }
     const p = ctx.principal;
+    if (input.paymentId !== undefined) {
+      if (p.kind !== 'agent') throw new AppError('forbidden', 'Payments belong to agents: use an agent key', { reason: 'agent_key_required' });
+      const payment = await this.payments.get(p, requireUuid(input.paymentId, 'payment'));
+      return { payment, status: payment.status };
+    }
+    if (!input.checkoutSessionId) throw AppError.invalidParam('checkoutSessionId', 'is required');
     if (!p.scopes.has('checkout:read')) {
       throw new AppError('missing_scope', 'Reading a checkout needs scope checkout:read', { required: ['checkout:read'], granted: p.grantedScopes });
     }
