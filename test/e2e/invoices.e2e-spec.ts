@@ -1,4 +1,5 @@
 import { createTestApp, TestApp } from '../support/app';
+import { fundingTerms, fundOnChain, TestChain, USDC } from '../support/chain';
 import { expectError, expectInvalidParam } from '../support/errors';
 import { createKey, createOrg, TestOrg } from '../support/factories';
 import { VerificationService } from '../../src/modules/verification/verification.service';
@@ -278,7 +279,43 @@ describe('invoices', () => {
       expect(rows).toEqual([{ id: firstId, status: 'expired' }, { id: secondId, status: 'open' }]);
     });
 
-    it('void ends the open checkout: its funding terms are refused and the page says void', async () => {
+    it('void ends the open checkout: its escrow id is burnt on chain (terms a buyer holds can no longer fund), its funding terms are refused and the page says void', async () => {
+      const chain = new TestChain();
+      try {
+        const seller = await createOrg(t.app, { payoutAddress: (await chain.wallet()).address });
+        const d = await draft(seller.key);
+        await action(d.id, 'send', seller.key);
+        const checkoutId = checkoutIdOf((await page(d.id)).text)!;
+        const buyer = await chain.wallet({ usdc: 1_000n * USDC });
+        const { funding, terms } = await fundingTerms(t, checkoutId, buyer.address);
+        expect((await chain.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('none');
+        expect((await action(d.id, 'void', seller.key)).body.status).toBe('void');
+        expect((await chain.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('voided');
+        await expect(chain.fundWithAuthorization(buyer, terms, funding.termsSignature)).rejects.toThrow();
+        expect((await action(d.id, 'void', seller.key)).status).toBe(409);
+      } finally {
+        chain.close();
+      }
+    });
+
+    it('void refuses an invoice whose checkout is funded on chain before the indexer has seen it', async () => {
+      const chain = new TestChain();
+      try {
+        const seller = await createOrg(t.app, { payoutAddress: (await chain.wallet()).address });
+        const d = await draft(seller.key);
+        await action(d.id, 'send', seller.key);
+        const checkoutId = checkoutIdOf((await page(d.id)).text)!;
+        const buyer = await chain.wallet({ usdc: 1_000n * USDC });
+        await fundOnChain(t, chain, checkoutId, buyer);
+        const refused = await action(d.id, 'void', seller.key);
+        expect(expectError(refused, 409, 'invalid_request')).toMatchObject({ reason: 'checkout_funded', checkoutSessionId: checkoutId });
+        expect((await get(d.id, seller.key)).body.status).toBe('open');
+      } finally {
+        chain.close();
+      }
+    });
+
+    it('void after send: the checkout is expired and the page says void', async () => {
       const d = await draft();
       await action(d.id, 'send');
       const checkoutId = checkoutIdOf((await page(d.id)).text)!;

@@ -5,7 +5,7 @@ import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent } from '../../common/idempotency/idempotent.decorator';
+import { Idempotent, IdempotentSteps } from '../../common/idempotency/idempotent.decorator';
 import { CreateInvoiceDto, InvoiceActionDto, InvoiceDto, InvoiceListDto, InvoiceListQueryDto, UpdateInvoiceDto } from './dto/invoice.dto';
 import { InvoicesService } from './invoices.service';
 
@@ -77,12 +77,13 @@ export class InvoicesController {
   @Post(':id/void')
   @HttpCode(200)
   @RequireScopes('invoices:write')
-  @Idempotent({ required: false })
-  @ApiOperation({ summary: 'Void a draft or open invoice (refused while a checkout of it is funded)' })
+  @Idempotent({ required: false, steps: true })
+  @ApiOperation({ summary: 'Void a draft or open invoice (refused while a checkout of it is funded); burns its unfunded checkout on chain first' })
   @ApiOkResponse({ type: InvoiceDto })
   @ApiStandardErrors({ notFound: true })
   @ApiConflictResponse({ description: STATE_CONFLICT, type: ErrorBody })
-  void(@CurrentPrincipal() p: Principal, @Param('id', invoiceId) id: string, @Body() _body: InvoiceActionDto): Promise<InvoiceDto> {
-    return this.invoices.void(p, id);
+  void(@CurrentPrincipal() p: Principal, @Param('id', invoiceId) id: string, @Body() _body: InvoiceActionDto): IdempotentSteps<void, InvoiceDto> {
+    // The on-chain burn runs before the idempotent transaction opens (docs/architecture.md §5).
+    return new IdempotentSteps(() => this.invoices.void(p, id), () => this.invoices.voidOnChain(p, id));
   }
 }

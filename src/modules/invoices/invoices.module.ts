@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { EscrowModule } from '../escrow/escrow.module';
 import { VerificationModule } from '../verification/verification.module';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { OfferingsModule } from '../offerings/offerings.module';
@@ -13,7 +14,7 @@ import { InvoicesService } from './invoices.service';
  * changes, so every process that applies escrow events (api, worker, cli) imports it.
  */
 @Module({
-  imports: [CheckoutModule, OfferingsModule, OrgsModule, VerificationModule],
+  imports: [CheckoutModule, OfferingsModule, OrgsModule, VerificationModule, EscrowModule],
   providers: [InvoicesRepository, InvoicesService, InvoiceMailer],
   exports: [InvoicesService, InvoiceMailer],
 })

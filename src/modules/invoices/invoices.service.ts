@@ -8,7 +8,9 @@ import { assertMetadataBounds } from '../../common/validation/metadata';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutHooks, CheckoutStatusChange } from '../checkout/checkout-hooks.service';
+import { escrowKeyFromId } from '@lib/chain';
 import { CheckoutService } from '../checkout/checkout.service';
+import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { VerificationService } from '../verification/verification.service';
 import type { CheckoutSessionDto } from '../checkout/dto/checkout-session.dto';
 import { mergePatch, OfferingsService } from '../offerings/offerings.service';
@@ -49,6 +51,7 @@ export class InvoicesService implements OnModuleInit {
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
     private readonly verification: VerificationService,
+    private readonly escrowChain: EscrowChainService,
   ) {}
 
   onModuleInit(): void {
@@ -194,6 +197,38 @@ export class InvoicesService implements OnModuleInit {
    * @throws AppError not_found; 409 invalid_request from paid/void, or with a funded checkout
    *   (details.reason checkout_funded, details.checkoutSessionId).
    */
+  /**
+   * Step one of void (docs/architecture.md §11, §13), run before the transaction holds anything:
+   * burns on chain (`voidTerms`, by the terms signer) the escrow id of every unfunded checkout of
+   * the invoice, so terms already handed to a buyer can no longer be funded. A checkout the chain
+   * shows funded is refused here, even when the indexer has not applied it yet. Burning twice is
+   * harmless (an id already voided is skipped), so a retried void may run this again.
+   * @throws AppError 404 not_found; 409 invalid_request (reason checkout_funded).
+   */
+  async voidOnChain(principal: Principal, id: string): Promise<void> {
+    if (!(await this.repo.findForOrganization(principal.organizationId, id))) throw AppError.notFound('invoice');
+    const sessions = await this.tx.withTransaction(() => this.checkout.invoiceSessionsForUpdate(id));
+    const gateway = this.escrowChain.gateway;
+    for (const s of sessions) {
+      if (isFunded(s.status) || s.status === 'released') continue; // the transactional step refuses it
+      const escrowKey = escrowKeyFromId(s.id);
+      const state = (await gateway.getOnChainEscrow(escrowKey)).state;
+      if (state === 'voided') continue;
+      if (state !== 'none') {
+        throw new AppError('invalid_request', `a checkout of this invoice is funded on chain (${state}); refund it through the escrow before voiding`, {
+          reason: 'checkout_funded',
+          checkoutSessionId: s.id,
+          checkoutStatus: state,
+        }, 409);
+      }
+      try {
+        await gateway.voidTerms(this.escrowChain.termsSigner, escrowKey);
+      } catch (err) {
+        if ((await gateway.getOnChainEscrow(escrowKey)).state !== 'voided') throw err;
+      }
+    }
+  }
+
   async void(principal: Principal, id: string): Promise<InvoiceDto> {
     return this.tx.withTransaction(async () => {
       if (!(await this.repo.findForOrganization(principal.organizationId, id))) throw AppError.notFound('invoice');
