@@ -5,7 +5,9 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createTestApp, TestApp } from '../support/app';
 import { checkoutEvents, createCheckout, createParties, fundOnChain, indexUntilStatus, Party, TestChain } from '../support/chain';
+import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { createAgentKey, createKey, createOAuthClient, createOrg, TestOrg } from '../support/factories';
+import { emitEvents } from '../support/webhook-env';
 
 jest.setTimeout(90_000);
 
@@ -221,6 +223,21 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
       expect(got.id).toBe(put.id);
       expect(await ok(client, 'svc_webhook_deliveries_list')).toEqual({ data: [], hasMore: false, nextCursor: null });
       await refused(client, 'svc_webhook_deliveries_retry', { id: randomUUID() }, 'not_found');
+
+      // A failed delivery (as the worker's relay and sender leave it), listed and retried through the tools.
+      const [eventId] = await emitEvents(t.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { id: randomUUID() } }]);
+      const deliveryId = randomUUID();
+      await t.dataSource.query(
+        `INSERT INTO webhook_deliveries (id, event_id, organization_id, event_type, url, status, attempts, target, last_error)
+         VALUES ($1, $2, $3, 'checkout.funded', 'http://127.0.0.1:9/hooks', 'failed', 10, 'endpoint', 'connect ECONNREFUSED')`,
+        [deliveryId, eventId, org.organizationId],
+      );
+      const listed = await ok(client, 'svc_webhook_deliveries_list', { status: 'failed' });
+      expect((listed.data as Body[]).map((d) => [d.id, d.status])).toEqual([[deliveryId, 'failed']]);
+      const retried = await ok(client, 'svc_webhook_deliveries_retry', { id: deliveryId });
+      expect(retried).toMatchObject({ id: deliveryId, eventId, status: 'pending' });
+      const rest = await t.http.get('/api/v1/webhook-deliveries').set('X-Api-Key', org.key);
+      expect((rest.body.data as Body[]).find((d) => d.id === deliveryId)).toEqual(retried);
     });
 
     it('20 parallel tool calls with different credentials on the stateless endpoint never cross', async () => {
