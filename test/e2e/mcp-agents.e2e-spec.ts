@@ -1,10 +1,8 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createTestApp, TestApp } from '../support/app';
+import { callTool, McpClients, okTool } from '../support/mcp-client';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 import { createOrg } from '../support/factories';
@@ -23,7 +21,7 @@ describe('MCP agent tools', () => {
   let chain: TestChain;
   let worker: INestApplicationContext;
   let base: string;
-  const clients: Client[] = [];
+  const mcp = new McpClients(() => `${base}/mcp`);
 
   beforeAll(async () => {
     t = await createTestApp();
@@ -33,27 +31,15 @@ describe('MCP agent tools', () => {
     base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
   });
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    await mcp.closeAll();
     await worker?.close();
     chain?.close();
     await t?.close();
   });
 
-  async function connect(key: string): Promise<Client> {
-    const client = new Client({ name: 'mcp-agents-e2e', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { 'X-Api-Key': key } } }));
-    clients.push(client);
-    return client;
-  }
-  async function call(client: Client, name: string, args: Body = {}): Promise<[boolean, Body]> {
-    const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
-    return [r.isError === true, r.structuredContent as Body];
-  }
-  async function ok(client: Client, name: string, args: Body = {}): Promise<Body> {
-    const [isError, body] = await call(client, name, args);
-    if (isError) throw new Error(`${name}: ${JSON.stringify(body)}`);
-    return body;
-  }
+  const connect = (key: string) => mcp.asKey(key);
+  const call = callTool;
+  const ok = okTool;
 
   it('lists the agent tools for an agent key by its scopes, and none of them for a merchant key', async () => {
     const agent = await createAgent(t, chain);

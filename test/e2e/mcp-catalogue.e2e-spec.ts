@@ -1,9 +1,7 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createTestApp, TestApp } from '../support/app';
+import { callTool, McpClients, okTool } from '../support/mcp-client';
 import { createKey, createOrg, TestOrg } from '../support/factories';
 
 jest.setTimeout(60_000);
@@ -19,7 +17,7 @@ describe('MCP offering and invoice tools', () => {
   let t: TestApp;
   let base: string;
   let org: TestOrg;
-  const clients: Client[] = [];
+  const mcp = new McpClients(() => `${base}/mcp`);
 
   beforeAll(async () => {
     t = await createTestApp();
@@ -28,25 +26,13 @@ describe('MCP offering and invoice tools', () => {
     org = await createOrg(t.app);
   });
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    await mcp.closeAll();
     await t?.close();
   });
 
-  async function connect(key: string): Promise<Client> {
-    const client = new Client({ name: 'mcp-catalogue-e2e', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { 'X-Api-Key': key } } }));
-    clients.push(client);
-    return client;
-  }
-  async function call(client: Client, name: string, args: Body = {}): Promise<[boolean, Body]> {
-    const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
-    return [r.isError === true, r.structuredContent as Body];
-  }
-  async function ok(client: Client, name: string, args: Body = {}): Promise<Body> {
-    const [isError, body] = await call(client, name, args);
-    if (isError) throw new Error(`${name}: ${JSON.stringify(body)}`);
-    return body;
-  }
+  const connect = (key: string) => mcp.asKey(key);
+  const call = callTool;
+  const ok = okTool;
 
   it('lists the tools by scope', async () => {
     const names = async (scopes: string[]) =>

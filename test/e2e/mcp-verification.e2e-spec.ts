@@ -1,11 +1,9 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { parseAmount } from '@lib/money';
 import { VerificationService } from '../../src/modules/verification/verification.service';
 import { createTestApp, TestApp } from '../support/app';
+import { callTool, McpClients } from '../support/mcp-client';
 import { TestChain, USDC } from '../support/chain';
 import { createOrg } from '../support/factories';
 
@@ -22,7 +20,7 @@ describe('MCP verification tools', () => {
   let t: TestApp;
   let chain: TestChain;
   let base: string;
-  const clients: Client[] = [];
+  const mcp = new McpClients(() => `${base}/mcp`);
 
   beforeAll(async () => {
     t = await createTestApp();
@@ -31,21 +29,13 @@ describe('MCP verification tools', () => {
     base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
   });
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    await mcp.closeAll();
     chain?.close();
     await t?.close();
   });
 
-  async function connect(key: string): Promise<Client> {
-    const client = new Client({ name: 'mcp-verification-e2e', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { 'X-Api-Key': key } } }));
-    clients.push(client);
-    return client;
-  }
-  async function call(client: Client, name: string, args: Body = {}): Promise<[boolean, Body]> {
-    const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
-    return [r.isError === true, r.structuredContent as Body];
-  }
+  const connect = (key: string) => mcp.asKey(key);
+  const call = callTool;
 
   it('lists the four tools only for a credential with verification scopes', async () => {
     const names = async (scopes: string[]) => {

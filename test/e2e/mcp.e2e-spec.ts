@@ -1,9 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createTestApp, TestApp } from '../support/app';
+import { callTool, McpClients, okTool, refusedTool } from '../support/mcp-client';
 import { checkoutEvents, createCheckout, createParties, fundOnChain, indexUntilStatus, Party, TestChain } from '../support/chain';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { createAgentKey, createKey, createOAuthClient, createOrg, TestOrg } from '../support/factories';
@@ -23,34 +22,12 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
   let t: TestApp;
   let base: string;
   let merchant: TestOrg;
-  const clients: Client[] = [];
-
-  async function connect(headers: Record<string, string>): Promise<Client> {
-    const client = new Client({ name: 'mcp-e2e', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers } }));
-    clients.push(client);
-    return client;
-  }
-  const asKey = (key: string) => connect({ 'X-Api-Key': key });
-
-  /** Calls a tool; returns [isError, structuredContent]. */
-  async function call(client: Client, name: string, args: Body = {}): Promise<[boolean, Body]> {
-    const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
-    const text = (r.content[0] as { text: string }).text;
-    expect(JSON.parse(text)).toEqual(r.structuredContent);
-    return [r.isError === true, r.structuredContent as Body];
-  }
-  async function ok(client: Client, name: string, args: Body = {}): Promise<Body> {
-    const [isError, body] = await call(client, name, args);
-    if (isError) throw new Error(`${name} failed: ${JSON.stringify(body)}`);
-    return body;
-  }
-  async function refused(client: Client, name: string, args: Body, code: string): Promise<Body> {
-    const [isError, body] = await call(client, name, args);
-    expect([isError, body.code]).toEqual([true, code]);
-    expect(body.requestId).toEqual(expect.any(String));
-    return body;
-  }
+  const mcp = new McpClients(() => `${base}/mcp`);
+  const connect = (headers: Record<string, string>) => mcp.connect(headers);
+  const asKey = (key: string) => mcp.asKey(key);
+  const call = callTool;
+  const ok = okTool;
+  const refused = refusedTool;
 
   beforeAll(async () => {
     t = await createTestApp();
@@ -59,7 +36,7 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
     merchant = await createOrg(t.app);
   });
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    await mcp.closeAll();
     await t.close();
   });
 
