@@ -8,9 +8,10 @@ import type { McpTool, McpToolContext } from '../mcp-tool';
 import { requireUuid } from './ids';
 
 /**
- * svc_get_payment_status: where a payment stands. `{checkoutSessionId}` → the checkout's status
- * and its escrow (for any credential that can read checkouts). Any credential may list the tool;
- * reading the object needs the object's read scope.
+ * svc_get_payment_status: where a payment stands. `{paymentId}` → the agent's payment exactly as
+ * GET /api/v1/payments/{id} renders it; `{checkoutSessionId}` → the checkout's status and its
+ * escrow (for any credential that can read checkouts). Any credential may list the tool; reading
+ * the object needs the object's read scope.
  */
 @Injectable()
 export class PaymentStatusTool implements McpTool<{ checkoutSessionId?: string; paymentId?: string }> {
@@ -32,9 +33,13 @@ export class PaymentStatusTool implements McpTool<{ checkoutSessionId?: string; 
     }
     const p = ctx.principal;
     if (input.paymentId !== undefined) {
-      if (p.kind !== 'agent') throw new AppError('forbidden', 'Payments belong to agents: use an agent key', { reason: 'agent_key_required' });
-      const payment = await this.payments.get(p, requireUuid(input.paymentId, 'payment'));
-      return { payment, status: payment.status };
+      // As GET /api/v1/payments/{id}: scope first, then the credential kind; the body is the payment.
+      const required = ['agent:pay', 'agent:balance:read'] as const;
+      if (!required.some((s) => p.scopes.has(s))) {
+        throw new AppError('missing_scope', `Reading a payment needs scope ${required.join(' or ')}`, { required: [...required], granted: p.grantedScopes });
+      }
+      if (p.kind !== 'agent') throw new AppError('forbidden', 'This operation needs an agent key', { reason: 'agent_key_required' });
+      return this.payments.get(p, requireUuid(input.paymentId, 'payment'));
     }
     if (!input.checkoutSessionId) throw AppError.invalidParam('checkoutSessionId', 'is required');
     if (!p.scopes.has('checkout:read')) {
