@@ -8,7 +8,12 @@ import { waitFor } from '../support/wait';
 jest.setTimeout(60_000);
 
 /** A fresh client address per test, sent through the trusted loopback proxy (X-Forwarded-For). */
-const freshIp = () => `198.51.100.${Math.floor(Math.random() * 250) + 1}`;
+/** A client address no other test of this file has used (a random pick could collide with a spent allowance). */
+let lastIp = 0;
+const freshIp = () => {
+  lastIp++;
+  return `198.51.${100 + Math.floor(lastIp / 250)}.${(lastIp % 250) + 1}`;
+};
 const invalidKey = () => 'bk_live_' + randomUUID().replace(/-/g, '') + 'AAAAAAAAAAA';
 
 /** Its own Redis prefix per app, so counters of one describe never leak into another. */
