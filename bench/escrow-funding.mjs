@@ -16,7 +16,7 @@
 import { createRequire } from 'node:module';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { HOST, REDIS_URL, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, percentile, root, runNode, sleep, startProcess, writeResult } from './lib.mjs';
+import { HOST, REDIS_URL, api, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, percentile, root, runNode, sleep, startProcess, writeResult } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const DB_NAME = 'pcp_bench_escrow';
@@ -47,17 +47,6 @@ function stats(samples) {
   const median = s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
   const round = (x) => Number(x.toFixed(1));
   return { n: s.length, minMs: round(s[0]), medianMs: round(median), meanMs: round(s.reduce((a, b) => a + b, 0) / s.length), p90Ms: round(percentile(s, 90)), maxMs: round(s.at(-1)) };
-}
-
-async function api(base, method, path, { key, body } = {}) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...(key ? { 'x-api-key': key } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
 }
 
 export async function main(args) {
@@ -128,9 +117,10 @@ export async function main(args) {
     const samples = [];
     for (let i = 0; i < opts.fundings; i++) {
       const checkout = await api(base, 'POST', '/api/v1/checkout-sessions', { key: merchantKey, body: { amount: '25.00', description: `Bench funding ${i + 1}` } });
-      const funding = await api(base, 'GET', `/api/v1/checkout-sessions/${checkout.id}/funding-terms`);
+      const funding = await api(base, 'GET', `/api/v1/checkout-sessions/${checkout.id}/funding-terms?buyer=${buyer.address}`);
       const terms = {
         escrowKey: funding.terms.escrowId,
+        buyer: funding.terms.buyer,
         seller: funding.terms.seller,
         amount: BigInt(funding.terms.amount),
         inspectionWindow: funding.terms.inspectionWindow,

@@ -209,3 +209,15 @@ export function writeResult(fileName, text) {
   writeFileSync(file, text);
   return relative(root, file);
 }
+
+/** One JSON call to the api (`key` as X-Api-Key); throws with the status and body unless 2xx. */
+export async function api(base, method, path, { key, body } = {}) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...(key ? { 'x-api-key': key } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}

@@ -18,7 +18,7 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { HOST, REDIS_URL, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, killChildren, root, runNode, sleep, startProcess, withPg, writeResult } from './lib.mjs';
+import { HOST, REDIS_URL, api, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, killChildren, root, runNode, sleep, startProcess, withPg, writeResult } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const DB_NAME = 'pcp_scaleout';
@@ -33,17 +33,6 @@ function parseArgs(args) {
   }
   if (!Number.isInteger(opts.escrows) || opts.escrows < 1) throw new Error('--escrows must be a whole number >= 1');
   return opts;
-}
-
-async function api(base, method, path, { key, body } = {}) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...(key ? { 'x-api-key': key } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
 }
 
 async function startReceiver() {
