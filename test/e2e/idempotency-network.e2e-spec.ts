@@ -6,6 +6,7 @@ import { countSessions, expectError } from '../support/errors';
 import { createOrg, TestOrg } from '../support/factories';
 import { RpcGate } from '../support/rpc-gate';
 import { waitFor } from '../support/wait';
+import { parseAmount } from '@lib/money';
 import { HostResolver, ResolvedAddress } from '../../src/modules/webhooks/webhook-url.service';
 
 jest.setTimeout(120_000);
@@ -73,6 +74,49 @@ describe('network calls outside database transactions', () => {
     await pg.connect();
   });
   afterAll(() => pg.end());
+
+  describe('verification confirm: the USDC transfer checked on chain', () => {
+    let t: TestApp;
+    let gate: RpcGate;
+    let chain: TestChain;
+
+    beforeAll(async () => {
+      gate = await RpcGate.start(process.env.RPC_URL!);
+      t = await createTestApp({ RPC_URL: gate.url, RPC_TIMEOUT_MS: '5000' });
+      chain = new TestChain();
+    });
+    afterAll(async () => {
+      chain?.close();
+      await gate?.stop();
+      await t?.close();
+    });
+
+    it(`${POOL + EXTRA} concurrent keyed confirms waiting on a slow node hold no connection and do not block an unrelated create`, async () => {
+      const wallet = await chain.wallet({ usdc: 10n * USDC });
+      const org = await createOrg(t.app, { payoutAddress: wallet.address });
+      const check = await t.http.post('/api/v1/verification/checkout').set('X-Api-Key', org.key);
+      expect(check.status).toBe(200);
+      const txHash = await chain.usdcTransfer(wallet, check.body.payTo as string, parseAmount(check.body.amount as string));
+      const confirm = () =>
+        t.http.post('/api/v1/verification/confirm').set('X-Api-Key', org.key).set('Idempotency-Key', randomUUID()).send({ txHash }).then((r) => ({ status: r.status, body: r.body as Record<string, unknown> }));
+      gate.close();
+      let pending: Array<Promise<{ status: number; body: Record<string, unknown> }>> = [];
+      try {
+        pending = Array.from({ length: POOL + EXTRA }, confirm);
+        await waitFor(async () => gate.held >= POOL, { timeoutMs: 10_000, label: `${POOL} confirms at the node` });
+        expect(await idleInTransaction(pg)).toBe(0);
+        const other = await createOrg(t.app);
+        const unrelated = await within(5_000, t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', other.key).send({ amount: '1', description: 'unrelated' }), 'an unrelated create');
+        expect(unrelated.status).toBe(200);
+        expect(await idleInTransaction(pg)).toBe(0);
+      } finally {
+        gate.open();
+      }
+      const results = await Promise.all(pending);
+      expect(results.map((r) => r.status)).toEqual(Array(POOL + EXTRA).fill(200));
+      expect(results.every((r) => (r.body.wallet as Record<string, unknown>).status === 'verified')).toBe(true);
+    });
+  });
 
   describe('escrow actions: chain verification', () => {
     let t: TestApp;

@@ -6,7 +6,7 @@ import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent } from '../../common/idempotency/idempotent.decorator';
+import { Idempotent, IdempotentSteps } from '../../common/idempotency/idempotent.decorator';
 import { ConfirmWalletDto, ProviderCallbackAckDto, VerificationDto, VerificationStartDto, WalletCheckDto } from './dto/verification.dto';
 import { VerificationService } from './verification.service';
 
@@ -30,43 +30,55 @@ export class VerificationController {
   @Post('checkout')
   @HttpCode(200)
   @RequireScopes('verification:write')
-  @Idempotent({ required: false })
+  @Idempotent({ required: false, steps: true })
   @ApiOperation({
     summary: 'Start the wallet check: an exact USDC amount to send from the payout address',
     description: `Send exactly \`amount\` USDC from \`address\` to \`payTo\` within 90 minutes, then confirm with the transaction hash. A second call while the check is open returns the same one. ${REJECTED}`,
   })
   @ApiOkResponse({ type: WalletCheckDto })
   @ApiConflictResponse({ description: 'invalid_request: no payout address (details.reason no_payout_address), or the wallet check already passed', type: ErrorBody })
-  checkout(@CurrentPrincipal() p: Principal): Promise<WalletCheckDto> {
-    return this.verification.checkout(p.organizationId);
+  checkout(@CurrentPrincipal() p: Principal) {
+    // The chain head is read before the idempotent transaction opens (docs/architecture.md §5).
+    return new IdempotentSteps(
+      (prepared: Awaited<ReturnType<VerificationService['walletCheckHead']>>) => this.verification.issueWalletCheck(p.organizationId, prepared),
+      () => this.verification.walletCheckHead(p.organizationId),
+    );
   }
 
   @Post('confirm')
   @HttpCode(200)
   @RequireScopes('verification:write')
-  @Idempotent({ required: true })
+  @Idempotent({ required: true, steps: true })
   @ApiOperation({
     summary: 'Confirm the wallet check with the USDC transfer’s transaction hash',
     description: `Verified on chain: from the payout address, to payTo, exactly the amount, mined within the window, not used before; else 400 with details.reason. ${REJECTED}`,
   })
   @ApiOkResponse({ type: VerificationDto })
   @ApiConflictResponse({ description: 'invalid_request: no wallet check issued, or the transaction is not mined yet (details.reason pending, not recorded)', type: ErrorBody })
-  confirm(@CurrentPrincipal() p: Principal, @Body() body: ConfirmWalletDto): Promise<VerificationDto> {
-    return this.verification.confirm(p.organizationId, body.txHash);
+  confirm(@CurrentPrincipal() p: Principal, @Body() body: ConfirmWalletDto) {
+    // The on-chain proof first, with no transaction held; then the short locked write.
+    return new IdempotentSteps(
+      (proof: Awaited<ReturnType<VerificationService['proveWalletPayment']>>) => this.verification.recordWalletPayment(p.organizationId, proof),
+      () => this.verification.proveWalletPayment(p.organizationId, body.txHash),
+    );
   }
 
   @Post('start')
   @HttpCode(200)
   @RequireScopes('verification:write')
-  @Idempotent({ required: false })
+  @Idempotent({ required: false, steps: true })
   @ApiOperation({
     summary: 'Start the identity check with the identity provider; open verificationUrl in a browser',
     description: `A new single-use URL per call until the check is decided. ${REJECTED}`,
   })
   @ApiOkResponse({ type: VerificationStartDto })
   @ApiConflictResponse({ description: 'invalid_request: the identity check already passed', type: ErrorBody })
-  start(@CurrentPrincipal() p: Principal): Promise<VerificationStartDto> {
-    return this.verification.startIdentity(p.organizationId);
+  start(@CurrentPrincipal() p: Principal) {
+    // The identity provider is called before the idempotent transaction opens.
+    return new IdempotentSteps(
+      (session: Awaited<ReturnType<VerificationService['createIdentitySession']>>) => this.verification.recordIdentitySession(p.organizationId, session),
+      () => this.verification.createIdentitySession(p.organizationId),
+    );
   }
 
   /**

@@ -116,9 +116,23 @@ export class VerificationService extends VerificationSnapshotSource {
    *   `invalid_state` when the wallet check already passed.
    */
   async checkout(organizationId: string): Promise<WalletCheckDto> {
+    return this.issueWalletCheck(organizationId, await this.walletCheckHead(organizationId));
+  }
+
+  /**
+   * The network half of {@link checkout} (no transaction held, docs/architecture.md §5): the open
+   * check when there is one, else the chain head the new check's window starts from.
+   */
+  async walletCheckHead(organizationId: string): Promise<{ open: WalletCheckDto } | { head: Awaited<ReturnType<VerificationChain['head']>> }> {
     const open = await this.openWalletCheck(organizationId);
-    if (open.dto) return open.dto;
-    const head = await this.chain.head();
+    if (open.dto) return { open: open.dto };
+    return { head: await this.chain.head() };
+  }
+
+  /** The transactional half of {@link checkout}: issues the check under the record's row lock. */
+  async issueWalletCheck(organizationId: string, prepared: Awaited<ReturnType<VerificationService['walletCheckHead']>>): Promise<WalletCheckDto> {
+    if ('open' in prepared) return prepared.open;
+    const head = prepared.head;
     return this.tx(async () => {
       const payout = await this.payoutAddress(organizationId);
       const record = await this.repo.lockOrCreate(organizationId);
@@ -259,9 +273,21 @@ export class VerificationService extends VerificationSnapshotSource {
    * @throws AppError 403 kyb_rejected; 409 `invalid_state` when the identity check already passed.
    */
   async startIdentity(organizationId: string): Promise<VerificationStartDto> {
+    return this.recordIdentitySession(organizationId, await this.createIdentitySession(organizationId));
+  }
+
+  /**
+   * The network half of {@link startIdentity} (no transaction held): a new session with the
+   * provider. Twins may each create one; only the one recorded last is honoured.
+   */
+  async createIdentitySession(organizationId: string): Promise<Awaited<ReturnType<IdentityProvider['createSession']>>> {
     const before = await this.repo.find(organizationId);
     this.checkStartable(before?.identityStatus ?? 'unverified');
-    const session = await this.provider.createSession(organizationId);
+    return this.provider.createSession(organizationId);
+  }
+
+  /** The transactional half of {@link startIdentity}: records the session under the row lock. */
+  async recordIdentitySession(organizationId: string, session: Awaited<ReturnType<IdentityProvider['createSession']>>): Promise<VerificationStartDto> {
     return this.tx(async () => {
       const record = await this.repo.lockOrCreate(organizationId);
       this.checkStartable(record.identityStatus);

@@ -1,3 +1,4 @@
+import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorator';
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { VerificationService } from '../../verification/verification.service';
@@ -15,7 +16,15 @@ export class VerificationCheckoutTool implements McpTool {
   readonly input = z.object({ idempotencyKey: idempotencyKey(false) });
   readonly idempotency = 'optional' as const;
   constructor(private readonly verification: VerificationService) {}
+  readonly steps = true;
+  /** As its REST twin: the chain head first, then the locked write. */
   run(ctx: McpToolContext) {
-    return this.verification.checkout(ctx.principal.organizationId);
+    const org = ctx.principal.organizationId;
+    return Promise.resolve(
+      new IdempotentSteps(
+        (prepared: Awaited<ReturnType<VerificationService['walletCheckHead']>>) => this.verification.issueWalletCheck(org, prepared),
+        () => this.verification.walletCheckHead(org),
+      ),
+    );
   }
 }

@@ -1,3 +1,4 @@
+import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorator';
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { ConfirmWalletDto } from '../../verification/dto/verification.dto';
@@ -20,7 +21,15 @@ export class VerificationConfirmTool implements McpTool<{ txHash: string }> {
   readonly dto = ConfirmWalletDto;
   readonly idempotency = 'required' as const;
   constructor(private readonly verification: VerificationService) {}
+  readonly steps = true;
+  /** As its REST twin: the on-chain proof first, then the locked write. */
   run(ctx: McpToolContext, input: { txHash: string }) {
-    return this.verification.confirm(ctx.principal.organizationId, input.txHash);
+    const org = ctx.principal.organizationId;
+    return Promise.resolve(
+      new IdempotentSteps(
+        (proof: Awaited<ReturnType<VerificationService['proveWalletPayment']>>) => this.verification.recordWalletPayment(org, proof),
+        () => this.verification.proveWalletPayment(org, input.txHash),
+      ),
+    );
   }
 }

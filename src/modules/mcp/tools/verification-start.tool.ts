@@ -1,3 +1,4 @@
+import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorator';
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { VerificationService } from '../../verification/verification.service';
@@ -15,7 +16,15 @@ export class VerificationStartTool implements McpTool {
   readonly input = z.object({ idempotencyKey: idempotencyKey(false) });
   readonly idempotency = 'optional' as const;
   constructor(private readonly verification: VerificationService) {}
+  readonly steps = true;
+  /** As its REST twin: the provider call first, then the locked write. */
   run(ctx: McpToolContext) {
-    return this.verification.startIdentity(ctx.principal.organizationId);
+    const org = ctx.principal.organizationId;
+    return Promise.resolve(
+      new IdempotentSteps(
+        (session: Awaited<ReturnType<VerificationService['createIdentitySession']>>) => this.verification.recordIdentitySession(org, session),
+        () => this.verification.createIdentitySession(org),
+      ),
+    );
   }
 }
