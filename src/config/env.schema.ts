@@ -138,6 +138,8 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(1) RATE_LIMIT_PUBLIC_PER_MINUTE = 120;
   /** Failed authentications per client IP per minute before 429 (checked before any credential lookup). */
   @Transform(toInt) @IsInt() @Min(1) AUTH_FAILURES_PER_MINUTE = 60;
+  /** How long an api process reuses a resolved credential (0 = look up every request); revocations reach it at once through Redis. */
+  @Transform(toInt) @IsInt() @Min(0) @Max(60000) CREDENTIAL_CACHE_TTL_MS = 5000;
   /** Proxies whose X-Forwarded-For is believed (Express `trust proxy`): addresses, CIDRs, loopback/linklocal/uniquelocal. */
   @Transform(toList) @IsArray() @ArrayMinSize(1) @Validate(IsTrustedProxy, { each: true }) TRUSTED_PROXIES: string[] = ['loopback'];
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { createTestApp, TestApp } from '../support/app';
+import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { expectError } from '../support/errors';
 import { createOAuthClient, createOrg, TestOrg } from '../support/factories';
 import { waitFor } from '../support/wait';
@@ -183,7 +184,7 @@ describe('revocation and operator routes', () => {
     const client = await createOAuthClient(t.app, org.organizationId, ['checkout:read']);
     const bearer = await token(t, client);
     expect((await t.http.get('/api/v1/me').set('Authorization', `Bearer ${bearer}`)).status).toBe(200);
-    await t.dataSource.query('UPDATE oauth_clients SET revoked_at = now() WHERE client_id = $1', [client.clientId]);
+    await t.app.get(OrgsService).revokeOAuthClient(client.clientId);
     expectError(await t.http.get('/api/v1/me').set('Authorization', `Bearer ${bearer}`), 401, 'unauthorized');
   });
 

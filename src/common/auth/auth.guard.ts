@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import { AppConfig } from '../../config/app-config';
 import { AppError } from '../errors/app-error';
 import { AuthFailureLimiter } from '../rate-limit/auth-failure.limiter';
+import { CredentialCache, CredentialRevocations, revocationHandle } from './credential-cache';
 import { AGENT_ONLY, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
 import { Principal, PrincipalResolver } from './principal';
 import type { Scope } from './scopes';
@@ -36,7 +37,10 @@ export function extractCredential(req: Pick<Request, 'header'>): string | undefi
  * authentications ({@link AuthFailureLimiter}; 429 once spent); a failure (401) spends it. The
  * same allowance covers {@link CredentialExchange} routes (the OAuth token endpoint) and
  * {@link OperatorRoute}s, which take `Authorization: Bearer <OPERATOR_TOKEN>` instead of a
- * credential (docs/architecture.md §10).
+ * credential (docs/architecture.md §10). A credential resolved within the last
+ * CREDENTIAL_CACHE_TTL_MS comes from the {@link CredentialCache}: one Redis round trip checks the
+ * same allowance and the credential's revocation marker, and no database lookup runs
+ * (docs/decisions.md, "Credential cache").
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
@@ -46,6 +50,8 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly resolver: PrincipalResolver,
     private readonly limiter: AuthFailureLimiter,
+    private readonly cache: CredentialCache,
+    private readonly revocations: CredentialRevocations,
     config: AppConfig,
   ) {
     this.operatorDigest = hashSecret(config.secret('OPERATOR_TOKEN'));
@@ -65,22 +71,7 @@ export class AuthGuard implements CanActivate {
       }
       return true;
     }
-    const attempt = await this.limiter.admit(clientAddress(req));
-    let principal: Principal | null;
-    try {
-      const secret = extractCredential(req);
-      if (!secret) throw new AppError('unauthorized', 'Missing credential: send X-Api-Key or Authorization: Bearer');
-      principal = await this.resolver.resolve(secret);
-    } catch (err) {
-      await attempt.settle(err instanceof AppError && err.code === 'unauthorized');
-      throw err;
-    }
-    if (!principal) {
-      await attempt.settle(true);
-      throw new AppError('unauthorized', 'Invalid or expired credential');
-    }
-    // Not awaited: the one Redis connection runs it before any later command of this address.
-    void attempt.settle(false).catch(() => undefined);
+    const principal = (await this.cached(req)) ?? (await this.lookup(req));
     req.principal = principal;
     const required = this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [];
     if (required.length > 0 && !required.some((s) => principal.scopes.has(s))) {
@@ -93,6 +84,49 @@ export class AuthGuard implements CanActivate {
       throw new AppError('forbidden', 'This operation needs an agent key', { reason: 'agent_key_required' });
     }
     return true;
+  }
+
+  /** The cached principal of the request's credential when it is known and not revoked, else undefined. */
+  private async cached(req: Request): Promise<Principal | undefined> {
+    let secret: string | undefined;
+    try {
+      secret = extractCredential(req);
+    } catch {
+      return undefined; // the lookup path refuses it and counts the failure
+    }
+    if (!secret) return undefined;
+    const digest = hashSecret(secret).toString('hex');
+    const principal = this.cache.get(digest);
+    if (!principal) return undefined;
+    if ((await this.limiter.checkKnown(clientAddress(req), this.revocations.key(revocationHandle(principal)))) === 'known') return principal;
+    this.cache.evict(digest);
+    return undefined;
+  }
+
+  /**
+   * Resolves the credential in the database under a slot of the address's allowance, and caches it.
+   * @throws AppError 401 unauthorized (spends the allowance), 429 rate_limited.
+   */
+  private async lookup(req: Request): Promise<Principal> {
+    const attempt = await this.limiter.admit(clientAddress(req));
+    let principal: Principal | null;
+    let secret: string | undefined;
+    try {
+      secret = extractCredential(req);
+      if (!secret) throw new AppError('unauthorized', 'Missing credential: send X-Api-Key or Authorization: Bearer');
+      principal = await this.resolver.resolve(secret);
+    } catch (err) {
+      await attempt.settle(err instanceof AppError && err.code === 'unauthorized');
+      throw err;
+    }
+    if (!principal) {
+      await attempt.settle(true);
+      throw new AppError('unauthorized', 'Invalid or expired credential');
+    }
+    // Not awaited: the one Redis connection runs it before any later command of this address.
+    void attempt.settle(false).catch(() => undefined);
+    this.cache.set(hashSecret(secret!).toString('hex'), principal, principal.expiresAt);
+    return principal;
   }
 
   /** `Authorization: Bearer <OPERATOR_TOKEN>`, compared in constant time over SHA-256 digests. */

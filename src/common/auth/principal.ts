@@ -12,6 +12,8 @@ export interface Principal {
   actor: string;
   grantedScopes: readonly string[];
   scopes: ReadonlySet<Scope>;
+  /** When the credential itself expires (ms since the epoch; OAuth access tokens), if it does. */
+  expiresAt?: number;
 }
 
 /** Port the guard uses to turn a secret into a principal; implemented by the orgs module. */

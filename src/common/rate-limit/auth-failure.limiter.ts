@@ -33,7 +33,23 @@ if ARGV[1] == '1' then
 end
 return 1`;
 
+// KEYS: failures, pending, revocation marker. ARGV: limit. → {1, 0} admitted, {2, 0} revoked, or {0, retry-after ms}.
+// The same allowance test as RESERVE, without taking a slot: a cached credential needs no lookup.
+const CHECK_KNOWN = `
+local failures = tonumber(redis.call('GET', KEYS[1]) or '0')
+local pending = tonumber(redis.call('GET', KEYS[2]) or '0')
+local limit = tonumber(ARGV[1])
+if failures + pending >= limit then
+  local ttl = 1000
+  if failures >= limit then ttl = redis.call('PTTL', KEYS[1]) end
+  if ttl < 0 then ttl = 1000 end
+  return {0, ttl}
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {2, 0} end
+return {1, 0}`;
+
 type Scripts = {
+  pcpAuthCheckKnown(failures: string, pending: string, revoked: string, limit: number): Promise<[number, number]>;
   pcpAuthReserve(failures: string, pending: string, limit: number, pendingTtl: number): Promise<[number, number]>;
   pcpAuthSettle(failures: string, pending: string, failed: '1' | '0', windowMs: number): Promise<number>;
 };
@@ -64,6 +80,7 @@ export class AuthFailureLimiter {
     if (!('pcpAuthReserve' in redis)) {
       redis.defineCommand('pcpAuthReserve', { numberOfKeys: 2, lua: RESERVE });
       redis.defineCommand('pcpAuthSettle', { numberOfKeys: 2, lua: SETTLE });
+      redis.defineCommand('pcpAuthCheckKnown', { numberOfKeys: 3, lua: CHECK_KNOWN });
     }
     this.scripts = redis as unknown as Scripts;
   }
@@ -73,16 +90,10 @@ export class AuthFailureLimiter {
    * @throws AppError 429 rate_limited with Retry-After when the address's allowance is spent.
    */
   async admit(address: string): Promise<AuthAttempt> {
-    const base = `${this.config.env.REDIS_PREFIX}:authfail:{${address}}`;
-    const [failures, pending] = [`${base}:f`, `${base}:p`];
+    const [failures, pending] = this.keys(address);
     const limit = this.config.env.AUTH_FAILURES_PER_MINUTE;
     const [admitted, retryMs] = await this.scripts.pcpAuthReserve(failures, pending, limit, PENDING_TTL_MS);
-    if (!admitted) {
-      const seconds = Math.max(1, Math.ceil(retryMs / 1000));
-      throw new AppError('rate_limited', 'Too many failed authentication attempts from this address; retry later', { limit, windowSeconds: WINDOW_MS / 1000 }, 429, {
-        'Retry-After': String(seconds),
-      });
-    }
+    if (!admitted) throw this.refusal(retryMs);
     let settled = false;
     return {
       settle: async (failed) => {
@@ -91,5 +102,33 @@ export class AuthFailureLimiter {
         await this.scripts.pcpAuthSettle(failures, pending, failed ? '1' : '0', WINDOW_MS);
       },
     };
+  }
+
+  /**
+   * For a credential the process already knows (the credential cache): applies the same
+   * allowance as {@link admit} without taking a slot, and reads the credential's revocation
+   * marker `revokedKey` in the same Redis round trip.
+   * @returns 'known' when the cached credential may be used, 'revoked' when its marker is set
+   *   (the caller must look it up again).
+   * @throws AppError 429 rate_limited with Retry-After when the address's allowance is spent.
+   */
+  async checkKnown(address: string, revokedKey: string): Promise<'known' | 'revoked'> {
+    const [failures, pending] = this.keys(address);
+    const [verdict, retryMs] = await this.scripts.pcpAuthCheckKnown(failures, pending, revokedKey, this.config.env.AUTH_FAILURES_PER_MINUTE);
+    if (verdict === 0) throw this.refusal(retryMs);
+    return verdict === 2 ? 'revoked' : 'known';
+  }
+
+  private keys(address: string): [string, string] {
+    const base = `${this.config.env.REDIS_PREFIX}:authfail:{${address}}`;
+    return [`${base}:f`, `${base}:p`];
+  }
+
+  private refusal(retryMs: number): AppError {
+    const limit = this.config.env.AUTH_FAILURES_PER_MINUTE;
+    const seconds = Math.max(1, Math.ceil(retryMs / 1000));
+    return new AppError('rate_limited', 'Too many failed authentication attempts from this address; retry later', { limit, windowSeconds: WINDOW_MS / 1000 }, 429, {
+      'Retry-After': String(seconds),
+    });
   }
 }

@@ -20,7 +20,10 @@ class RedisLifecycle implements OnApplicationShutdown {
     {
       provide: REDIS,
       inject: [AppConfig],
-      useFactory: (config: AppConfig) => new Redis(config.env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: false, enableOfflineQueue: true }),
+      // Auto-pipelining: commands issued in the same event-loop tick (concurrent requests) share one
+      // write to the socket; order per client is kept (docs/decisions.md, "Credential cache").
+      useFactory: (config: AppConfig) =>
+        new Redis(config.env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: false, enableOfflineQueue: true, enableAutoPipelining: true }),
     },
     RedisLifecycle,
   ],

@@ -97,11 +97,11 @@ export class OrgsRepository {
     return rows.length ? { id: rows[0].id, revokedAt: rows[0].revoked_at } : null;
   }
   /** As {@link revokeApiKey}, for an OAuth client by its public `client_id` (bac_…). */
-  async revokeOAuthClient(clientId: string): Promise<{ clientId: string; revokedAt: Date } | null> {
-    const rows: Array<{ client_id: string; revoked_at: Date }> = await this.em.query(
-      'WITH u AS (UPDATE oauth_clients SET revoked_at = coalesce(revoked_at, now()) WHERE client_id = $1 RETURNING client_id, revoked_at) SELECT * FROM u',
+  async revokeOAuthClient(clientId: string): Promise<{ id: string; clientId: string; revokedAt: Date } | null> {
+    const rows: Array<{ id: string; client_id: string; revoked_at: Date }> = await this.em.query(
+      'WITH u AS (UPDATE oauth_clients SET revoked_at = coalesce(revoked_at, now()) WHERE client_id = $1 RETURNING id, client_id, revoked_at) SELECT * FROM u',
       [clientId],
     );
-    return rows.length ? { clientId: rows[0].client_id, revokedAt: rows[0].revoked_at } : null;
+    return rows.length ? { id: rows[0].id, clientId: rows[0].client_id, revokedAt: rows[0].revoked_at } : null;
   }
 }

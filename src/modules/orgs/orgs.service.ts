@@ -3,6 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { getAddress, isAddress } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
+import { CredentialRevocations, revocationHandle } from '../../common/auth/credential-cache';
 import { Principal, PrincipalResolver } from '../../common/auth/principal';
 import { AGENT_SCOPES, expandScopes, invalidScopes, MERCHANT_SCOPES } from '../../common/auth/scopes';
 import { digestsEqual, hashSecret, randomBase62 } from '../../common/auth/secrets';
@@ -32,6 +33,7 @@ export class OrgsService extends PrincipalResolver {
     private readonly repo: OrgsRepository,
     private readonly config: AppConfig,
     private readonly moduleRef: ModuleRef,
+    private readonly revocations: CredentialRevocations,
   ) {
     super();
   }
@@ -165,14 +167,16 @@ export class OrgsService extends PrincipalResolver {
   }
 
   /**
-   * Revokes an API key at once: the next request with it gets 401 (operator CLI `key:revoke`,
-   * docs/architecture.md §9). Revoking again keeps the first revocation time.
+   * Revokes an API key at once: the next request with it gets 401 on every api replica (operator CLI
+   * `key:revoke`, docs/architecture.md §9): the row is revoked, then its revocation marker is set for
+   * the credential caches (docs/decisions.md, "Credential cache"). Revoking again keeps the first revocation time.
    * @throws AppError not_found for an unknown key id; invalid_request for an id that is not a UUID.
    */
   async revokeApiKey(id: string): Promise<{ id: string; revokedAt: Date }> {
     if (!UUID.test(id)) throw AppError.invalidParam('key', 'must be an API key id (UUID)');
     const revoked = await this.repo.revokeApiKey(id);
     if (!revoked) throw AppError.notFound('api key');
+    await this.revocations.mark(revocationHandle({ kind: 'merchant', credentialId: revoked.id, actor: '' }));
     return revoked;
   }
 
@@ -185,7 +189,8 @@ export class OrgsService extends PrincipalResolver {
   async revokeOAuthClient(clientId: string): Promise<{ clientId: string; revokedAt: Date }> {
     const revoked = await this.repo.revokeOAuthClient(clientId);
     if (!revoked) throw AppError.notFound('oauth client');
-    return revoked;
+    await this.revocations.mark(revocationHandle({ kind: 'oauth', credentialId: '', actor: `oauth:${revoked.id}` }));
+    return { clientId: revoked.clientId, revokedAt: revoked.revokedAt };
   }
 
   /** A revoked key, a revoked OAuth client's token, or an expired token resolves to null. */
@@ -218,6 +223,7 @@ export class OrgsService extends PrincipalResolver {
         actor: `oauth:${token.oauthClientId}`,
         grantedScopes: token.scopes,
         scopes: expandScopes(token.scopes),
+        expiresAt: token.expiresAt.getTime(),
       };
     }
     return null;

@@ -1,0 +1,134 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import { OrgsService } from '../../src/modules/orgs/orgs.service';
+import { createTestApp, TestApp } from '../support/app';
+import { expectError } from '../support/errors';
+import { createKey, createOAuthClient, createOrg, TestOrg } from '../support/factories';
+import { waitFor } from '../support/wait';
+
+jest.setTimeout(60_000);
+
+let lastIp = 0;
+/** A client address no other test of this file has used. */
+const freshIp = () => `203.0.113.${++lastIp}`;
+const invalidKey = () => 'bk_live_' + randomUUID().replace(/-/g, '') + 'AAAAAAAAAAA';
+const isolated = (env: Record<string, string>) => ({ REDIS_PREFIX: `${process.env.REDIS_PREFIX}-${randomUUID().slice(0, 8)}`, ...env });
+
+/** A connection that holds ACCESS EXCLUSIVE locks on the credential tables while `fn` runs. */
+async function withCredentialTablesLocked<T>(fn: (waiting: () => Promise<number>) => Promise<T>): Promise<T> {
+  const locker = new Client({ connectionString: process.env.DATABASE_URL });
+  await locker.connect();
+  const waiting = async () =>
+    Number(
+      (
+        await locker.query(
+          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+            WHERE NOT l.granted AND c.relname IN ('api_keys', 'oauth_tokens', 'oauth_clients')`,
+        )
+      ).rows[0].n,
+    );
+  try {
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE api_keys, oauth_tokens, oauth_clients IN ACCESS EXCLUSIVE MODE');
+    return await fn(waiting);
+  } finally {
+    await locker.query('ROLLBACK').catch(() => undefined);
+    await locker.end();
+  }
+}
+
+/**
+ * The credential cache (docs/decisions.md, "Credential cache"): a credential resolved within
+ * CREDENTIAL_CACHE_TTL_MS is not looked up again; a revocation through the service reaches every
+ * replica's cache at once; the failed-authentication allowance still applies to cached credentials;
+ * a revocation written by hand in SQL takes effect within the TTL.
+ */
+describe('credential cache', () => {
+  let a: TestApp;
+  let b: TestApp;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    const env = isolated({ AUTH_FAILURES_PER_MINUTE: '5', CREDENTIAL_CACHE_TTL_MS: '60000' });
+    a = await createTestApp(env);
+    b = await createTestApp(env); // a second api replica on the same Redis prefix
+    org = await createOrg(a.app);
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  it('a cached key answers without a database lookup; an uncached one waits for it', async () => {
+    const cached = await createKey(a.app, org.organizationId, ['checkout:read']);
+    const uncached = await createKey(a.app, org.organizationId, ['checkout:read']);
+    expect((await a.http.get('/api/v1/checkout-sessions?limit=1').set('X-Api-Key', cached)).status).toBe(200);
+    await withCredentialTablesLocked(async (waiting) => {
+      // checkout_sessions is not locked: the cached key's request completes while api_keys is locked.
+      expect((await a.http.get('/api/v1/checkout-sessions?limit=1').set('X-Api-Key', cached)).status).toBe(200);
+      expect(await waiting()).toBe(0);
+      const slow = a.http.get('/api/v1/checkout-sessions?limit=1').set('X-Api-Key', uncached).then((r) => r.status);
+      await waitFor(async () => (await waiting()) === 1, { label: 'the uncached key waiting on api_keys' });
+      return { slow }; // wrapped: awaiting it here would wait for the lock this connection holds
+    }).then(async ({ slow }) => expect(await slow).toBe(200));
+  });
+
+  it('key revocation through the service reaches another replica that has the key cached, at once', async () => {
+    const key = await createKey(a.app, org.organizationId, ['checkout:read']);
+    expect((await a.http.get('/api/v1/me').set('X-Api-Key', key)).status).toBe(200);
+    expect((await b.http.get('/api/v1/me').set('X-Api-Key', key)).status).toBe(200);
+    const [{ id }] = await a.dataSource.query('SELECT id FROM api_keys WHERE secret_hash = $1', [createHash('sha256').update(key).digest()]);
+    await a.app.get(OrgsService).revokeApiKey(id);
+    expectError(await b.http.get('/api/v1/me').set('X-Api-Key', key), 401, 'unauthorized');
+    expectError(await a.http.get('/api/v1/me').set('X-Api-Key', key), 401, 'unauthorized');
+  });
+
+  it('OAuth client revocation kills its cached access tokens on every replica at once', async () => {
+    const client = await createOAuthClient(a.app, org.organizationId, ['checkout:read']);
+    const res = await a.http.post('/oauth/token').send({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret });
+    const bearer = `Bearer ${res.body.access_token as string}`;
+    expect((await a.http.get('/api/v1/me').set('Authorization', bearer)).status).toBe(200);
+    expect((await b.http.get('/api/v1/me').set('Authorization', bearer)).status).toBe(200);
+    await b.app.get(OrgsService).revokeOAuthClient(client.clientId);
+    expectError(await a.http.get('/api/v1/me').set('Authorization', bearer), 401, 'unauthorized');
+    expectError(await b.http.get('/api/v1/me').set('Authorization', bearer), 401, 'unauthorized');
+  });
+
+  it('an address that spent its failed-authentication allowance gets 429 even with a cached valid key, and no lookup runs', async () => {
+    const ip = freshIp();
+    expect((await a.http.get('/api/v1/me').set('X-Forwarded-For', ip).set('X-Api-Key', org.key)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await a.http.get('/api/v1/me').set('X-Forwarded-For', ip).set('X-Api-Key', invalidKey())).status).toBe(401);
+    expectError(await a.http.get('/api/v1/me').set('X-Forwarded-For', ip).set('X-Api-Key', org.key), 429, 'rate_limited');
+    expect((await a.http.get('/api/v1/me').set('X-Forwarded-For', freshIp()).set('X-Api-Key', org.key)).status).toBe(200);
+  });
+});
+
+describe('credential cache TTL', () => {
+  let t: TestApp;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    t = await createTestApp(isolated({ CREDENTIAL_CACHE_TTL_MS: '300' }));
+    org = await createOrg(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('a revocation written by hand in SQL (no marker) is honoured once the entry expires', async () => {
+    const key = await createKey(t.app, org.organizationId, ['checkout:read']);
+    expect((await t.http.get('/api/v1/me').set('X-Api-Key', key)).status).toBe(200);
+    await t.dataSource.query('UPDATE api_keys SET revoked_at = now() WHERE secret_hash = $1', [createHash('sha256').update(key).digest()]);
+    await waitFor(async () => (await t.http.get('/api/v1/me').set('X-Api-Key', key)).status === 401, { timeoutMs: 5_000, label: 'the hand-revoked key refused' });
+  });
+
+  it('CREDENTIAL_CACHE_TTL_MS=0 looks the credential up on every request', async () => {
+    const off = await createTestApp(isolated({ CREDENTIAL_CACHE_TTL_MS: '0' }));
+    try {
+      const key = await createKey(off.app, org.organizationId, ['checkout:read']);
+      expect((await off.http.get('/api/v1/me').set('X-Api-Key', key)).status).toBe(200);
+      await off.dataSource.query('UPDATE api_keys SET revoked_at = now() WHERE secret_hash = $1', [createHash('sha256').update(key).digest()]);
+      expectError(await off.http.get('/api/v1/me').set('X-Api-Key', key), 401, 'unauthorized');
+    } finally {
+      await off.close();
+    }
+  });
+});
