@@ -69,6 +69,9 @@ export function outcomeError(outcome: IdempotentOutcome): AppError | null {
   return new AppError(stored.code, stored.error, stored.details, outcome.status);
 }
 
+/** The savepoint the handler runs under (rolled back to when it refuses; released by COMMIT). */
+const HANDLER_SAVEPOINT = 'idempotent_handler';
+
 /**
  * Idempotency as a domain service (docs/architecture.md §5), used by every transport: the first
  * call under a key executes once and its outcome is recorded in the same transaction as its
@@ -131,11 +134,15 @@ export class IdempotencyService {
       const record = await this.records.find(scopeHash, request.key);
       if (record) return this.replay(record, request.fingerprint);
       let outcome: IdempotentOutcome;
+      // A plain savepoint, never released: COMMIT releases it, which saves a round trip per request
+      // over a nested transaction (SAVEPOINT … RELEASE).
+      await txHost.tx.query(`SAVEPOINT ${HANDLER_SAVEPOINT}`);
       try {
-        const body = await txHost.withTransaction(Propagation.Nested, run);
+        const body = await run();
         outcome = { replayed: false, status: 200, body };
       } catch (err) {
         if (!isStorableError(err)) throw err;
+        await txHost.tx.query(`ROLLBACK TO SAVEPOINT ${HANDLER_SAVEPOINT}`);
         const stored: StoredError = { error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) };
         outcome = { replayed: false, status: err.status, body: stored };
       }
