@@ -113,7 +113,7 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     expect(statusMeta(done)).toMatchObject({ 'x402.payment.status': 'payment-completed', 'x402.payment.receipts': [{ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) }] });
 
     // A second submit on the completed task is refused by the SDK (terminal task); no second payment.
-    await expect(client.sendMessage(userMessage({}, { taskId: first.id, contextId: first.contextId, metadata: { 'x402.payment.status': 'payment-submitted' } }))).rejects.toThrow();
+    await expect(client.sendMessage(userMessage({}, { taskId: first.id, contextId: first.contextId, metadata: { 'x402.payment.status': 'payment-submitted' } }))).rejects.toThrow(/terminal state/);
     expect(await paymentRows(t, agent.agentId)).toHaveLength(1);
 
     // Another app instance (fresh process state, Redis copy removed): GetTask reads Postgres.
@@ -160,7 +160,10 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
 
     const ok = (await client.sendMessage(userMessage({ to: payee.handle, amount: '0.50' }, { metadata: { 'x402.payment.status': 'payment-submitted' } }))) as Task;
     expect(stateOf(ok)).toBe('TASK_STATE_WORKING');
-    await expect(client.cancelTask({ tenant: '', id: ok.id, metadata: undefined })).rejects.toThrow();
+    await expect(client.cancelTask({ tenant: '', id: ok.id, metadata: undefined })).rejects.toThrow(/payment in flight and cannot be canceled/);
+    const waiting = (await client.sendMessage(userMessage({ to: payee.handle, amount: '0.25' }))) as Task;
+    const canceled = await client.cancelTask({ tenant: '', id: waiting.id, metadata: undefined });
+    expect(stateOf(canceled)).toBe('TASK_STATE_CANCELED');
     expect((await paymentRows(t, agent.agentId)).map((p) => p.amount)).toEqual(['500000']);
   });
 
