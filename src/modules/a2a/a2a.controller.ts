@@ -12,12 +12,15 @@ import {
   ApiTooManyRequestsResponse,
   ApiUnauthorizedResponse,
   ApiUnprocessableEntityResponse,
+  getSchemaPath,
 } from '@nestjs/swagger';
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
 import type { NextFunction, Request, Response } from 'express';
 import { CurrentPrincipal, Public, RequireAgentKey, RequireScopes } from '../../common/auth/auth.decorators';
 import type { Principal } from '../../common/auth/principal';
+import { ErrorBody } from '../../common/errors/error-body';
+import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { validationFields } from '../../common/validation/validation-errors';
 import { SPEND_REFUSALS } from '../payments/payments.controller';
 import { A2aCardService } from './a2a-card.service';
@@ -31,6 +34,8 @@ const CARD_DOC = {
   description:
     'supportedInterfaces lists the JSON-RPC endpoint {API_BASE_URL}/api/v1/a2a at protocol versions 1.0 and 0.3; skills pay and create-checkout; capabilities.extensions declares a2a-x402. The v0.3 fields url, preferredTransport and protocolVersion are included for pre-1.0 readers.',
 };
+/** A 400 is a JSON-RPC error from the route, or our plain error body from the body parser. */
+const BAD_BODY = { oneOf: [{ $ref: getSchemaPath(JsonRpcErrorResponseDto) }, { $ref: getSchemaPath(ErrorBody) }] };
 const CARD_SCHEMA = { schema: { type: 'object', additionalProperties: true, required: ['name', 'supportedInterfaces', 'skills'] } };
 
 /** The agent card at its three paths (docs/architecture.md §14); public, identical JSON. */
@@ -44,6 +49,7 @@ export class A2aCardController {
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation(CARD_DOC)
   @ApiOkResponse({ description: 'The agent card', ...CARD_SCHEMA })
+  @ApiStandardErrors()
   agentCard(): Record<string, unknown> {
     return this.card.json();
   }
@@ -53,6 +59,7 @@ export class A2aCardController {
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ summary: 'The A2A agent card at the A2A 0.3/1.0 well-known path (same JSON as GET /api/v1/a2a/agent-card)' })
   @ApiOkResponse({ description: 'The agent card', ...CARD_SCHEMA })
+  @ApiStandardErrors()
   wellKnownAgentCard(): Record<string, unknown> {
     return this.card.json();
   }
@@ -62,6 +69,7 @@ export class A2aCardController {
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ summary: 'The A2A agent card at the pre-0.3 well-known path (same JSON as GET /api/v1/a2a/agent-card)' })
   @ApiOkResponse({ description: 'The agent card', ...CARD_SCHEMA })
+  @ApiStandardErrors()
   wellKnownAgentJson(): Record<string, unknown> {
     return this.card.json();
   }
@@ -74,7 +82,7 @@ export class A2aCardController {
 @ApiTags('a2a')
 @Controller('api/v1/a2a')
 @UseFilters(JsonRpcExceptionFilter)
-@ApiExtraModels(JsonRpcErrorResponseDto)
+@ApiExtraModels(JsonRpcErrorResponseDto, ErrorBody)
 export class A2aRpcController {
   constructor(
     private readonly rpc: A2aRpcService,
@@ -83,7 +91,6 @@ export class A2aRpcController {
 
   @Post()
   @HttpCode(200)
-  @RequireScopes()
   @ApiOperation({
     summary: 'A2A JSON-RPC endpoint (served by @a2a-js/sdk)',
     description:
@@ -94,17 +101,17 @@ export class A2aRpcController {
   @ApiHeader({ name: 'A2A-Version', required: false, description: '"1.0" or "0.3" (default 0.3)' })
   @ApiBody({ schema: A2A_RPC_BODY })
   @ApiOkResponse({ description: 'A JSON-RPC response: {jsonrpc, id, result} or {jsonrpc, id, error}', schema: { type: 'object', additionalProperties: true } })
-  @ApiBadRequestResponse({ description: 'invalid_request (body not JSON, over 100 kB)', type: JsonRpcErrorResponseDto })
+  @ApiBadRequestResponse({ description: 'invalid_request: body not JSON, over 100 kB or with a NUL character (our plain error body: the body parser answers before the route)', schema: BAD_BODY })
   @ApiUnauthorizedResponse({ description: 'unauthorized: missing or invalid credential (JSON-RPC error, data = our error body)', type: JsonRpcErrorResponseDto })
   @ApiTooManyRequestsResponse({ description: 'rate_limited', type: JsonRpcErrorResponseDto })
   @ApiInternalServerErrorResponse({ description: 'internal (JSON-RPC -32603)', schema: { type: 'object', additionalProperties: true } })
+  @RequireScopes()
   jsonRpc(@Req() req: Request, @Res() res: Response, @Next() next: NextFunction): void {
     this.rpc.handle(req, res, next);
   }
 
   @Post('payment-submitted')
   @HttpCode(200)
-  @RequireAgentKey('agent:pay')
   @ApiOperation({
     summary: 'Pay a peer agent or merchant over A2A (JSON-RPC 2.0 envelope)',
     description:
@@ -114,11 +121,16 @@ export class A2aRpcController {
   @ApiHeader({ name: 'Idempotency-Key', required: true, description: '1–128 printable ASCII characters; a retry returns the same payment' })
   @ApiBody({ type: PaymentSubmittedRequestDto })
   @ApiOkResponse({ type: PaymentSubmittedResponseDto })
-  @ApiBadRequestResponse({ description: 'JSON-RPC -32600 (jsonrpc not "2.0", id missing or not an integer/string, params not an object), -32601 (method other than payment-submitted), -32602 (invalid params, idempotency_required)', type: JsonRpcErrorResponseDto })
+  @ApiBadRequestResponse({
+    description:
+      'JSON-RPC -32600 (jsonrpc not "2.0", id missing or not an integer/string, params not an object), -32601 (method other than payment-submitted), -32602 (invalid params, idempotency_required); a body that is not JSON, over 100 kB or with a NUL character gets our plain error body (the body parser answers before the route)',
+    schema: BAD_BODY,
+  })
   @ApiUnauthorizedResponse({ description: 'unauthorized (JSON-RPC -32000)', type: JsonRpcErrorResponseDto })
   @ApiForbiddenResponse({ description: `JSON-RPC -32000 with data.code: ${SPEND_REFUSALS}`, type: JsonRpcErrorResponseDto })
   @ApiUnprocessableEntityResponse({ description: 'idempotency_conflict: this key or this taskId was used for a different payment (JSON-RPC -32000)', type: JsonRpcErrorResponseDto })
   @ApiTooManyRequestsResponse({ description: 'rate_limited', type: JsonRpcErrorResponseDto })
+  @RequireAgentKey('agent:pay')
   async paymentSubmitted(@CurrentPrincipal() p: Principal, @Body() body: unknown, @Headers('idempotency-key') key?: string): Promise<PaymentSubmittedResponseDto> {
     const { id, params } = await readEnvelope(body);
     const result = await this.payments.submit(p, { to: params.to, amount: params.amount, ...(params.taskId !== undefined ? { taskId: params.taskId } : {}) }, key);
