@@ -157,6 +157,14 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     expect(stateOf(refused)).toBe('TASK_STATE_FAILED');
     expect(statusMeta(refused)).toMatchObject({ 'x402.payment.status': 'payment-failed', 'x402.payment.error': 'policy_denied', error: { code: 'policy_denied', details: { rule: 'per_transaction_limit' } } });
     expect(await paymentRows(t, agent.agentId)).toHaveLength(0);
+    // payment-submitted on that failed task: 409 (the task ended without a payment).
+    const late = await t.http
+      .post('/api/v1/a2a/payment-submitted')
+      .set('X-Api-Key', agent.key)
+      .set('Idempotency-Key', `late-${refused.id}`)
+      .send({ jsonrpc: '2.0', id: 1, params: { to: payee.handle, amount: '0.10', taskId: refused.id } });
+    expect(late.status).toBe(409);
+    expect(late.body.error.data).toMatchObject({ code: 'invalid_request', details: { status: 'TASK_STATE_FAILED' } });
 
     const ok = (await client.sendMessage(userMessage({ to: payee.handle, amount: '0.50' }, { metadata: { 'x402.payment.status': 'payment-submitted' } }))) as Task;
     expect(stateOf(ok)).toBe('TASK_STATE_WORKING');
@@ -165,6 +173,26 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     const canceled = await client.cancelTask({ tenant: '', id: waiting.id, metadata: undefined });
     expect(stateOf(canceled)).toBe('TASK_STATE_CANCELED');
     expect((await paymentRows(t, agent.agentId)).map((p) => p.amount)).toEqual(['500000']);
+  });
+
+  it('payment-submitted pays a task the JSON-RPC endpoint asked payment for (other terms → 422); the SDK then sees it paid', async () => {
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 10n * USDC });
+    const client = await clientFor(base, agent.key);
+    const asked = (await client.sendMessage(userMessage({ to: payee.handle, amount: '2.00' }))) as Task;
+    expect(stateOf(asked)).toBe('TASK_STATE_INPUT_REQUIRED');
+    const post = (amount: string, key: string) =>
+      t.http.post('/api/v1/a2a/payment-submitted').set('X-Api-Key', agent.key).set('Idempotency-Key', key).send({ jsonrpc: '2.0', id: 1, params: { to: payee.handle, amount, taskId: asked.id } });
+    const wrong = await post('3.00', `w-${asked.id}`);
+    expect(wrong.status).toBe(422);
+    expect(wrong.body.error.data).toMatchObject({ code: 'idempotency_conflict', details: { reason: 'task_mismatch' } });
+    const paid = await post('2.00', `p-${asked.id}`);
+    expect(paid.status).toBe(200);
+    expect(paid.body.result.task).toMatchObject({ id: asked.id, contextId: asked.contextId, status: { state: 'TASK_STATE_WORKING' } });
+    // The SDK path on the same task: the same payment, not a second one.
+    const again = (await client.sendMessage(userMessage({}, { taskId: asked.id, contextId: asked.contextId, metadata: { 'x402.payment.status': 'payment-submitted' } }))) as Task;
+    expect((Task.toJSON(again) as { metadata: { paymentId: string } }).metadata.paymentId).toBe(paid.body.result.payment.id);
+    expect(await paymentRows(t, agent.agentId)).toHaveLength(1);
   });
 
   it('create-checkout: a merchant key gets a completed task with the session; an agent key gets a failed task (forbidden)', async () => {

@@ -8,7 +8,7 @@ import type { PaymentDto } from '../payments/dto/payment.dto';
 import { PAYMENT_VALIDITY_SECONDS, PaymentsService } from '../payments/payments.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { A2A_RPC_PATH } from './a2a-card.service';
-import { paymentRequired, paymentStatus, PayTerms, TaskStatusJson } from './a2a-task-status';
+import { paymentRequired, paymentStatus, PayTerms, TaskStatusJson, TERMINAL_STATES } from './a2a-task-status';
 import { A2aTasksService } from './a2a-tasks.service';
 
 /** The route payment-submitted's stored refusals are scoped to (docs/architecture.md §5). */
@@ -50,13 +50,19 @@ export class A2aPaymentsService {
   /**
    * POST /api/v1/a2a/payment-submitted: pays `params.to` `params.amount` and, with a `taskId`, records
    * the task (a2a-x402 state of the payment; Postgres, cached 24 h in Redis). A task the JSON-RPC
-   * endpoint created asking for other terms → 422 idempotency_conflict.
+   * endpoint created asking for other terms → 422 idempotency_conflict; a task that ended without a
+   * payment (failed, canceled) → 409 invalid_request (details.status).
    * @throws AppError as {@link pay}.
    */
   async submit(principal: Principal, params: { to: string; amount: string; taskId?: string }, key: string | undefined): Promise<PaymentSubmittedResult> {
     const taskId = params.taskId ?? null;
     const existing = taskId ? await this.tasks.loadJson(principal, taskId) : null;
-    const asked = (existing?.metadata as { pay?: PayTerms } | undefined)?.pay;
+    const meta = existing?.metadata as { pay?: PayTerms; paymentId?: string } | undefined;
+    const state = (existing?.status as { state?: string } | undefined)?.state ?? '';
+    if (existing && TERMINAL_STATES.has(state) && !meta?.paymentId) {
+      throw AppError.invalidState('task', state, ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING']);
+    }
+    const asked = meta?.pay;
     if (asked && !sameTerms(asked, params, this.config.maxAmountUnits)) {
       throw new AppError('idempotency_conflict', `Task ${taskId} asked for ${asked.amount} to ${asked.to}`, { reason: 'task_mismatch', taskId, expected: asked }, 422);
     }

@@ -19,7 +19,9 @@ export class A2aRpcService {
   private readonly router: RequestHandler;
 
   constructor(card: A2aCardService, tasks: A2aTasksService, executor: A2aExecutor) {
-    const handler = new DefaultRequestHandler(card.card(), new PostgresTaskStore(tasks), executor);
+    // No bus outlives its request (keepBusAliveStates: []): a follow-up message on an input-required
+    // task loads it from Postgres on any replica, and an abandoned task holds no memory.
+    const handler = new DefaultRequestHandler(card.card(), new PostgresTaskStore(tasks), executor, undefined, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] });
     const outer = express.Router();
     outer.use(
       A2A_RPC_PATH,

@@ -8,7 +8,7 @@ import { AppError } from '../../common/errors/app-error';
 import { validationFields } from '../../common/validation/validation-errors';
 import { CheckoutService } from '../checkout/checkout.service';
 import { CreateCheckoutSessionDto } from '../checkout/dto/create-checkout-session.dto';
-import { X402_META } from './a2a-card.service';
+import { X402_EXTENSION_URI, X402_META } from './a2a-card.service';
 import { A2aPaymentsService } from './a2a-payments.service';
 import { agentMessage, errorStatus, PayTerms, status, TaskStatusJson } from './a2a-task-status';
 import { principalOf } from './a2a-tasks.service';
@@ -67,6 +67,7 @@ export class A2aExecutor implements AgentExecutor {
   }
 
   private async pay(principal: Principal, ctx: RequestContext, intent: Intent, bus: ExecutionEventBus): Promise<void> {
+    if (ctx.context.requestedExtensions?.includes(X402_EXTENSION_URI)) ctx.context.addActivatedExtension(X402_EXTENSION_URI);
     const publish = (s: TaskStatusJson, metadata: Record<string, unknown>) => bus.publish(AgentEvent.task(taskOf(ctx, s, metadata)));
     const asked = (ctx.task?.metadata as { pay?: PayTerms } | undefined)?.pay;
     try {
