@@ -141,6 +141,10 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     const got = await t.http.post('/api/v1/a2a').set('X-Api-Key', agent.key).send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: sent.body.result.id } });
     expect(got.status).toBe(200);
     expect(got.body.result).toMatchObject({ kind: 'task', id: sent.body.result.id, status: { state: 'input-required' } });
+    const listed = await t.http.post('/api/v1/a2a').set('X-Api-Key', agent.key).set('A2A-Version', '1.0').send({ jsonrpc: '2.0', id: 4, method: 'ListTasks', params: { status: 'TASK_STATE_INPUT_REQUIRED' } });
+    expect(listed.body.result).toMatchObject({ tasks: [{ id: sent.body.result.id }], totalSize: 1 });
+    const none = await t.http.post('/api/v1/a2a').set('X-Api-Key', agent.key).set('A2A-Version', '1.0').send({ jsonrpc: '2.0', id: 5, method: 'ListTasks', params: { status: 'TASK_STATE_COMPLETED' } });
+    expect(none.body.result.tasks ?? []).toEqual([]);
     const row: Array<{ state: string }> = await t.dataSource.query(`SELECT state FROM a2a_tasks WHERE id = $1`, [sent.body.result.id]);
     expect(row).toEqual([{ state: 'TASK_STATE_INPUT_REQUIRED' }]);
     // Tasks are per credential: another agent cannot read it.

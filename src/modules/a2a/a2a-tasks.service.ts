@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
+import { Task, taskStateToJSON, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import { TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import type { ServerCallContext, TaskStore, User } from '@a2a-js/sdk/server';
 import type Redis from 'ioredis';
@@ -104,7 +104,7 @@ export class A2aTasksService {
   async list(principal: Principal, params: ListTasksRequest): Promise<ListTasksResponse> {
     const limit = Math.min(Math.max(params.pageSize ?? 50, 1), 100);
     const offset = /^\d{1,9}$/.test(params.pageToken ?? '') ? Number(params.pageToken) : 0;
-    const state = params.status ? (Task.toJSON(Task.fromJSON({ id: 'x', status: { state: params.status } })) as { status?: { state?: string } }).status?.state : undefined;
+    const state = params.status ? taskStateToJSON(params.status) : undefined;
     const { rows, total } = await this.repo.list(ownerOf(principal), { contextId: params.contextId || undefined, state, limit, offset, updatedAfter: params.statusTimestampAfter });
     const tasks = rows.map((r) => Task.fromJSON(r.task));
     if (params.includeArtifacts !== true) for (const t of tasks) t.artifacts = [];
