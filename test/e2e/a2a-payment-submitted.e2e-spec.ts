@@ -136,6 +136,11 @@ describe('POST /api/v1/a2a/payment-submitted (docs/api.md; docs/architecture.md 
       if (typeof field === 'string') expect(fields.map((f) => f.param)).toContain(field);
       else expect(res.body.error.message).toMatch(field);
     }
+    const unparsable = await t.http.post(PATH).set('X-Api-Key', agent.key).set('Idempotency-Key', 'k1').set('Content-Type', 'application/json').send('{"jsonrpc":');
+    expect(unparsable.status).toBe(400);
+    expect(unparsable.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700, data: { code: 'invalid_request', requestId: expect.any(String) } } });
+    const sdkUnparsable = await t.http.post('/api/v1/a2a').set('X-Api-Key', agent.key).set('Content-Type', 'application/json').send('{"jsonrpc":');
+    expect(sdkUnparsable.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
     const amount = await submit(agent, { jsonrpc: '2.0', id: 1, params: { to: 'someone', amount: '0' } });
     expect(amount.status).toBe(400);
     expect(amount.body.error.data).toMatchObject({ code: 'invalid_request' });

@@ -12,14 +12,12 @@ import {
   ApiTooManyRequestsResponse,
   ApiUnauthorizedResponse,
   ApiUnprocessableEntityResponse,
-  getSchemaPath,
 } from '@nestjs/swagger';
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
 import type { NextFunction, Request, Response } from 'express';
 import { CurrentPrincipal, Public, RequireAgentKey, RequireScopes } from '../../common/auth/auth.decorators';
 import type { Principal } from '../../common/auth/principal';
-import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { validationFields } from '../../common/validation/validation-errors';
 import { SPEND_REFUSALS } from '../payments/payments.controller';
@@ -34,8 +32,6 @@ const CARD_DOC = {
   description:
     'supportedInterfaces lists the JSON-RPC endpoint {API_BASE_URL}/api/v1/a2a at protocol versions 1.0 and 0.3; skills pay and create-checkout; capabilities.extensions declares a2a-x402. The v0.3 fields url, preferredTransport and protocolVersion are included for pre-1.0 readers.',
 };
-/** A 400 is a JSON-RPC error from the route, or our plain error body from the body parser. */
-const BAD_BODY = { oneOf: [{ $ref: getSchemaPath(JsonRpcErrorResponseDto) }, { $ref: getSchemaPath(ErrorBody) }] };
 const CARD_SCHEMA = { schema: { type: 'object', additionalProperties: true, required: ['name', 'supportedInterfaces', 'skills'] } };
 
 /** The agent card at its three paths (docs/architecture.md §14); public, identical JSON. */
@@ -82,7 +78,7 @@ export class A2aCardController {
 @ApiTags('a2a')
 @Controller('api/v1/a2a')
 @UseFilters(JsonRpcExceptionFilter)
-@ApiExtraModels(JsonRpcErrorResponseDto, ErrorBody)
+@ApiExtraModels(JsonRpcErrorResponseDto)
 export class A2aRpcController {
   constructor(
     private readonly rpc: A2aRpcService,
@@ -101,7 +97,7 @@ export class A2aRpcController {
   @ApiHeader({ name: 'A2A-Version', required: false, description: '"1.0" or "0.3" (default 0.3)' })
   @ApiBody({ schema: A2A_RPC_BODY })
   @ApiOkResponse({ description: 'A JSON-RPC response: {jsonrpc, id, result} or {jsonrpc, id, error}', schema: { type: 'object', additionalProperties: true } })
-  @ApiBadRequestResponse({ description: 'invalid_request: body not JSON, over 100 kB or with a NUL character (our plain error body: the body parser answers before the route)', schema: BAD_BODY })
+  @ApiBadRequestResponse({ description: 'invalid_request: body not JSON (-32700), over 100 kB or with a NUL character (-32600)', type: JsonRpcErrorResponseDto })
   @ApiUnauthorizedResponse({ description: 'unauthorized: missing or invalid credential (JSON-RPC error, data = our error body)', type: JsonRpcErrorResponseDto })
   @ApiTooManyRequestsResponse({ description: 'rate_limited', type: JsonRpcErrorResponseDto })
   @ApiInternalServerErrorResponse({ description: 'internal (JSON-RPC -32603)', schema: { type: 'object', additionalProperties: true } })
@@ -123,8 +119,8 @@ export class A2aRpcController {
   @ApiOkResponse({ type: PaymentSubmittedResponseDto })
   @ApiBadRequestResponse({
     description:
-      'JSON-RPC -32600 (jsonrpc not "2.0", id missing or not an integer/string, params not an object), -32601 (method other than payment-submitted), -32602 (invalid params, idempotency_required); a body that is not JSON, over 100 kB or with a NUL character gets our plain error body (the body parser answers before the route)',
-    schema: BAD_BODY,
+      'JSON-RPC -32600 (jsonrpc not "2.0", id missing or not an integer/string, params not an object), -32601 (method other than payment-submitted), -32602 (invalid params, idempotency_required); -32700 for a body that is not JSON, -32600 over 100 kB or with a NUL character',
+    type: JsonRpcErrorResponseDto,
   })
   @ApiUnauthorizedResponse({ description: 'unauthorized (JSON-RPC -32000)', type: JsonRpcErrorResponseDto })
   @ApiForbiddenResponse({ description: `JSON-RPC -32000 with data.code: ${SPEND_REFUSALS}`, type: JsonRpcErrorResponseDto })

@@ -52,7 +52,7 @@ export class PaymentSubmittedResponseDto {
 }
 
 export class JsonRpcErrorObjectDto {
-  @ApiProperty({ description: '-32600 invalid envelope, -32601 unknown method, -32602 invalid params (and idempotency_required), -32603 internal, -32000 our refusals (401, 403, 409, 422, 429)', example: -32000 })
+  @ApiProperty({ description: '-32700 body not JSON, -32600 invalid envelope, -32601 unknown method, -32602 invalid params (and idempotency_required), -32603 internal, -32000 our refusals (401, 403, 409, 422, 429)', example: -32000 })
   code: number;
   @ApiProperty() message: string;
   @ApiProperty({ type: ErrorBody, description: 'Our error body {error, code, requestId, details?} (docs/architecture.md §4)' }) data: ErrorBody;
