@@ -176,6 +176,14 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     const waiting = (await client.sendMessage(userMessage({ to: payee.handle, amount: '0.25' }))) as Task;
     const canceled = await client.cancelTask({ tenant: '', id: waiting.id, metadata: undefined });
     expect(stateOf(canceled)).toBe('TASK_STATE_CANCELED');
+    const declined = (await client.sendMessage(userMessage({ to: payee.handle, amount: '0.30' }))) as Task;
+    const rejected = (await client.sendMessage(userMessage({}, { taskId: declined.id, contextId: declined.contextId, metadata: { 'x402.payment.status': 'payment-rejected' } }))) as Task;
+    expect(stateOf(rejected)).toBe('TASK_STATE_CANCELED');
+    expect(statusMeta(rejected)['x402.payment.status']).toBe('payment-rejected');
+    const nudged = (await client.sendMessage(userMessage({ to: payee.handle, amount: '0.40' }))) as Task;
+    const still = (await client.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: nudged.id, contextId: nudged.contextId, parts: [{ text: 'ok?' }] } }))) as Task;
+    expect(stateOf(still)).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect(statusMeta(still)['x402.payment.status']).toBe('payment-required');
     expect((await paymentRows(t, agent.agentId)).map((p) => p.amount)).toEqual(['500000']);
   });
 
