@@ -7,6 +7,8 @@ import { Logger } from 'nestjs-pino';
 import { ApiModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { mcpRouter } from './modules/mcp/mcp.http';
+import { A2A_RPC_PATH } from './modules/a2a/a2a-card.service';
+import { JSON_RPC } from './modules/a2a/a2a-jsonrpc.filter';
 import { AppError } from './common/errors/app-error';
 import { toAppError } from './common/errors/all-exceptions.filter';
 import { requestIdMiddleware, requestIdOf } from './common/errors/request-id';
@@ -51,7 +53,14 @@ function bodyParsers() {
       const nulParam = err ? undefined : nulCharacterParam(req.body);
       if (!err && nulParam === undefined) return next();
       const e = err ? toAppError(err) : AppError.invalidParam(nulParam!, 'must not contain NUL characters');
-      res.status(e.status).json({ error: e.message, code: e.code, requestId: requestIdOf(req), ...(e.details ? { details: e.details } : {}) });
+      const body = { error: e.message, code: e.code, requestId: requestIdOf(req), ...(e.details ? { details: e.details } : {}) };
+      // The A2A JSON-RPC routes answer in JSON-RPC 2.0 even here: -32700 for unparsable JSON, else -32600 (docs/architecture.md §14).
+      if (req.method === 'POST' && (req.path === A2A_RPC_PATH || req.path.startsWith(`${A2A_RPC_PATH}/`))) {
+        const rpcCode = (err as { type?: string } | undefined)?.type === 'entity.parse.failed' ? JSON_RPC.parseError : JSON_RPC.invalidRequest;
+        res.status(e.status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCode, message: e.message, data: body } });
+        return;
+      }
+      res.status(e.status).json(body);
     }),
   );
 }

@@ -16,6 +16,11 @@ export class PaymentsRepository {
     return this.em.getRepository(Payment).findOneBy({ agentId, idempotencyKey });
   }
 
+  /** The agent's payment for A2A task `taskId` (UNIQUE(agent_id, task_id)), or null. */
+  findByTask(agentId: string, taskId: string): Promise<Payment | null> {
+    return this.em.getRepository(Payment).findOneBy({ agentId, taskId });
+  }
+
   findById(id: string): Promise<Payment | null> {
     return this.em.getRepository(Payment).findOneBy({ id });
   }

@@ -117,7 +117,9 @@ export class PaymentsService {
   /**
    * The whole spend of any mode: idempotency by (agent, key), refusals and reservation under the agent
    * row lock, then {@link resume}. `opts.path` scopes stored refusals; `opts.extra` reaches the mode's
-   * onReserved hook and the fingerprint; `opts.organizationsOnly` refuses agent payees (agent escrows).
+   * onReserved hook and the fingerprint; `opts.organizationsOnly` refuses agent payees (agent escrows);
+   * `opts.taskId` (A2A) stores the task id on the payment, which is UNIQUE per agent: a payment already
+   * made for that task (under any key) is returned when the request matches it, else 422.
    * @returns the payment after resuming.
    * @throws AppError as {@link create}.
    */
@@ -125,18 +127,21 @@ export class PaymentsService {
     principal: Principal,
     input: SpendInput,
     headerKey: string | undefined,
-    opts: { path: string; extra?: Record<string, unknown>; organizationsOnly?: boolean },
+    opts: { path: string; extra?: Record<string, unknown>; organizationsOnly?: boolean; taskId?: string },
   ): Promise<Payment> {
     const agentId = principal.agentId!;
     const mode = input.mode ?? 'instant';
     const key = resolveIdempotencyKey(headerKey, undefined);
     if (!key) throw new AppError('idempotency_required', `POST ${opts.path} requires an Idempotency-Key header`);
     const amount = this.parse(input.amount);
-    const fingerprint = sha256Hex(canonicalJson({ to: input.to.toLowerCase(), amount: amount.toString(), mode, ...(opts.extra ?? {}) }));
+    const taskId = opts.taskId ?? null;
+    const fingerprint = sha256Hex(canonicalJson({ to: input.to.toLowerCase(), amount: amount.toString(), mode, ...(opts.extra ?? {}), ...(taskId ? { taskId } : {}) }));
     const scopeHash = sha256Hex([principal.organizationId, principal.actor, 'POST', opts.path].join('|'));
 
     const existing = await this.repo.findByKey(agentId, key);
     if (existing) return this.replay(existing, fingerprint);
+    const forTask = taskId ? await this.repo.findByTask(agentId, taskId) : null;
+    if (forTask) return this.replay(forTask, fingerprint);
     const stored = { record: await this.records.find(scopeHash, key) };
     if (stored.record) {
       if (stored.record.fingerprint !== fingerprint) throw conflict();
@@ -157,7 +162,7 @@ export class PaymentsService {
     try {
       outcome = await this.tx(async () => {
         const locked = (await this.agents.lock(agentId))!;
-        const twin = await this.repo.findByKey(agentId, key);
+        const twin = (await this.repo.findByKey(agentId, key)) ?? (taskId ? await this.repo.findByTask(agentId, taskId) : null);
         if (twin) return { payment: twin, created: false };
         this.checkAgent(locked);
         await this.organizationGate(locked.organizationId);
@@ -196,7 +201,7 @@ export class PaymentsService {
           relayTxHashes: [],
           txHash: null,
           mandateId: null,
-          taskId: null,
+          taskId,
           checkoutSessionId: null,
           failureReason: null,
           createdAt: now,
