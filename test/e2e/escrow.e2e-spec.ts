@@ -1,6 +1,8 @@
 import { getAddress } from 'ethers';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { EscrowLedger } from '../../src/modules/escrow/escrow-ledger.service';
+import type { INestApplicationContext } from '@nestjs/common';
+import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import {
   chainEventRows,
@@ -34,14 +36,17 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
   let t: TestApp;
   let chain: TestChain;
   let indexer: EscrowIndexer;
+  let relayerWorker: INestApplicationContext; // auto-release sends through the relayer queue
 
   beforeAll(async () => {
     t = await createTestApp();
     chain = new TestChain();
     indexer = t.app.get(EscrowIndexer);
+    relayerWorker = await startRelayerWorker();
   });
   afterAll(async () => {
     chain?.close();
+    await relayerWorker?.close();
     await t?.close();
   });
 
@@ -300,7 +305,7 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
     });
   });
 
-  it('auto-release: once the inspection window has passed on-chain, autoReleaseDue releases with the relayer key', async () => {
+  it('auto-release: once the inspection window has passed on-chain, autoReleaseDue releases through the relayer queue', async () => {
     const { seller, buyer } = await createParties(t, chain);
     const { checkout, escrowId } = await fundedCheckout(seller, buyer, { amount: '7.00', escrowTemplateId: 'custom', metadata: { inspectionWindowHours: 1 } });
     const key = (await getEscrow(seller, escrowId)).body.chain.escrowKey as string;
@@ -319,6 +324,9 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
     const view = (await getEscrow(seller, escrowId)).body;
     expect(view).toMatchObject({ status: 'released', autoReleaseAt: null });
     expect(view.transactions.at(-1)).toMatchObject({ action: 'released', from: chain.relayer.address });
+    // Sent by the relayer queue (nonce allocated in Postgres), not straight from the key.
+    const relayed = await t.dataSource.query(`SELECT status, tx_hash FROM relayer_transactions WHERE purpose = 'auto-release' AND reference = $1`, [escrowId]);
+    expect(relayed).toEqual([{ status: 'broadcast', tx_hash: view.transactions.at(-1).txHash }]);
     expect((await getCheckout(t, seller.org, checkout.id)).status).toBe('released');
     expect(await chain.usdcBalance(seller.wallet.address)).toBe(seller0 + 7n * USDC);
     expect((await checkoutEvents(t, checkout.id)).map((e) => e.type)).toEqual(['checkout.funded', 'checkout.accepted', 'checkout.released', 'checkout.paid']);

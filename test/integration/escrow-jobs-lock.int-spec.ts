@@ -3,6 +3,8 @@ import { CheckoutEscrowArtifact } from '@lib/contracts';
 import { Interface } from 'ethers';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { metricsRegistry } from '../../src/modules/health/metrics';
+import type { INestApplicationContext } from '@nestjs/common';
+import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { checkoutEvents, createCheckout, createParties, fundOnChain, getCheckout, pollToHead, TestChain } from '../support/chain';
 
@@ -22,14 +24,17 @@ describe('chain jobs: one pass at a time across replicas', () => {
   let a: TestApp;
   let b: TestApp;
   let chain: TestChain;
+  let relayerWorker: INestApplicationContext; // auto-release sends through the relayer queue
 
   beforeAll(async () => {
     a = await createTestApp();
     b = await createTestApp();
     chain = new TestChain();
+    relayerWorker = await startRelayerWorker();
   });
   afterAll(async () => {
     chain?.close();
+    await relayerWorker?.close();
     await b?.close();
     await a?.close();
   });

@@ -316,6 +316,12 @@ export class EscrowGateway {
     return encodeFundWithAuthorization(terms, termsSignature, auth);
   }
 
+  /** Calldata of a party action sent by its caller, e.g. `release(escrowKey)` (for the relayer queue: auto-release). */
+  encodeAct(action: EscrowPartyAction, escrowKey: string): string {
+    if (!PARTY_ACTIONS.has(action)) throw new TypeError(`unknown escrow action: ${String(action)}`);
+    return ESCROW_IFACE.encodeFunctionData(action, [escrowKey]);
+  }
+
   /** Calldata of voidTerms(escrowKey) (VOIDER_ROLE only). */
   encodeVoidTerms(escrowKey: string): string {
     return ESCROW_IFACE.encodeFunctionData('voidTerms', [escrowKey]);

@@ -5,6 +5,7 @@ import { AppConfig } from '../../config/app-config';
 import { ClusterLock } from '../../database/cluster-lock';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService } from '../checkout/checkout.service';
+import { RelayerService } from '../relayer/relayer.service';
 import { EscrowChainService } from './escrow-chain.service';
 import { EscrowLedger } from './escrow-ledger.service';
 import { chainEvents, chainJobItemFailures, chainJobRuns, indexedBlock, reorgs } from './escrow.metrics';
@@ -48,9 +49,12 @@ export interface PollResult {
  *   escrows and re-indexes from there. Events the API applied from blocks above the cursor are
  *   checked by their block hash the same way.
  * - {@link autoReleaseDue} releases delivered escrows whose inspection window has passed (by chain
- *   time), sending the release with the relayer key; one that fails is logged, counted and skipped.
+ *   time), sending the release through the relayer queue; one that fails is logged, counted and skipped.
  * - {@link expireCheckouts} records expiry of open checkouts.
  */
+/** How long an auto-release waits for its relayed transaction to be mined before the next pass retries. */
+const AUTO_RELEASE_MINE_TIMEOUT_MS = 60_000;
+
 @Injectable()
 export class EscrowIndexer implements OnModuleDestroy {
   private readonly logger = new Logger(EscrowIndexer.name);
@@ -63,6 +67,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     private readonly checkout: CheckoutService,
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
+    private readonly relayer: RelayerService,
   ) {
     this.lock = new ClusterLock(config.env.DATABASE_URL);
   }
@@ -181,7 +186,15 @@ export class EscrowIndexer implements OnModuleDestroy {
     const released: string[] = [];
     for (const escrow of due) {
       try {
-        const txHash = await this.chain.gateway.act(this.chain.relayer, 'release', escrow.escrowKey);
+        // Through the relayer queue, the one sender of the relayer key (its nonces are allocated in
+        // Postgres, docs/architecture.md §5); the queue refuses a call that would revert.
+        const { txHash } = await this.relayer.relay({
+          to: this.chain.gateway.escrowAddress,
+          data: this.chain.gateway.encodeAct('release', escrow.escrowKey),
+          purpose: 'auto-release',
+          reference: escrow.id,
+        });
+        await this.chain.provider.waitForTransaction(txHash, 1, AUTO_RELEASE_MINE_TIMEOUT_MS);
         const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: escrow.escrowKey, action: 'released' });
         await this.ledger.apply(verified.event, verified.from);
         released.push(escrow.id);

@@ -2,6 +2,7 @@ import { Module, OnApplicationShutdown } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { OrgsModule } from '../orgs/orgs.module';
+import { RelayerModule } from '../relayer/relayer.module';
 import { EscrowChainService } from './escrow-chain.service';
 import { EscrowIndexer } from './escrow-indexer.service';
 import { EscrowLedger } from './escrow-ledger.service';
@@ -11,7 +12,7 @@ import { EscrowService } from './escrow.service';
 
 /** Escrows, their chain gateway and indexer (services only; routes in EscrowHttpModule, jobs in EscrowJobsModule). */
 @Module({
-  imports: [CheckoutModule, OrgsModule],
+  imports: [CheckoutModule, OrgsModule, RelayerModule],
   providers: [EscrowRepository, EscrowChainService, EscrowLedger, EscrowMapper, EscrowService, EscrowIndexer],
   exports: [EscrowService, EscrowLedger, EscrowChainService, EscrowIndexer],
 })
