@@ -14,6 +14,7 @@ import { PROCESS_SECRETS } from './config/secrets';
 import { CheckoutHttpModule } from './modules/checkout/checkout.http.module';
 import { EscrowHttpModule } from './modules/escrow/escrow.http.module';
 import { FeesHttpModule } from './modules/fees/fees.http.module';
+import { CheckoutRelayHttpModule } from './modules/checkout-relay/checkout-relay.http.module';
 import { PayPageHttpModule } from './modules/pay-page/pay-page.http.module';
 import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
@@ -71,6 +72,7 @@ import { A2aHttpModule } from './modules/a2a/a2a.http.module';
     WebhooksHttpModule,
     EscrowHttpModule,
     PayPageHttpModule,
+    CheckoutRelayHttpModule,
     McpModule,
     AgentsHttpModule,
     PaymentsHttpModule,

@@ -322,6 +322,15 @@ export class EscrowGateway {
     return ESCROW_IFACE.encodeFunctionData(action, [escrowKey]);
   }
 
+  /**
+   * Runs `data` against `to` as `from` without sending it (eth_estimateGas, which executes the call):
+   * the check before a relay is stored (docs/architecture.md §16).
+   * @throws ChainTxError (with `errorName` when the contract reverted with a custom error) when it would revert.
+   */
+  async simulate(from: string, to: string, data: string, label: string): Promise<void> {
+    await this.estimate(from, to, data, label);
+  }
+
   /** Calldata of voidTerms(escrowKey) (VOIDER_ROLE only). */
   encodeVoidTerms(escrowKey: string): string {
     return ESCROW_IFACE.encodeFunctionData('voidTerms', [escrowKey]);

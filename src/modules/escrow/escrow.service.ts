@@ -183,6 +183,32 @@ export class EscrowService {
   }
 
   /**
+   * An escrow as its buyer's pay page shows it (public by checkout id, docs/architecture.md §16), or null.
+   * `fundedAt` is when the ledger first recorded it; `inspectionEndsAt` is the auto-release time once delivered.
+   */
+  async buyerView(escrowId: string): Promise<{
+    escrowId: string;
+    escrowKey: string;
+    status: string;
+    buyer: string;
+    fundedAt: string;
+    deliveredAt: string | null;
+    inspectionEndsAt: string | null;
+  } | null> {
+    const e = await this.repo.findById(escrowId);
+    if (!e) return null;
+    return {
+      escrowId: e.id,
+      escrowKey: e.escrowKey,
+      status: e.status,
+      buyer: e.buyerAddress,
+      fundedAt: e.createdAt.toISOString(),
+      deliveredAt: e.deliveredAt?.toISOString() ?? null,
+      inspectionEndsAt: e.autoReleaseAt?.toISOString() ?? null,
+    };
+  }
+
+  /**
    * Demo payment on a local chain (docs/architecture.md §9 demo:pay): `buyer` signs an EIP-3009 authorization for
    * the checkout's signed terms and the relayer submits it, as the pay page does; the funding is
    * applied at once through the ledger (the indexer converges on the same row).
