@@ -8,6 +8,7 @@ import { Invoices1795300011000 } from './1795300011000-Invoices';
 import { Verification1795300012000 } from './1795300012000-Verification';
 import { Agents1795300013000 } from './1795300013000-Agents';
 import { A2a1795300030000 } from './1795300030000-A2a';
+import { Mandates1795300040000 } from './1795300040000-Mandates';
 import { CheckoutRelays1795300050000 } from './1795300050000-CheckoutRelays';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
@@ -22,5 +23,6 @@ export const MIGRATIONS = [
   Verification1795300012000,
   Agents1795300013000,
   A2a1795300030000,
+  Mandates1795300040000,
   CheckoutRelays1795300050000,
 ];

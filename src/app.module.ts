@@ -15,6 +15,7 @@ import { CheckoutHttpModule } from './modules/checkout/checkout.http.module';
 import { EscrowHttpModule } from './modules/escrow/escrow.http.module';
 import { FeesHttpModule } from './modules/fees/fees.http.module';
 import { CheckoutRelayHttpModule } from './modules/checkout-relay/checkout-relay.http.module';
+import { MandatesHttpModule } from './modules/mandates/mandates.http.module';
 import { PayPageHttpModule } from './modules/pay-page/pay-page.http.module';
 import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
@@ -73,6 +74,7 @@ import { A2aHttpModule } from './modules/a2a/a2a.http.module';
     EscrowHttpModule,
     PayPageHttpModule,
     CheckoutRelayHttpModule,
+    MandatesHttpModule,
     McpModule,
     AgentsHttpModule,
     PaymentsHttpModule,

@@ -20,6 +20,7 @@ import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
 import { PaymentDto } from './dto/payment.dto';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
+import { MandatesService } from '../mandates/mandates.service';
 import { PaymentsRepository } from './payments.repository';
 
 /** Seconds an agent payment's EIP-3009 authorization stays valid (validBefore = chain now + this; docs/architecture.md §13). */
@@ -93,6 +94,7 @@ export class PaymentsService {
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
     private readonly faults: PaymentFaults,
+    private readonly mandates: MandatesService,
   ) {}
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
@@ -166,10 +168,17 @@ export class PaymentsService {
         if (twin) return { payment: twin, created: false };
         this.checkAgent(locked);
         await this.organizationGate(locked.organizationId);
-        if (locked.policy?.mode === 'mandate') {
-          throw new AppError('mandate_required', 'This agent pays only under an active mandate covering the payee and amount', { mode: 'mandate' });
-        }
         const now = new Date();
+        // Mandate mode (docs/architecture.md §13, §14): an active mandate must cover payee and amount; its
+        // used amount is summed here, under the agent row lock, so concurrent spends cannot exceed it.
+        let mandateId: string | null = null;
+        if (locked.policy?.mode === 'mandate') {
+          const mandate = await this.mandates.covering(agentId, { handle: payee.handle, address: payee.address! }, amount, now);
+          if (!mandate) {
+            throw new AppError('mandate_required', 'This agent pays only under an active mandate covering the payee and amount', { mode: 'mandate', to: payee.handle, requested: formatAmount(amount) });
+          }
+          mandateId = mandate.id;
+        }
         const { dayStart, monthStart } = policyWindows(now);
         const usage = await this.agents.usage(agentId, dayStart, monthStart);
         const refusal = evaluatePolicy(locked.policy, {
@@ -200,7 +209,7 @@ export class PaymentsService {
           authSignature: null,
           relayTxHashes: [],
           txHash: null,
-          mandateId: null,
+          mandateId,
           taskId,
           checkoutSessionId: null,
           failureReason: null,
