@@ -7,6 +7,7 @@ import { Offerings1795300010000 } from './1795300010000-Offerings';
 import { Invoices1795300011000 } from './1795300011000-Invoices';
 import { Verification1795300012000 } from './1795300012000-Verification';
 import { Agents1795300013000 } from './1795300013000-Agents';
+import { X4021795300020000 } from './1795300020000-X402';
 import { A2a1795300030000 } from './1795300030000-A2a';
 import { Mandates1795300040000 } from './1795300040000-Mandates';
 import { CheckoutRelays1795300050000 } from './1795300050000-CheckoutRelays';
@@ -22,6 +23,7 @@ export const MIGRATIONS = [
   Invoices1795300011000,
   Verification1795300012000,
   Agents1795300013000,
+  X4021795300020000,
   A2a1795300030000,
   Mandates1795300040000,
   CheckoutRelays1795300050000,

@@ -16,6 +16,7 @@ import { EscrowHttpModule } from './modules/escrow/escrow.http.module';
 import { FeesHttpModule } from './modules/fees/fees.http.module';
 import { CheckoutRelayHttpModule } from './modules/checkout-relay/checkout-relay.http.module';
 import { MandatesHttpModule } from './modules/mandates/mandates.http.module';
+import { X402HttpModule } from './modules/x402/x402.http.module';
 import { PayPageHttpModule } from './modules/pay-page/pay-page.http.module';
 import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
@@ -75,6 +76,7 @@ import { A2aHttpModule } from './modules/a2a/a2a.http.module';
     PayPageHttpModule,
     CheckoutRelayHttpModule,
     MandatesHttpModule,
+    X402HttpModule,
     McpModule,
     AgentsHttpModule,
     PaymentsHttpModule,

@@ -164,6 +164,14 @@ export class EnvSchema {
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) LOG_LEVEL = 'info';
 
+  // x402 (docs/architecture.md §14): what a bare GET /x402/challenge asks for, and the smallest payment (the relayer pays gas).
+  /** USDC decimal text a bare challenge asks for. */
+  @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) X402_DEFAULT_AMOUNT = '0.01';
+  /** Organisation handle or agent slug a bare challenge pays; empty = a bare challenge must name `to`. */
+  @IsString() X402_DEFAULT_PAY_TO = '';
+  /** Smallest amount (USDC decimal text) a challenge may ask for; below → 400. */
+  @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) X402_MIN_AMOUNT = '0.01';
+
   // Agents and the relayer queue (docs/architecture.md §5, §13).
   /** ETH (decimal, 18 decimals) below which the relayer makes /health/ready fail. */
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,18})?$/, { message: 'must be a decimal ETH amount' }) RELAYER_MIN_BALANCE = '0.05';

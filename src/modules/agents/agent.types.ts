@@ -17,7 +17,8 @@ export interface AgentRow {
 
 /** Where a payee handle points: an organisation's payout address or an agent's signer wallet. */
 export interface PayeeTarget {
-  kind: 'organization' | 'agent';
+  /** `address`: a raw address (x402 payTo of another server); no id or organisation then. */
+  kind: 'organization' | 'agent' | 'address';
   id: string;
   organizationId: string;
   handle: string;

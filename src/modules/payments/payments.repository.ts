@@ -43,6 +43,11 @@ export class PaymentsRepository {
   }
 
   /** Recovery point "broadcast": adds a relayer tx hash and moves pending → submitted. */
+  /** A signed authorization handed to its holder, not relayed by us (x402 for another server): pending → submitted. */
+  async markHanded(id: string): Promise<void> {
+    await this.em.query(`UPDATE payments SET status = 'submitted', updated_at = now() WHERE id = $1 AND status = 'pending'`, [id]);
+  }
+
   async markSubmitted(id: string, relayTxHash: string): Promise<void> {
     await this.em.query(
       `UPDATE payments SET relay_tx_hashes = array_append(relay_tx_hashes, $2),

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ChainTxError } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
-import { hexlify, randomBytes, type Wallet } from 'ethers';
+import { getAddress, hexlify, isAddress, randomBytes, type Wallet } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
@@ -25,6 +25,22 @@ import { PaymentsRepository } from './payments.repository';
 
 /** Seconds an agent payment's EIP-3009 authorization stays valid (validBefore = chain now + this; docs/architecture.md §13). */
 export const PAYMENT_VALIDITY_SECONDS = 600;
+
+/**
+ * An x402 payment addressed to a raw address (a payTo of another server's challenge) is handed to the
+ * agent as a payment header and never relayed by us (docs/architecture.md §14). Handles cannot look like
+ * addresses (3–40 of a-z, 0-9, -), so the stored `to` tells the two x402 kinds apart after a restart.
+ */
+export function holdsAuthorization(p: Pick<Payment, 'mode' | 'toHandle'>): boolean {
+  return p.mode === 'x402' && /^0x[0-9a-fA-F]{40}$/.test(p.toHandle);
+}
+
+/** A payee given by address (x402 payTo): no handle, no organisation. @throws AppError invalid_request for a bad address. */
+function addressPayee(address: string): PayeeTarget & { address: string } {
+  if (!isAddress(address)) throw AppError.invalidParam('payTo', 'must be a 0x-prefixed 20-byte hex address');
+  const checksummed = getAddress(address.toLowerCase());
+  return { kind: 'address', id: '', organizationId: '', handle: checksummed.toLowerCase(), address: checksummed };
+}
 
 /**
  * Test seam for the crash proofs: when `at` names a recovery point, the service throws there, as if
@@ -129,7 +145,7 @@ export class PaymentsService {
     principal: Principal,
     input: SpendInput,
     headerKey: string | undefined,
-    opts: { path: string; extra?: Record<string, unknown>; organizationsOnly?: boolean; taskId?: string },
+    opts: { path: string; extra?: Record<string, unknown>; organizationsOnly?: boolean; taskId?: string; payToAddress?: boolean },
   ): Promise<Payment> {
     const agentId = principal.agentId!;
     const mode = input.mode ?? 'instant';
@@ -151,7 +167,8 @@ export class PaymentsService {
       throw new AppError(body.code, body.error, body.details, stored.record.responseStatus);
     }
 
-    const payee = await this.resolvePayee(input.to);
+    // x402 for another server (docs/architecture.md §14): the payee is the challenge's raw payTo address.
+    const payee = opts.payToAddress ? addressPayee(input.to) : await this.resolvePayee(input.to);
     if (opts.organizationsOnly && payee.kind !== 'organization') {
       throw AppError.invalidParam('to', 'must be an organisation handle (agent escrows pay organisations)', { reason: 'not_an_organization' });
     }
@@ -281,6 +298,12 @@ export class PaymentsService {
       p = (await this.repo.findById(p.id))!;
       if (!p.authNonce) return p;
       this.faults.hit('after_signed');
+    }
+    if (holdsAuthorization(p)) {
+      // x402 for another server: the signed authorization is the agent's to send; that server's
+      // facilitator uses it, and the indexer marks the payment succeeded (or failed once expired).
+      if (p.status === 'pending') await this.tx(() => this.repo.markHanded(p.id));
+      return (await this.repo.findById(p.id))!;
     }
     const used = await this.chain.gateway.authorizationState(p.fromAddress, p.authNonce!);
     if (used) {
