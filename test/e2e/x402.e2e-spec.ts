@@ -9,6 +9,7 @@ import { Wallet } from 'ethers';
 import { createServer } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
+import { PaymentsService } from '../../src/modules/payments/payments.service';
 import { ethersVerifySigner } from '../../src/modules/x402/evm-facilitator-signer';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, startRelayerWorker } from '../support/agents';
@@ -140,6 +141,11 @@ describe('x402', () => {
       const verdict = await facilitator.verify(payload, { ...requirement, extra: { name: domain.name, version: domain.version } });
       expect(verdict).toMatchObject({ isValid: true, payer: agent.signerAddress });
       // Not sent by us: the signer still holds the float until the other server settles.
+      expect(await chain.usdcBalance(agent.signerAddress)).toBe(20n * USDC);
+      // The worker's sweep resuming it (here: directly) holds it too: it is never relayed by us.
+      const payments = t.app.get(PaymentsService);
+      const resumed = await payments.resume((await payments.findForAgent(agent.agentId, res.body.payment.id))!);
+      expect(resumed.status).toBe('submitted');
       expect(await chain.usdcBalance(agent.signerAddress)).toBe(20n * USDC);
       const again = await settle(agent.key, { paymentRequired }, key);
       expect(again.body.payment.id).toBe(res.body.payment.id);

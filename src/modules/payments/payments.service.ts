@@ -299,12 +299,6 @@ export class PaymentsService {
       if (!p.authNonce) return p;
       this.faults.hit('after_signed');
     }
-    if (holdsAuthorization(p)) {
-      // x402 for another server: the signed authorization is the agent's to send; that server's
-      // facilitator uses it, and the indexer marks the payment succeeded (or failed once expired).
-      if (p.status === 'pending') await this.tx(() => this.repo.markHanded(p.id));
-      return (await this.repo.findById(p.id))!;
-    }
     const used = await this.chain.gateway.authorizationState(p.fromAddress, p.authNonce!);
     if (used) {
       if (p.status === 'pending') await this.tx(() => this.repo.touch(p.id));
@@ -317,6 +311,12 @@ export class PaymentsService {
     }
     if (!this.config.env.AGENTS_ENABLED) {
       await this.cancelAuthorization(p);
+      return (await this.repo.findById(p.id))!;
+    }
+    if (holdsAuthorization(p)) {
+      // x402 for another server: the signed authorization is the agent's to send; that server's
+      // facilitator uses it, and the indexer marks the payment succeeded (or failed once expired, above).
+      if (p.status === 'pending') await this.tx(() => this.repo.markHanded(p.id));
       return (await this.repo.findById(p.id))!;
     }
     try {
