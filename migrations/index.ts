@@ -7,6 +7,7 @@ import { Offerings1795300010000 } from './1795300010000-Offerings';
 import { Invoices1795300011000 } from './1795300011000-Invoices';
 import { Verification1795300012000 } from './1795300012000-Verification';
 import { Agents1795300013000 } from './1795300013000-Agents';
+import { Mandates1795300040000 } from './1795300040000-Mandates';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   Invoices1795300011000,
   Verification1795300012000,
   Agents1795300013000,
+  Mandates1795300040000,
 ];

@@ -27,6 +27,7 @@ import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.ht
 import { VerificationHttpModule } from './modules/verification/verification.http.module';
 import { OfferingsHttpModule } from './modules/offerings/offerings.http.module';
 import { InvoicesHttpModule } from './modules/invoices/invoices.http.module';
+import { MandatesHttpModule } from './modules/mandates/mandates.http.module';
 
 /**
  * The api process (docs/architecture.md §1–2): request id → per-IP allowance of failed
@@ -77,6 +78,7 @@ import { InvoicesHttpModule } from './modules/invoices/invoices.http.module';
     VerificationHttpModule,
     OfferingsHttpModule,
     InvoicesHttpModule,
+    MandatesHttpModule,
   ],
   providers: [
     AuthFailureLimiter,

@@ -6,6 +6,7 @@ import { EscrowService } from '../modules/escrow/escrow.service';
 import { ESCROW_ACTIONS, EscrowApiAction } from '../modules/escrow/escrow.state';
 import { OrgsService } from '../modules/orgs/orgs.service';
 import { AgentsService, PolicyInput } from '../modules/agents/agents.service';
+import { MandatesService } from '../modules/mandates/mandates.service';
 import { ChainAccess } from '../modules/relayer/chain-access.service';
 import { formatAmount } from '@lib/money';
 import { OPERATOR_DECISIONS, OperatorDecision } from '../modules/verification/verification.state';
@@ -105,6 +106,15 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       const owner = new Wallet(process.env.DEMO_OWNER_PRIVATE_KEY || anvilKey('demoBuyer'));
       const result = await app.get(AgentsService).fund(requireOption(args, 'agent'), requireOption(args, 'amount'), owner);
       return { ...result, owner: owner.address };
+    },
+  },
+  'mandate:revoke': {
+    usage: 'mandate:revoke <mandateId>   (the mandate stops covering spends at once; docs/architecture.md §14)',
+    run: async (app, args) => {
+      const id = args.positionals[0];
+      if (!id || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw new UsageError('mandate:revoke needs a mandate id');
+      const m = await app.get(MandatesService).revokeByOperator(id);
+      return { id: m.id, status: m.status, revokedAt: m.revokedAt };
     },
   },
   'key:create': {

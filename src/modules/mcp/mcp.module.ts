@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { MandatesModule } from '../mandates/mandates.module';
 import { IdempotencyModule } from '../../common/idempotency/idempotency.module';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';
@@ -19,7 +20,7 @@ import { TOOL_PROVIDERS } from './tools';
  * the api port.
  */
 @Module({
-  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule, AgentsModule, PaymentsModule, AgentEscrowsModule],
+  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule, AgentsModule, PaymentsModule, AgentEscrowsModule, MandatesModule],
   providers: [McpService, ...TOOL_PROVIDERS],
   exports: [McpService],
 })

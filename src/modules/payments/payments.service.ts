@@ -16,6 +16,7 @@ import { evaluatePolicy, policyWindows } from '../agents/agent-policy';
 import type { AgentRow, PayeeTarget } from '../agents/agent.types';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
+import { MandatesService } from '../mandates/mandates.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
 import { PaymentDto } from './dto/payment.dto';
@@ -93,6 +94,7 @@ export class PaymentsService {
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
     private readonly faults: PaymentFaults,
+    private readonly mandates: MandatesService,
   ) {}
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
@@ -161,10 +163,16 @@ export class PaymentsService {
         if (twin) return { payment: twin, created: false };
         this.checkAgent(locked);
         await this.organizationGate(locked.organizationId);
-        if (locked.policy?.mode === 'mandate') {
-          throw new AppError('mandate_required', 'This agent pays only under an active mandate covering the payee and amount', { mode: 'mandate' });
-        }
         const now = new Date();
+        // Mandate mode (docs/architecture.md §14): the covering active mandate expiring first, its usage
+        // summed under this same agent row lock (§13), so concurrent spends never exceed totalAmount.
+        let mandateId: string | null = null;
+        if (locked.policy?.mode === 'mandate') {
+          mandateId = await this.mandates.cover(agentId, { handle: payee.handle, address: payee.address! }, amount, now);
+          if (!mandateId) {
+            throw new AppError('mandate_required', 'This agent pays only under an active mandate covering the payee and amount', { mode: 'mandate' });
+          }
+        }
         const { dayStart, monthStart } = policyWindows(now);
         const usage = await this.agents.usage(agentId, dayStart, monthStart);
         const refusal = evaluatePolicy(locked.policy, {
@@ -195,7 +203,7 @@ export class PaymentsService {
           authSignature: null,
           relayTxHashes: [],
           txHash: null,
-          mandateId: null,
+          mandateId,
           taskId: null,
           checkoutSessionId: null,
           failureReason: null,

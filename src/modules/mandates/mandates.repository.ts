@@ -1,0 +1,101 @@
+import { Injectable } from '@nestjs/common';
+import { keysetPage } from '../../common/http/keyset';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { Mandate } from './mandate.entity';
+
+/** Payment statuses that count toward a mandate's usage (docs/architecture.md §13). */
+const COUNTED = `('pending', 'submitted', 'succeeded')`;
+
+/** The agent fields a mandate is checked against. */
+export interface MandateAgent {
+  id: string;
+  slug: string;
+  ownerAddress: string;
+  organizationId: string;
+}
+
+/** Postgres I/O of mandates (docs/architecture.md, Conventions 4); every call runs in the caller's transaction. */
+@Injectable()
+export class MandatesRepository {
+  constructor(private readonly txHost: TransactionHost) {}
+
+  private get em() {
+    return (this.txHost as TxHost).tx;
+  }
+
+  async agent(id: string): Promise<MandateAgent | null> {
+    const rows: Array<Record<string, string>> = await this.em.query(`SELECT id, slug, owner_address, organization_id FROM agents WHERE id = $1`, [id]);
+    const r = rows[0];
+    return r ? { id: r.id, slug: r.slug, ownerAddress: r.owner_address, organizationId: r.organization_id } : null;
+  }
+
+  /** Inserts the mandate; false when its nonce was used before for this agent (UNIQUE(agent_id, nonce)). */
+  async insert(m: Mandate): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(
+      `INSERT INTO mandates (id, agent_id, organization_id, payees, max_amount_per_payment, total_amount, expires_at, description, format, nonce, credential, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+       ON CONFLICT (agent_id, nonce) DO NOTHING RETURNING id`,
+      [m.id, m.agentId, m.organizationId, m.payees, m.maxAmountPerPayment.toString(), m.totalAmount.toString(), m.expiresAt, m.description, m.format, m.nonce, JSON.stringify(m.credential), m.createdAt],
+    );
+    return rows.length === 1;
+  }
+
+  findById(id: string): Promise<Mandate | null> {
+    return this.em.getRepository(Mandate).findOneBy({ id });
+  }
+
+  /** The row under FOR UPDATE (revocation). */
+  lock(id: string): Promise<Mandate | null> {
+    return this.em.getRepository(Mandate).createQueryBuilder('m').where('m.id = :id', { id }).setLock('pessimistic_write').getOne();
+  }
+
+  async revoke(id: string, at: Date): Promise<void> {
+    await this.em.query(`UPDATE mandates SET revoked_at = $2, updated_at = $2 WHERE id = $1 AND revoked_at IS NULL`, [id, at]);
+  }
+
+  /** An agent's mandates newest first (keyset on created_at, id). */
+  list(agentId: string, limit: number, startingAfter?: string): Promise<Mandate[]> {
+    return keysetPage(() => this.em.getRepository(Mandate).createQueryBuilder('m'), 'm', { sql: 'm.agent_id = :agentId', params: { agentId } }, limit, startingAfter);
+  }
+
+  /** usedAmount per mandate: the sum of its pending, submitted and succeeded payments, in base units (docs/architecture.md §13). */
+  async usedAmounts(ids: string[]): Promise<Map<string, bigint>> {
+    const used = new Map<string, bigint>(ids.map((id) => [id, 0n]));
+    if (ids.length === 0) return used;
+    const rows: Array<{ mandate_id: string; used: string }> = await this.em.query(
+      `SELECT mandate_id, SUM(amount)::text AS used FROM payments WHERE mandate_id = ANY($1::uuid[]) AND status IN ${COUNTED} GROUP BY mandate_id`,
+      [ids],
+    );
+    for (const r of rows) used.set(r.mandate_id, BigInt(r.used));
+    return used;
+  }
+
+  /**
+   * The covering mandate expiring first (docs/architecture.md §14): active (not revoked, expires
+   * after `now`), `payees` holding the payee's handle or address (both lower-case), `amount` ≤
+   * max per payment and usage + `amount` ≤ total. Call under the agent row lock so usage cannot
+   * move between this read and the payment insert (docs/architecture.md §13).
+   */
+  async covering(agentId: string, handle: string, address: string, amount: bigint, now: Date): Promise<string | null> {
+    const rows: Array<{ id: string }> = await this.em.query(
+      `SELECT m.id FROM mandates m
+        WHERE m.agent_id = $1 AND m.revoked_at IS NULL AND m.expires_at > $2
+          AND ($3 = ANY(m.payees) OR $4 = ANY(m.payees))
+          AND m.max_amount_per_payment >= $5::numeric
+          AND m.total_amount >= $5::numeric + COALESCE((SELECT SUM(p.amount) FROM payments p WHERE p.mandate_id = m.id AND p.status IN ${COUNTED}), 0)
+        ORDER BY m.expires_at ASC, m.id ASC
+        LIMIT 1`,
+      [agentId, now, handle.toLowerCase(), address.toLowerCase(), amount.toString()],
+    );
+    return rows[0]?.id ?? null;
+  }
+
+  /** Records an owner signature nonce in the agents' single-use table; false when used before. */
+  async useOwnerNonce(agentId: string, nonce: string, purpose: string): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(
+      `INSERT INTO agent_owner_nonces (agent_id, nonce, purpose) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING nonce`,
+      [agentId, nonce.toLowerCase(), purpose],
+    );
+    return rows.length === 1;
+  }
+}
