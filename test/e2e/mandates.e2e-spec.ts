@@ -1,5 +1,5 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { hexlify, randomBytes, Wallet } from 'ethers';
+import { type BaseWallet, hexlify, randomBytes, Wallet } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { COMMANDS } from '../../src/cli/commands';
@@ -61,10 +61,10 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
     if (key) req.set('Idempotency-Key', key);
     return req.send(body);
   };
-  async function eip712(agent: TestAgent, terms: MandateTerms, signer: Wallet = agent.owner, nonce?: string) {
+  async function eip712(agent: TestAgent, terms: MandateTerms, signer: BaseWallet = agent.owner, nonce?: string) {
     return { ...terms, credential: await signIntentMandate(signer, chainId, agent.slug, terms, nonce) };
   }
-  async function createMandate(agent: TestAgent, terms: MandateTerms): Promise<Record<string, unknown>> {
+  async function createMandate(agent: TestAgent, terms: MandateTerms): Promise<{ id: string } & Record<string, unknown>> {
     const res = await post(agent, await eip712(agent, terms));
     expect(res.status).toBe(200);
     return res.body;
@@ -175,9 +175,9 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       expect(res.body.mandateId).toBe(m.id);
       await settleUntil(t, async () => (await t.http.get(`/api/v1/payments/${res.body.id}`).set('X-Api-Key', agent.key)).body.status === 'succeeded');
       expect((await t.http.get(`/api/v1/payments/${res.body.id}`).set('X-Api-Key', agent.key)).body).toMatchObject({ status: 'succeeded', mandateId: m.id });
-      expect(await getMandate(agent, m.id as string)).toMatchObject({ usedAmount: '12500000', status: 'active' });
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '12500000', status: 'active' });
       expect((await pay(t, agent, { to: payee.handle, amount: '12.5' })).status).toBe(200);
-      expect(await getMandate(agent, m.id as string)).toMatchObject({ usedAmount: '25000000', status: 'exhausted' });
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '25000000', status: 'exhausted' });
       expect((await pay(t, agent, { to: payee.handle, amount: '0.01' })).body.code).toBe('mandate_required');
       expect(await chain.usdcBalance(payee.address)).toBeGreaterThanOrEqual(12_500_000n);
     });
@@ -190,7 +190,7 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.mandateId).toBe(sooner.id);
       // Time passes for the sooner one (moved into the past in the row; the clock is the service's).
       await t.dataSource.query(`UPDATE mandates SET expires_at = now() - interval '1 second' WHERE id = $1`, [sooner.id]);
-      expect(await getMandate(agent, sooner.id as string)).toMatchObject({ status: 'expired', usedAmount: '5000000' });
+      expect(await getMandate(agent, sooner.id)).toMatchObject({ status: 'expired', usedAmount: '5000000' });
       expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.mandateId).toBe(later.id);
       await t.dataSource.query(`UPDATE mandates SET expires_at = now() - interval '1 second' WHERE id = $1`, [later.id]);
       expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.code).toBe('mandate_required');
@@ -221,7 +221,7 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       const refused = results.filter((r) => r.status === 403);
       expect(refused).toHaveLength(6);
       for (const r of refused) expect(r.body.code).toBe('mandate_required');
-      expect(await getMandate(agent, m.id as string)).toMatchObject({ usedAmount: '40000000', status: 'active' });
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '40000000', status: 'active' });
       const [{ sum }] = await t.dataSource.query(`SELECT SUM(amount)::text AS sum FROM payments WHERE mandate_id = $1`, [m.id]);
       expect(sum).toBe('40000000');
       await settleUntil(t, async () => (await paymentRows(t, agent.agentId)).every((p) => p.status === 'succeeded'));
@@ -230,7 +230,7 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
   });
 
   describe('revocation', () => {
-    async function revokeBody(owner: Wallet, mandateId: string, nonce = hexlify(randomBytes(32))) {
+    async function revokeBody(owner: BaseWallet, mandateId: string, nonce = hexlify(randomBytes(32))) {
       const deadline = Math.floor(Date.now() / 1000) + 600;
       const signature = await owner.signTypedData(ownerDomain(chainId), REVOKE_MANDATE_TYPES, { mandateId, nonce, deadline });
       return { nonce, deadline, signature };
@@ -240,21 +240,21 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       const payee = await createPayee(t, chain);
       const agent = await mandateAgent();
       const m = await createMandate(agent, termsFor([payee.handle]));
-      const stranger = await revokeBody(Wallet.createRandom(), m.id as string);
+      const stranger = await revokeBody(Wallet.createRandom(), m.id);
       const bad = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(stranger);
       expect([bad.status, bad.body.details?.reason]).toEqual([400, 'bad_signature']);
       const otherMandate = await createMandate(agent, termsFor([payee.handle]));
       const nonce = hexlify(randomBytes(32));
-      expect((await t.http.post(`/api/v1/mandates/${otherMandate.id}/revoke`).send(await revokeBody(agent.owner, otherMandate.id as string, nonce))).status).toBe(200);
-      const replayedNonce = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id as string, nonce));
+      expect((await t.http.post(`/api/v1/mandates/${otherMandate.id}/revoke`).send(await revokeBody(agent.owner, otherMandate.id, nonce))).status).toBe(200);
+      const replayedNonce = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id, nonce));
       expect([replayedNonce.status, replayedNonce.body.details?.reason]).toEqual([400, 'nonce_used']);
-      const ok = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id as string));
+      const ok = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id));
       expect(ok.status).toBe(200);
       expect(ok.body).toMatchObject({ id: m.id, status: 'revoked', revokedAt: expect.any(String) });
       expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).body.code).toBe('mandate_required');
-      const twice = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id as string));
+      const twice = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id));
       expect([twice.status, twice.body.details?.status]).toEqual([409, 'revoked']);
-      expect((await t.http.post(`/api/v1/mandates/${randomUUID()}/revoke`).send(await revokeBody(agent.owner, m.id as string))).status).toBe(404);
+      expect((await t.http.post(`/api/v1/mandates/${randomUUID()}/revoke`).send(await revokeBody(agent.owner, m.id))).status).toBe(404);
     });
 
     it('operator CLI mandate:revoke <id>', async () => {
@@ -262,10 +262,30 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       const agent = await mandateAgent();
       const m = await createMandate(agent, termsFor([payee.handle]));
       expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).status).toBe(200);
-      const out = await COMMANDS['mandate:revoke'].run(t.app, { positionals: [m.id as string], options: {} } as never);
+      const out = await COMMANDS['mandate:revoke'].run(t.app, { positionals: [m.id], options: {} } as never);
       expect(out).toMatchObject({ id: m.id, status: 'revoked' });
       expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).body.code).toBe('mandate_required');
-      expect(await getMandate(agent, m.id as string)).toMatchObject({ status: 'revoked', usedAmount: '1000000' });
+      expect(await getMandate(agent, m.id)).toMatchObject({ status: 'revoked', usedAmount: '1000000' });
+    });
+  });
+
+  describe('demo:mandate', () => {
+    it('signs an IntentMandate with the demo owner key; the printed body is accepted by POST /mandates', async () => {
+      const agent = await mandateAgent(0n);
+      const saved = process.env.DEMO_OWNER_PRIVATE_KEY;
+      process.env.DEMO_OWNER_PRIVATE_KEY = agent.owner.privateKey;
+      try {
+        const body = await COMMANDS['demo:mandate'].run(t.app, {
+          positionals: [],
+          options: { agent: agent.agentId, payees: 'shop-z,acme', 'max-per-payment': '5000000', total: '10000000' },
+        } as never);
+        const res = await post(agent, body);
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ payees: ['shop-z', 'acme'], maxAmountPerPayment: '5000000', totalAmount: '10000000', status: 'active' });
+      } finally {
+        if (saved === undefined) delete process.env.DEMO_OWNER_PRIVATE_KEY;
+        else process.env.DEMO_OWNER_PRIVATE_KEY = saved;
+      }
     });
   });
 

@@ -1,6 +1,6 @@
 import { createPrivateKey, sign as signData } from 'node:crypto';
 import { SDJwtInstance } from '@sd-jwt/core';
-import { computeAddress, hexlify, randomBytes, SigningKey, type Wallet } from 'ethers';
+import { type BaseWallet, computeAddress, hexlify, randomBytes, SigningKey } from 'ethers';
 import { didPkh, INTENT_MANDATE_DOMAIN_NAME, INTENT_MANDATE_DOMAIN_VERSION, INTENT_MANDATE_TYPES, MandateTerms, SD_JWT_MANDATE_VCT, sdJwtHasher, sdJwtSalt } from './mandate-credentials';
 
 /**
@@ -12,7 +12,7 @@ import { didPkh, INTENT_MANDATE_DOMAIN_NAME, INTENT_MANDATE_DOMAIN_VERSION, INTE
  * Signs the EIP-712 IntentMandate for `terms` with the owner wallet and returns the whole
  * `credential` object of POST /mandates (format "eip712"). `nonce` defaults to 32 random bytes.
  */
-export async function signIntentMandate(owner: Wallet, chainId: number, agentSlug: string, terms: MandateTerms, nonce: string = hexlify(randomBytes(32))): Promise<Record<string, unknown>> {
+export async function signIntentMandate(owner: BaseWallet, chainId: number, agentSlug: string, terms: MandateTerms, nonce: string = hexlify(randomBytes(32))): Promise<Record<string, unknown>> {
   const domain = { name: INTENT_MANDATE_DOMAIN_NAME, version: INTENT_MANDATE_DOMAIN_VERSION, chainId };
   const message = { agent: agentSlug, payees: terms.payees, maxAmountPerPayment: terms.maxAmountPerPayment, totalAmount: terms.totalAmount, currency: 'USDC', expiresAt: terms.expiresAt, description: terms.description, nonce };
   const signature = await owner.signTypedData(domain, INTENT_MANDATE_TYPES, message);
