@@ -138,6 +138,21 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       expect((await t.http.get('/api/v1/mandates').set('X-Api-Key', agent.key)).body.data).toHaveLength(1);
     });
 
+    it('lists by cursor, newest first; another agent’s mandate is 404; an unknown cursor is 400', async () => {
+      const agent = await mandateAgent(0n);
+      const first = await createMandate(agent, termsFor(['p1']));
+      const second = await createMandate(agent, termsFor(['p2']));
+      const page1 = (await t.http.get('/api/v1/mandates?limit=1').set('X-Api-Key', agent.key)).body;
+      expect(page1).toMatchObject({ hasMore: true, nextCursor: second.id, data: [{ id: second.id }] });
+      const page2 = (await t.http.get(`/api/v1/mandates?limit=1&starting_after=${second.id}`).set('X-Api-Key', agent.key)).body;
+      expect(page2).toMatchObject({ hasMore: false, nextCursor: null, data: [{ id: first.id }] });
+      const stranger = await mandateAgent(0n);
+      expect((await t.http.get(`/api/v1/mandates/${first.id}`).set('X-Api-Key', stranger.key)).status).toBe(404);
+      expect((await t.http.get('/api/v1/mandates').set('X-Api-Key', stranger.key)).body.data).toEqual([]);
+      const unknown = await t.http.get(`/api/v1/mandates?starting_after=${first.id}`).set('X-Api-Key', stranger.key);
+      expect([unknown.status, unknown.body.code]).toEqual([400, 'invalid_request']);
+    });
+
     it('needs scope agent:mandate and an agent key', async () => {
       const agent = await createAgent(t, chain, { scopes: ['agent:pay'] });
       const res = await post(agent, await eip712(agent, termsFor(['x'])));

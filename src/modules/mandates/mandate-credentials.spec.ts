@@ -71,8 +71,12 @@ describe('SD-JWT v0.2 open payment mandate (docs/architecture.md §14)', () => {
     const forged = [h, Buffer.from(JSON.stringify(claims)).toString('base64url'), s].join('.');
     expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: [forged, ...rest].join('~') }, { ...terms, totalAmount: '999000000' }, ctx))).toBe('bad_signature');
     const fakeDisclosure = Buffer.from(JSON.stringify(['salt', 'description', 'something else'])).toString('base64url');
-    // A disclosure the issuer never hashed discloses nothing: the signed description is then missing.
-    expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: [jwt, fakeDisclosure, ''].join('~') }, terms, ctx))).toBe('terms_mismatch');
+    // A disclosure the issuer never hashed into the payload (RFC 9901 §7.1), or one repeated.
+    expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: [jwt, fakeDisclosure, ''].join('~') }, terms, ctx))).toBe('bad_signature');
+    expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: [jwt, ...rest.slice(0, -1), fakeDisclosure, ''].join('~') }, terms, ctx))).toBe('bad_signature');
+    expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: [jwt, rest[0], rest[0], ''].join('~') }, terms, ctx))).toBe('bad_signature');
+    // Withholding the description disclosure leaves the signed description unknown.
+    expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: `${jwt}~` }, terms, ctx))).toBe('terms_mismatch');
     const issue = (c: Record<string, unknown>) => issueSdJwtMandate(owner.privateKey, 31337, 'bot-1', terms, c);
     expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: await issue({ iss: `did:pkh:eip155:1:${owner.address}` }) }, terms, ctx))).toBe('wrong_chain');
     expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: await issue({ iss: `did:pkh:eip155:31337:${other.address}` }) }, terms, ctx))).toBe('signer_not_owner');

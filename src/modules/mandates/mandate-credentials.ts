@@ -181,12 +181,24 @@ export async function verifySdJwtMandate(token: unknown, terms: MandateTerms, ct
   });
   let header: Record<string, unknown>;
   let unverified: Record<string, unknown>;
+  let disclosureDigests: Array<string | undefined>;
+  let disclosedValues: unknown[];
   try {
     const decoded = await sd.decode(token);
     header = (decoded.jwt?.header ?? {}) as Record<string, unknown>;
     unverified = (decoded.jwt?.payload ?? {}) as Record<string, unknown>;
+    disclosureDigests = (decoded.disclosures ?? []).map((d) => d._digest);
+    disclosedValues = (decoded.disclosures ?? []).map((d) => d.value);
   } catch {
     return reject('malformed', 'credential.token is not a valid SD-JWT');
+  }
+  // RFC 9901 §7.1: every disclosure must be referenced by a digest in the signed payload (or in
+  // another disclosure), and none twice; @sd-jwt/core silently drops unreferenced ones.
+  const referenced = new Set<string>();
+  collectDigests(unverified, referenced);
+  for (const v of disclosedValues) collectDigests(v, referenced);
+  if (new Set(disclosureDigests).size !== disclosureDigests.length || disclosureDigests.some((d) => d === undefined || !referenced.has(d))) {
+    reject('bad_signature', 'credential.token carries a disclosure its issuer did not sign');
   }
   if (header.alg !== 'ES256K') reject('unsupported_alg', 'credential.token must be signed ES256K');
   const owner = jwkAddress(header.jwk);
@@ -231,4 +243,18 @@ export async function verifySdJwtMandate(token: unknown, terms: MandateTerms, ct
     if (baseUnits(c.max) !== terms[field]) reject('terms_mismatch', `${type}.max differs from ${field}`, { field });
   }
   return { format: 'sd-jwt', nonce: claims.jti };
+}
+
+/** Digests an SD-JWT payload or disclosed value references: `_sd` arrays and `{"...": digest}` array elements. */
+function collectDigests(v: unknown, into: Set<string>): void {
+  if (Array.isArray(v)) {
+    for (const item of v) collectDigests(item, into);
+    return;
+  }
+  if (!isRecord(v)) return;
+  for (const [k, value] of Object.entries(v)) {
+    if (k === '_sd' && Array.isArray(value)) for (const d of value) if (typeof d === 'string') into.add(d);
+    if (k === '...' && typeof value === 'string') into.add(value);
+    collectDigests(value, into);
+  }
 }
