@@ -76,7 +76,9 @@ export interface PaymentModeHandler {
  * reservation run in one short transaction under the agent row lock, which inserts the payment
  * `pending` with UNIQUE(agent_id, idempotency_key); signing and relaying follow outside any
  * transaction, each recovery point committed, so a retry with the same key or the worker's sweep
- * resumes the same payment with the same authorization. Amounts are bigint base units.
+ * resumes the same payment with the same authorization. Amounts are bigint base units. In policy mode
+ * `mandate` the same transaction picks the covering AP2 mandate (docs/architecture.md §14) and stores
+ * its id on the payment, so every spend path (instant, escrow, x402, A2A) is covered.
  */
 @Injectable()
 export class PaymentsService {
