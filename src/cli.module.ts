@@ -5,6 +5,7 @@ import { CheckoutModule } from './modules/checkout/checkout.module';
 import { EscrowModule } from './modules/escrow/escrow.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
 import { AgentsModule } from './modules/agents/agents.module';
+import { MandatesModule } from './modules/mandates/mandates.module';
 import { RelayerModule } from './modules/relayer/relayer.module';
 import { VerificationModule } from './modules/verification/verification.module';
 import { InvoicesModule } from './modules/invoices/invoices.module';
@@ -13,7 +14,7 @@ import { InvoicesModule } from './modules/invoices/invoices.module';
  * Providers the operator CLI uses: the features' service modules, never their `*.http.module.ts`,
  * so the CLI's application context instantiates no controllers.
  */
-@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, RelayerModule, VerificationModule, InvoicesModule] })
+@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, RelayerModule, VerificationModule, InvoicesModule, MandatesModule] })
 export class CliModule {
   /** The CLI for one command, loading only the secrets that command uses (docs/architecture.md §10). */
   static forCommand(secrets: readonly SecretName[]): DynamicModule {

@@ -6,6 +6,8 @@ import { EscrowService } from '../modules/escrow/escrow.service';
 import { ESCROW_ACTIONS, EscrowApiAction } from '../modules/escrow/escrow.state';
 import { OrgsService } from '../modules/orgs/orgs.service';
 import { AgentsService, PolicyInput } from '../modules/agents/agents.service';
+import { MandatesService } from '../modules/mandates/mandates.service';
+import { signIntentMandate } from '../modules/mandates/mandate-signing';
 import { ChainAccess } from '../modules/relayer/chain-access.service';
 import { formatAmount } from '@lib/money';
 import { OPERATOR_DECISIONS, OperatorDecision } from '../modules/verification/verification.state';
@@ -105,6 +107,36 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       const owner = new Wallet(process.env.DEMO_OWNER_PRIVATE_KEY || anvilKey('demoBuyer'));
       const result = await app.get(AgentsService).fund(requireOption(args, 'agent'), requireOption(args, 'amount'), owner);
       return { ...result, owner: owner.address };
+    },
+  },
+  'mandate:revoke': {
+    usage: 'mandate:revoke <mandateId>   (the mandate stops covering spends at once; docs/architecture.md §14)',
+    run: async (app, args) => {
+      const id = args.positionals[0];
+      if (!id || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw new UsageError('mandate:revoke needs a mandate id');
+      const m = await app.get(MandatesService).revokeByOperator(id);
+      return { id: m.id, status: m.status, revokedAt: m.revokedAt };
+    },
+  },
+  'demo:mandate': {
+    usage:
+      'demo:mandate --agent ID --payees a,b --max-per-payment BASE_UNITS --total BASE_UNITS [--expires-at ISO] [--description D]   ' +
+      '(local chain: the demo owner wallet signs an EIP-712 IntentMandate; prints the POST /api/v1/mandates body)',
+    run: async (app, args) => {
+      const env = app.get(AppConfig).env;
+      if (env.CHAIN_ID !== 31337) throw new UsageError('demo:mandate is for the local chain; the owner signs with their own wallet elsewhere');
+      const owner = new Wallet(process.env.DEMO_OWNER_PRIVATE_KEY || anvilKey('demoBuyer'));
+      const agent = await app.get(AgentsService).view(requireOption(args, 'agent'));
+      const description = args.options.description;
+      const expiresAt = args.options['expires-at'];
+      const terms = {
+        payees: listOption(args, 'payees'),
+        maxAmountPerPayment: requireOption(args, 'max-per-payment'),
+        totalAmount: requireOption(args, 'total'),
+        expiresAt: typeof expiresAt === 'string' ? new Date(expiresAt).toISOString() : new Date(Date.now() + 86_400_000).toISOString(),
+        description: typeof description === 'string' ? description : 'Demo mandate',
+      };
+      return { ...terms, credential: await signIntentMandate(owner, env.CHAIN_ID, agent.slug, terms) };
     },
   },
   'key:create': {

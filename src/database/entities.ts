@@ -6,6 +6,7 @@ import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from '../modules
 import { OrganizationVerification, VerificationWalletPayment } from '../modules/verification/verification.entity';
 import { WebhookDelivery, WebhookEndpoint } from '../modules/webhooks/webhooks.entity';
 import { Payment } from '../modules/payments/payment.entity';
+import { Mandate } from '../modules/mandates/mandate.entity';
 import { Offering } from '../modules/offerings/offerings.entity';
 import { Invoice, InvoiceEmail } from '../modules/invoices/invoices.entity';
 
@@ -24,6 +25,7 @@ export const ENTITIES = [
   WebhookEndpoint,
   WebhookDelivery,
   Payment,
+  Mandate,
   OrganizationVerification,
   VerificationWalletPayment,
   Offering,

@@ -1,173 +1,323 @@
 import type { INestApplicationContext } from '@nestjs/common';
-import { SDJwtInstance } from '@sd-jwt/core';
-import { getBytes, hexlify, randomBytes as ethersRandom, SigningKey, Wallet } from 'ethers';
-import { createHash, createPrivateKey, randomBytes, randomUUID, sign } from 'node:crypto';
-import { INTENT_MANDATE_DOMAIN, INTENT_MANDATE_TYPES } from '../../src/modules/mandates/mandate-credential';
+import { type BaseWallet, hexlify, randomBytes, Wallet } from 'ethers';
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { COMMANDS } from '../../src/cli/commands';
+import { AppConfig } from '../../src/config/app-config';
+import { AgentsService } from '../../src/modules/agents/agents.service';
+import { ownerDomain } from '../../src/modules/agents/owner-messages';
+import type { MandateTerms } from '../../src/modules/mandates/mandate-credentials';
+import { issueSdJwtMandate, signIntentMandate } from '../../src/modules/mandates/mandate-signing';
+import { REVOKE_MANDATE_TYPES } from '../../src/modules/mandates/mandates.service';
+import { createAgent, createPayee, pay, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
-import { createAgent, createPayee, pay, startRelayerWorker, TestAgent } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
-import { expectError } from '../support/errors';
+import { McpClients, okTool, refusedTool } from '../support/mcp-client';
 
 jest.setTimeout(120_000);
 
-const CHAIN_ID = 31337;
-const inOneDay = () => new Date(Date.now() + 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-
-interface Terms {
-  payees: string[];
-  maxAmountPerPayment: string;
-  totalAmount: string;
-  expiresAt: string;
-  description: string;
-}
-
-/** The v0.1 EIP-712 profile signed by `signer` (the agent's owner unless a test says otherwise). */
-async function eip712Credential(signer: Wallet, agent: TestAgent, terms: Terms, override: Record<string, unknown> = {}) {
-  const message = {
-    agent: agent.slug,
-    payees: terms.payees,
-    maxAmountPerPayment: terms.maxAmountPerPayment,
-    totalAmount: terms.totalAmount,
-    currency: 'USDC',
-    expiresAt: terms.expiresAt,
-    description: terms.description,
-    nonce: hexlify(ethersRandom(32)),
-    ...override,
-  };
-  const domain = { ...INTENT_MANDATE_DOMAIN, chainId: CHAIN_ID };
-  const signature = await signer.signTypedData(domain, INTENT_MANDATE_TYPES, message);
-  return { format: 'eip712', domain, types: INTENT_MANDATE_TYPES, primaryType: 'IntentMandate', message, signature, signer: signer.address, intentMandate: { natural_language_description: terms.description, merchants: terms.payees, intent_expiry: terms.expiresAt } };
-}
-
-/** An AP2 v0.2 mandate credential as an SD-JWT, ES256K under did:pkh with the owner's secp256k1 key in the header. */
-async function sdJwtCredential(signer: Wallet, agent: TestAgent, terms: Terms, units: { max: bigint; total: bigint }, override: Record<string, unknown> = {}) {
-  const pub = SigningKey.computePublicKey(signer.privateKey, false);
-  const b64 = (hex: string) => Buffer.from(getBytes(hex)).toString('base64url');
-  const jwk = { kty: 'EC', crv: 'secp256k1', x: b64('0x' + pub.slice(4, 68)), y: b64('0x' + pub.slice(68)) };
-  const key = createPrivateKey({ key: { ...jwk, d: b64(signer.privateKey) }, format: 'jwk' });
-  const sd = new SDJwtInstance({
-    hasher: (data: string | ArrayBuffer) => new Uint8Array(createHash('sha256').update(typeof data === 'string' ? data : Buffer.from(data)).digest()),
-    hashAlg: 'sha-256',
-    signer: (data: string) => sign('sha256', Buffer.from(data), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url'),
-    signAlg: 'ES256K',
-    saltGenerator: (n: number) => randomBytes(n).toString('base64url'),
-  });
-  const payload = {
-    iss: `did:pkh:eip155:${CHAIN_ID}:${signer.address}`,
-    agent: agent.slug,
-    payees: terms.payees,
-    maxAmountPerPayment: units.max.toString(),
-    totalAmount: units.total.toString(),
-    currency: 'USDC',
-    exp: Math.floor(Date.parse(terms.expiresAt) / 1000),
-    nonce: randomUUID(),
-    ...override,
-  };
-  const token = await sd.issue(payload, { _sd: ['payees', 'maxAmountPerPayment', 'totalAmount'] } as never, { header: { jwk } });
-  return { format: 'sd-jwt', token };
-}
+const SCOPES = ['agent:pay', 'agent:balance:read', 'agent:mandate'];
 
 /**
- * AP2 intent mandates (docs/architecture.md §13, §14): owner-signed credentials in two formats, the
- * mandate_required gate in mandate mode, mandateId on payments and the used amount under concurrency.
+ * AP2 intent mandates (docs/architecture.md §14) on the real api, Postgres, Redis and anvil: both
+ * credential formats, every 400, mandate mode on POST /payments (coverage, refusal order, the
+ * mandate recorded on the payment, usedAmount computed), the concurrency bound under the agent
+ * row lock, revocation by the owner and by the operator CLI, and svc_list_mandates.
  */
-describe('AP2 mandates', () => {
+describe('AP2 mandates (/api/v1/mandates)', () => {
   let t: TestApp;
   let chain: TestChain;
   let worker: INestApplicationContext;
+  let chainId: number;
+  let base: string;
+  const mcp = new McpClients(() => `${base}/mcp`);
 
   beforeAll(async () => {
     t = await createTestApp();
     chain = new TestChain();
     worker = await startRelayerWorker();
+    chainId = t.app.get(AppConfig).env.CHAIN_ID;
+    await t.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
   });
   afterAll(async () => {
-    chain?.close();
+    await mcp.closeAll();
     await worker?.close();
     await t?.close();
+    chain?.close();
   });
 
-  const mandateAgent = () => createAgent(t, chain, { float: 500n * USDC, policy: { mode: 'mandate', dailyLimit: '1000.00' }, scopes: ['agent:pay', 'agent:balance:read', 'agent:escrow:fund', 'agent:mandate'] });
-  const post = (agent: TestAgent, body: Record<string, unknown>) => t.http.post('/api/v1/mandates').set('X-Api-Key', agent.key).send(body);
+  const inHours = (h: number) => new Date(Date.now() + h * 3_600_000).toISOString();
+  const termsFor = (payees: string[], over: Partial<MandateTerms> = {}): MandateTerms => ({
+    payees,
+    maxAmountPerPayment: '20000000',
+    totalAmount: '100000000',
+    expiresAt: inHours(24),
+    description: 'API credits',
+    ...over,
+  });
+  const post = (agent: TestAgent, body: Record<string, unknown>, key?: string) => {
+    const req = t.http.post('/api/v1/mandates').set('X-Api-Key', agent.key);
+    if (key) req.set('Idempotency-Key', key);
+    return req.send(body);
+  };
+  async function eip712(agent: TestAgent, terms: MandateTerms, signer: BaseWallet = agent.owner, nonce?: string) {
+    return { ...terms, credential: await signIntentMandate(signer, chainId, agent.slug, terms, nonce) };
+  }
+  async function createMandate(agent: TestAgent, terms: MandateTerms): Promise<{ id: string } & Record<string, unknown>> {
+    const res = await post(agent, await eip712(agent, terms));
+    expect(res.status).toBe(200);
+    return res.body;
+  }
+  const getMandate = async (agent: TestAgent, id: string) => (await t.http.get(`/api/v1/mandates/${id}`).set('X-Api-Key', agent.key)).body;
+  const mandateAgent = (float = 200n * USDC, policy: Record<string, unknown> = { mode: 'mandate', dailyLimit: '1000.00' }) =>
+    createAgent(t, chain, { float, policy, scopes: SCOPES });
 
-  it('a valid v0.1 EIP-712 and a valid v0.2 SD-JWT mandate are stored and listed, active with usedAmount 0', async () => {
-    const agent = await mandateAgent();
-    const payee = await createPayee(t, chain);
-    const terms = { payees: [payee.handle], maxAmountPerPayment: '25.00', totalAmount: '100.00', expiresAt: inOneDay(), description: 'Supplies' };
-    const a = await post(agent, { ...terms, credential: await eip712Credential(agent.owner, agent, terms) });
-    expect(a.status).toBe(200);
-    expect(a.body).toMatchObject({ payees: [payee.handle], maxAmountPerPayment: '25.00', totalAmount: '100.00', usedAmount: '0.00', status: 'active' });
-    const b = await post(agent, { ...terms, credential: await sdJwtCredential(agent.owner, agent, terms, { max: 25n * USDC, total: 100n * USDC }) });
-    expect(b.status).toBe(200);
-    expect(b.body.credential.format).toBe('sd-jwt');
-    const list = await t.http.get('/api/v1/mandates').set('X-Api-Key', agent.key);
-    expect(list.body.data.map((m: { id: string }) => m.id)).toEqual([b.body.id, a.body.id]);
-    expect((await t.http.get(`/api/v1/mandates/${a.body.id}`).set('X-Api-Key', agent.key)).body.status).toBe('active');
+  describe('POST /mandates', () => {
+    it('stores a valid v0.1 EIP-712 mandate: active, usedAmount 0, credential kept; the same Idempotency-Key replays it', async () => {
+      const agent = await mandateAgent(0n);
+      const body = await eip712(agent, termsFor(['Shop-A', '0x00000000000000000000000000000000000000Aa']));
+      const res = await post(agent, body, 'mandate-key-1');
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        id: expect.any(String),
+        payees: ['shop-a', '0x00000000000000000000000000000000000000aa'],
+        maxAmountPerPayment: '20000000',
+        totalAmount: '100000000',
+        usedAmount: '0',
+        currency: 'USDC',
+        status: 'active',
+        description: 'API credits',
+        credential: { format: 'eip712', signer: agent.owner.address, primaryType: 'IntentMandate' },
+      });
+      expect(res.body.expiresAt).toBe(new Date(body.expiresAt).toISOString());
+      const again = await post(agent, body, 'mandate-key-1');
+      expect(again.status).toBe(200);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body.id).toBe(res.body.id);
+      expect(await getMandate(agent, res.body.id)).toEqual(res.body);
+      const list = await t.http.get('/api/v1/mandates').set('X-Api-Key', agent.key);
+      expect(list.body).toEqual({ data: [res.body], hasMore: false, nextCursor: null });
+    });
+
+    it('stores a valid v0.2 SD-JWT mandate (ES256K by the owner, did:pkh)', async () => {
+      const agent = await mandateAgent(0n);
+      const terms = termsFor(['shop-b'], { expiresAt: new Date(Math.floor(Date.now() / 1000 + 86_400) * 1000).toISOString() });
+      const token = await issueSdJwtMandate(agent.owner.privateKey, chainId, agent.slug, terms);
+      const res = await post(agent, { ...terms, credential: { format: 'sd-jwt', token } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ status: 'active', payees: ['shop-b'], credential: { format: 'sd-jwt', token } });
+      // The same token again: its jti was used.
+      const reused = await post(agent, { ...terms, credential: { format: 'sd-jwt', token } });
+      expect(reused.status).toBe(400);
+      expect(reused.body).toMatchObject({ code: 'invalid_request', details: { reason: 'nonce_used' } });
+    });
+
+    it('400 for a tampered credential, another signer, an expired mandate, a reused nonce, body terms that differ and an unknown format', async () => {
+      const agent = await mandateAgent(0n);
+      const terms = termsFor(['shop-c']);
+      const expectReason = async (body: Record<string, unknown>, reason: string) => {
+        const res = await post(agent, body);
+        expect([res.status, res.body.code, res.body.details?.reason]).toEqual([400, 'invalid_request', reason]);
+      };
+      const good = await eip712(agent, terms);
+      const credential = good.credential as Record<string, unknown>;
+      await expectReason({ ...good, totalAmount: '900000000', credential: { ...credential, message: { ...(credential.message as object), totalAmount: '900000000' } } }, 'bad_signature');
+      await expectReason(await eip712(agent, terms, Wallet.createRandom()), 'signer_not_owner');
+      await expectReason(await eip712(agent, termsFor(['shop-c'], { expiresAt: new Date(Date.now() - 60_000).toISOString() })), 'expired');
+      await expectReason({ ...good, maxAmountPerPayment: '1' }, 'terms_mismatch');
+      await expectReason({ ...terms, credential: { format: 'jwt', token: 'x' } }, 'unsupported_format');
+      const otherKey = await issueSdJwtMandate(Wallet.createRandom().privateKey, chainId, agent.slug, terms);
+      await expectReason({ ...terms, credential: { format: 'sd-jwt', token: otherKey } }, 'signer_not_owner');
+      const nonce = hexlify(randomBytes(32));
+      expect((await post(agent, await eip712(agent, terms, agent.owner, nonce))).status).toBe(200);
+      await expectReason(await eip712(agent, termsFor(['shop-d']), agent.owner, nonce), 'nonce_used');
+      const missing = await post(agent, { ...terms, maxAmountPerPayment: '1.5', credential: credential });
+      expect(missing.status).toBe(400);
+      expect(missing.body.details.fields).toEqual(expect.arrayContaining([expect.objectContaining({ param: 'maxAmountPerPayment' })]));
+      expect((await t.http.get('/api/v1/mandates').set('X-Api-Key', agent.key)).body.data).toHaveLength(1);
+    });
+
+    it('lists by cursor, newest first; another agent’s mandate is 404; an unknown cursor is 400', async () => {
+      const agent = await mandateAgent(0n);
+      const first = await createMandate(agent, termsFor(['p1']));
+      const second = await createMandate(agent, termsFor(['p2']));
+      const page1 = (await t.http.get('/api/v1/mandates?limit=1').set('X-Api-Key', agent.key)).body;
+      expect(page1).toMatchObject({ hasMore: true, nextCursor: second.id, data: [{ id: second.id }] });
+      const page2 = (await t.http.get(`/api/v1/mandates?limit=1&starting_after=${second.id}`).set('X-Api-Key', agent.key)).body;
+      expect(page2).toMatchObject({ hasMore: false, nextCursor: null, data: [{ id: first.id }] });
+      const stranger = await mandateAgent(0n);
+      expect((await t.http.get(`/api/v1/mandates/${first.id}`).set('X-Api-Key', stranger.key)).status).toBe(404);
+      expect((await t.http.get('/api/v1/mandates').set('X-Api-Key', stranger.key)).body.data).toEqual([]);
+      const unknown = await t.http.get(`/api/v1/mandates?starting_after=${first.id}`).set('X-Api-Key', stranger.key);
+      expect([unknown.status, unknown.body.code]).toEqual([400, 'invalid_request']);
+    });
+
+    it('needs scope agent:mandate and an agent key', async () => {
+      const agent = await createAgent(t, chain, { scopes: ['agent:pay'] });
+      const res = await post(agent, await eip712(agent, termsFor(['x'])));
+      expect(res.status).toBe(403);
+      expect(res.body).toMatchObject({ code: 'missing_scope', details: { required: ['agent:mandate'] } });
+      expect((await t.http.get(`/api/v1/mandates/${randomUUID()}`).set('X-Api-Key', (await mandateAgent(0n)).key)).status).toBe(404);
+    });
   });
 
-  it('tampered, signed by another key, expired, wrong terms or a reused nonce → 400 with the reason; nothing stored', async () => {
-    const agent = await mandateAgent();
-    const stranger = Wallet.createRandom();
-    const terms = { payees: ['someone'], maxAmountPerPayment: '10.00', totalAmount: '50.00', expiresAt: inOneDay(), description: 'x' };
-    const reason = async (body: Record<string, unknown>) => expectError(await post(agent, body), 400, 'invalid_request')?.reason;
+  describe('mandate mode on POST /payments', () => {
+    it('no covering mandate → 403 mandate_required: payee not covered, amount over maxAmountPerPayment, budget left too small', async () => {
+      const payee = await createPayee(t, chain);
+      const other = await createPayee(t, chain);
+      const agent = await mandateAgent();
+      await createMandate(agent, termsFor([payee.handle], { maxAmountPerPayment: '20000000', totalAmount: '30000000' }));
+      const refused = async (to: string, amount: string) => {
+        const res = await pay(t, agent, { to, amount });
+        expect([res.status, res.body.code]).toEqual([403, 'mandate_required']);
+      };
+      await refused(other.handle, '1.00');
+      await refused(payee.handle, '20.01');
+      expect((await pay(t, agent, { to: payee.handle, amount: '20.00' })).status).toBe(200);
+      await refused(payee.handle, '10.01');
+      expect((await pay(t, agent, { to: payee.handle, amount: '10.00' })).status).toBe(200);
+      await refused(payee.handle, '0.000001');
+      expect((await paymentRows(t, agent.agentId)).map((p) => p.amount)).toEqual(['20000000', '10000000']);
+    });
 
-    const good = await eip712Credential(agent.owner, agent, terms);
-    expect(await reason({ ...terms, credential: { ...good, message: { ...good.message, totalAmount: '5000.00' } } })).toBe('terms_mismatch');
-    expect(await reason({ ...terms, totalAmount: '5000.00', credential: { ...good, message: { ...good.message, totalAmount: '5000.00' } } })).toBe('bad_signature');
-    expect(await reason({ ...terms, credential: await eip712Credential(stranger as unknown as Wallet, agent, terms) })).toBe('wrong_signer');
-    expect(await reason({ ...terms, expiresAt: '2020-01-01T00:00:00Z', credential: good })).toBe('expired');
-    expect(await reason({ ...terms, credential: { format: 'jwt', token: 'x' } })).toBe('unsupported_format');
+    it('with a covering mandate the payment succeeds, records mandateId (GET /payments/{id}) and usedAmount rises; exhausted when spent; the payee may be named by address', async () => {
+      const payee = await createPayee(t, chain);
+      const agent = await mandateAgent();
+      const m = await createMandate(agent, termsFor([payee.address.toLowerCase()], { totalAmount: '25000000' }));
+      const res = await pay(t, agent, { to: payee.handle, amount: '12.5' });
+      expect(res.status).toBe(200);
+      expect(res.body.mandateId).toBe(m.id);
+      await settleUntil(t, async () => (await t.http.get(`/api/v1/payments/${res.body.id}`).set('X-Api-Key', agent.key)).body.status === 'succeeded');
+      expect((await t.http.get(`/api/v1/payments/${res.body.id}`).set('X-Api-Key', agent.key)).body).toMatchObject({ status: 'succeeded', mandateId: m.id });
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '12500000', status: 'active' });
+      expect((await pay(t, agent, { to: payee.handle, amount: '12.5' })).status).toBe(200);
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '25000000', status: 'exhausted' });
+      expect((await pay(t, agent, { to: payee.handle, amount: '0.01' })).body.code).toBe('mandate_required');
+      expect(await chain.usdcBalance(payee.address)).toBeGreaterThanOrEqual(12_500_000n);
+    });
 
-    const sdGood = await sdJwtCredential(agent.owner, agent, terms, { max: 10n * USDC, total: 50n * USDC });
-    const [jwt, ...rest] = sdGood.token.split('~');
-    const [h, p, s] = jwt.split('.');
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), agent: 'other-agent' })).toString('base64url');
-    expect(await reason({ ...terms, credential: { format: 'sd-jwt', token: [`${h}.${forged}.${s}`, ...rest].join('~') } })).toBe('bad_signature');
-    expect(await reason({ ...terms, credential: await sdJwtCredential(stranger as unknown as Wallet, agent, terms, { max: 10n * USDC, total: 50n * USDC }) })).toBe('wrong_signer');
-    expect(await reason({ ...terms, credential: await sdJwtCredential(agent.owner, agent, terms, { max: 10n * USDC, total: 99n * USDC }) })).toBe('terms_mismatch');
+    it('several covering mandates: the one expiring first is used; an expired one no longer covers', async () => {
+      const payee = await createPayee(t, chain);
+      const agent = await mandateAgent();
+      const later = await createMandate(agent, termsFor([payee.handle], { expiresAt: inHours(48) }));
+      const sooner = await createMandate(agent, termsFor([payee.handle], { expiresAt: inHours(2) }));
+      expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.mandateId).toBe(sooner.id);
+      // Time passes for the sooner one (moved into the past in the row; the clock is the service's).
+      await t.dataSource.query(`UPDATE mandates SET expires_at = now() - interval '1 second' WHERE id = $1`, [sooner.id]);
+      expect(await getMandate(agent, sooner.id)).toMatchObject({ status: 'expired', usedAmount: '5000000' });
+      expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.mandateId).toBe(later.id);
+      await t.dataSource.query(`UPDATE mandates SET expires_at = now() - interval '1 second' WHERE id = $1`, [later.id]);
+      expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.code).toBe('mandate_required');
+    });
 
-    expect((await post(agent, { ...terms, credential: good })).status).toBe(200);
-    expect(await reason({ ...terms, credential: good })).toBe('nonce_used');
-    expect((await t.http.get('/api/v1/mandates').set('X-Api-Key', agent.key)).body.data).toHaveLength(1);
+    it('refusal order holds: a paused agent in mandate mode → agent_paused; a covered spend over the policy → policy_denied', async () => {
+      const payee = await createPayee(t, chain);
+      const agent = await mandateAgent(200n * USDC, { mode: 'mandate', dailyLimit: '15.00' });
+      await t.app.get(AgentsService).setPaused(agent.agentId, true);
+      expect((await pay(t, agent, { to: payee.handle, amount: '10.00' })).body.code).toBe('agent_paused');
+      await t.app.get(AgentsService).setPaused(agent.agentId, false);
+      expect((await pay(t, agent, { to: payee.handle, amount: '10.00' })).body.code).toBe('mandate_required');
+      await createMandate(agent, termsFor([payee.handle]));
+      expect((await pay(t, agent, { to: payee.handle, amount: '10.00' })).status).toBe(200);
+      expect((await pay(t, agent, { to: payee.handle, amount: '10.00' })).body).toMatchObject({ code: 'policy_denied', details: { rule: 'daily_limit' } });
+      // An autonomous agent's payments never take a mandate, even when one would cover.
+      const free = await mandateAgent(50n * USDC, { dailyLimit: '100.00' });
+      await createMandate(free, termsFor([payee.handle]));
+      expect((await pay(t, free, { to: payee.handle, amount: '1.00' })).body.mandateId).toBeNull();
+    });
+
+    it('concurrency: ten concurrent 10.00 spends under a 45.00 mandate → exactly four succeed, usedAmount never exceeds totalAmount', async () => {
+      const payee = await createPayee(t, chain);
+      const agent = await mandateAgent(500n * USDC);
+      const m = await createMandate(agent, termsFor([payee.handle], { maxAmountPerPayment: '10000000', totalAmount: '45000000' }));
+      const results = await Promise.all(Array.from({ length: 10 }, () => pay(t, agent, { to: payee.handle, amount: '10.00' })));
+      expect(results.filter((r) => r.status === 200)).toHaveLength(4);
+      const refused = results.filter((r) => r.status === 403);
+      expect(refused).toHaveLength(6);
+      for (const r of refused) expect(r.body.code).toBe('mandate_required');
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '40000000', status: 'active' });
+      const [{ sum }] = await t.dataSource.query(`SELECT SUM(amount)::text AS sum FROM payments WHERE mandate_id = $1`, [m.id]);
+      expect(sum).toBe('40000000');
+      await settleUntil(t, async () => (await paymentRows(t, agent.agentId)).every((p) => p.status === 'succeeded'));
+      expect(await chain.usdcBalance(payee.address)).toBe(40n * USDC);
+    });
   });
 
-  it('mandate mode: 403 mandate_required unless an active mandate covers payee and amount; the payment records mandateId and usedAmount rises', async () => {
-    const agent = await mandateAgent();
-    const payee = await createPayee(t, chain);
-    const other = await createPayee(t, chain);
-    expectError(await pay(t, agent, { to: payee.handle, amount: '5.00' }), 403, 'mandate_required');
-    const terms = { payees: [payee.handle], maxAmountPerPayment: '10.00', totalAmount: '15.00', expiresAt: inOneDay(), description: 'Lunch' };
-    const mandate = (await post(agent, { ...terms, credential: await eip712Credential(agent.owner, agent, terms) })).body;
-    expectError(await pay(t, agent, { to: other.handle, amount: '5.00' }), 403, 'mandate_required');
-    expectError(await pay(t, agent, { to: payee.handle, amount: '10.01' }), 403, 'mandate_required');
-    const paid = await pay(t, agent, { to: payee.handle, amount: '10.00' });
-    expect(paid.status).toBe(200);
-    expect(paid.body.mandateId).toBe(mandate.id);
-    expect((await t.http.get(`/api/v1/payments/${paid.body.id}`).set('X-Api-Key', agent.key)).body.mandateId).toBe(mandate.id);
-    expect((await t.http.get(`/api/v1/mandates/${mandate.id}`).set('X-Api-Key', agent.key)).body.usedAmount).toBe('10.00');
-    expectError(await pay(t, agent, { to: payee.handle, amount: '6.00' }), 403, 'mandate_required'); // 10 + 6 > 15
-    expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).status).toBe(200);
-    expect((await t.http.get(`/api/v1/mandates/${mandate.id}`).set('X-Api-Key', agent.key)).body).toMatchObject({ usedAmount: '15.00', status: 'exhausted' });
+  describe('revocation', () => {
+    async function revokeBody(owner: BaseWallet, mandateId: string, nonce = hexlify(randomBytes(32))) {
+      const deadline = Math.floor(Date.now() / 1000) + 600;
+      const signature = await owner.signTypedData(ownerDomain(chainId), REVOKE_MANDATE_TYPES, { mandateId, nonce, deadline });
+      return { nonce, deadline, signature };
+    }
+
+    it('the owner’s EIP-712 RevokeMandate revokes: status revoked, spends refused; another signer or a reused nonce → 400; twice → 409', async () => {
+      const payee = await createPayee(t, chain);
+      const agent = await mandateAgent();
+      const m = await createMandate(agent, termsFor([payee.handle]));
+      const stranger = await revokeBody(Wallet.createRandom(), m.id);
+      const bad = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(stranger);
+      expect([bad.status, bad.body.details?.reason]).toEqual([400, 'bad_signature']);
+      const otherMandate = await createMandate(agent, termsFor([payee.handle]));
+      const nonce = hexlify(randomBytes(32));
+      expect((await t.http.post(`/api/v1/mandates/${otherMandate.id}/revoke`).send(await revokeBody(agent.owner, otherMandate.id, nonce))).status).toBe(200);
+      const replayedNonce = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id, nonce));
+      expect([replayedNonce.status, replayedNonce.body.details?.reason]).toEqual([400, 'nonce_used']);
+      const ok = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id));
+      expect(ok.status).toBe(200);
+      expect(ok.body).toMatchObject({ id: m.id, status: 'revoked', revokedAt: expect.any(String) });
+      expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).body.code).toBe('mandate_required');
+      const twice = await t.http.post(`/api/v1/mandates/${m.id}/revoke`).send(await revokeBody(agent.owner, m.id));
+      expect([twice.status, twice.body.details?.status]).toEqual([409, 'revoked']);
+      expect((await t.http.post(`/api/v1/mandates/${randomUUID()}/revoke`).send(await revokeBody(agent.owner, m.id))).status).toBe(404);
+    });
+
+    it('operator CLI mandate:revoke <id>', async () => {
+      const payee = await createPayee(t, chain);
+      const agent = await mandateAgent();
+      const m = await createMandate(agent, termsFor([payee.handle]));
+      expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).status).toBe(200);
+      const out = await COMMANDS['mandate:revoke'].run(t.app, { positionals: [m.id], options: {} } as never);
+      expect(out).toMatchObject({ id: m.id, status: 'revoked' });
+      expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).body.code).toBe('mandate_required');
+      expect(await getMandate(agent, m.id)).toMatchObject({ status: 'revoked', usedAmount: '1000000' });
+    });
   });
 
-  it('ten concurrent 20.00 spends under a 100.00 mandate: exactly five succeed and usedAmount is 100.00', async () => {
-    const agent = await mandateAgent();
-    const payee = await createPayee(t, chain);
-    const terms = { payees: [payee.handle], maxAmountPerPayment: '20.00', totalAmount: '100.00', expiresAt: inOneDay(), description: 'Race' };
-    const mandate = (await post(agent, { ...terms, credential: await sdJwtCredential(agent.owner, agent, terms, { max: 20n * USDC, total: 100n * USDC }) })).body;
-    const results = await Promise.all(Array.from({ length: 10 }, () => pay(t, agent, { to: payee.handle, amount: '20.00' })));
-    const statuses = results.map((r) => r.status).sort();
-    expect(statuses).toEqual([200, 200, 200, 200, 200, 403, 403, 403, 403, 403]);
-    expect(results.filter((r) => r.status === 403).every((r) => r.body.code === 'mandate_required')).toBe(true);
-    expect((await t.http.get(`/api/v1/mandates/${mandate.id}`).set('X-Api-Key', agent.key)).body.usedAmount).toBe('100.00');
+  describe('demo:mandate', () => {
+    it('signs an IntentMandate with the demo owner key; the printed body is accepted by POST /mandates', async () => {
+      const agent = await mandateAgent(0n);
+      const saved = process.env.DEMO_OWNER_PRIVATE_KEY;
+      process.env.DEMO_OWNER_PRIVATE_KEY = agent.owner.privateKey;
+      try {
+        const body = await COMMANDS['demo:mandate'].run(t.app, {
+          positionals: [],
+          options: { agent: agent.agentId, payees: 'shop-z,acme', 'max-per-payment': '5000000', total: '10000000' },
+        } as never);
+        const res = await post(agent, body);
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ payees: ['shop-z', 'acme'], maxAmountPerPayment: '5000000', totalAmount: '10000000', status: 'active' });
+      } finally {
+        if (saved === undefined) delete process.env.DEMO_OWNER_PRIVATE_KEY;
+        else process.env.DEMO_OWNER_PRIVATE_KEY = saved;
+      }
+    });
   });
 
-  it('the refusal order holds: a paused agent in mandate mode → agent_paused, not mandate_required; a key without agent:mandate cannot manage mandates', async () => {
-    const agent = await mandateAgent();
-    const payee = await createPayee(t, chain);
-    await t.dataSource.query('UPDATE agents SET paused = true WHERE id = $1', [agent.agentId]);
-    expectError(await pay(t, agent, { to: payee.handle, amount: '1.00' }), 403, 'agent_paused');
-    const narrow = await createAgent(t, chain, { policy: { mode: 'mandate' } });
-    expectError(await t.http.get('/api/v1/mandates').set('X-Api-Key', narrow.key), 403, 'missing_scope');
+  describe('svc_list_mandates (MCP)', () => {
+    it('lists the agent’s mandates exactly as GET /mandates; needs agent:mandate', async () => {
+      const agent = await mandateAgent(0n);
+      await createMandate(agent, termsFor(['shop-x']));
+      await createMandate(agent, termsFor(['shop-y']));
+      const client = await mcp.asKey(agent.key);
+      const tools = (await client.listTools()).tools;
+      expect(tools.find((x) => x.name === 'svc_list_mandates')?.annotations).toMatchObject({ readOnlyHint: true });
+      const viaTool = await okTool(client, 'svc_list_mandates', { limit: 1 });
+      const viaRest = (await t.http.get('/api/v1/mandates?limit=1').set('X-Api-Key', agent.key)).body;
+      expect(viaTool).toEqual(viaRest);
+      expect(viaTool).toMatchObject({ hasMore: true, data: [{ payees: ['shop-y'] }] });
+      const noScope = await createAgent(t, chain, { scopes: ['agent:pay'] });
+      await refusedTool(await mcp.asKey(noScope.key), 'svc_list_mandates', {}, 'missing_scope');
+    });
   });
 });

@@ -52,24 +52,6 @@ describe('MCP agent tools (official client)', () => {
     chain?.close();
   });
 
-  describe('svc_list_mandates', () => {
-    it('needs agent:mandate; lists the agent’s mandates with usedAmount and status as GET /api/v1/mandates does', async () => {
-      const agent = await createAgent(t, chain, { scopes: ['agent:pay', 'agent:mandate'] });
-      const client = await asKey(agent.key);
-      expect(await names(client)).toContain('svc_list_mandates');
-      expect(await names(await asKey((await createAgent(t, chain, { scopes: ['agent:pay'] })).key))).not.toContain('svc_list_mandates');
-      await t.dataSource.query(
-        `INSERT INTO mandates (id, agent_id, organization_id, payees, max_amount_per_payment, total_amount, expires_at, description, format, credential, nonce)
-         VALUES (gen_random_uuid(), $1, $2, ARRAY['acme'], 5000000, 20000000, now() + interval '1 day', 'stored by hand', 'eip712', '{}'::jsonb, 'n1')`,
-        [agent.agentId, agent.organizationId],
-      );
-      const listed = await okTool(client, 'svc_list_mandates', { limit: 5 });
-      const rest = (await t.http.get('/api/v1/mandates?limit=5').set('X-Api-Key', agent.key)).body;
-      expect(listed).toEqual(rest);
-      expect(listed.data).toEqual([expect.objectContaining({ payees: ['acme'], maxAmountPerPayment: '5.00', totalAmount: '20.00', usedAmount: '0.00', status: 'active' })]);
-    });
-  });
-
   describe('tools/list', () => {
     it('an agent key sees exactly the agent tools its scopes allow; a merchant key sees none of them', async () => {
       const full = await createAgent(t, chain, { scopes: ['agent:pay', 'agent:balance:read', 'agent:escrow:fund'] });

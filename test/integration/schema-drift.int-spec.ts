@@ -19,7 +19,6 @@ const TABLES_WITHOUT_ENTITY: Record<string, string> = {
   relayer_transactions: 'one row per relayer send (signed hash before broadcast), raw SQL in the relayer repository',
   a2a_tasks: 'the A2A task store (A2A v1.0 task JSON per owner and id), raw SQL in A2aTasksRepository',
   x402_settlements: 'paid retries of our own x402 challenges, raw SQL in X402Service',
-  mandates: 'AP2 intent mandates, raw SQL in MandatesRepository (usedAmount is computed, never stored)',
   checkout_relays: 'gasless funding relays of the pay page, raw SQL in CheckoutRelayRepository',
 };
 

@@ -1,11 +1,9 @@
 import { Module } from '@nestjs/common';
-import { AgentsModule } from '../agents/agents.module';
 import { MandatesRepository } from './mandates.repository';
 import { MandatesService } from './mandates.service';
 
-/** AP2 intent mandates (docs/architecture.md §14): services only; routes in MandatesHttpModule. */
+/** AP2 intent mandates (docs/architecture.md §14). No controllers; payments use {@link MandatesService.cover}. */
 @Module({
-  imports: [AgentsModule],
   providers: [MandatesRepository, MandatesService],
   exports: [MandatesService],
 })

@@ -1,50 +1,20 @@
 import { Injectable } from '@nestjs/common';
+import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
+import { Mandate } from './mandate.entity';
 
-/** A mandate row with its used amount (sum of its live payments, base units) computed by the query. */
-export interface MandateRow {
+/** Payment statuses that count toward a mandate's usage (docs/architecture.md §13). */
+const COUNTED = `('pending', 'submitted', 'succeeded')`;
+
+/** The agent fields a mandate is checked against. */
+export interface MandateAgent {
   id: string;
-  agentId: string;
+  slug: string;
+  ownerAddress: string;
   organizationId: string;
-  payees: string[];
-  maxAmountPerPayment: bigint;
-  totalAmount: bigint;
-  usedAmount: bigint;
-  expiresAt: Date;
-  description: string;
-  format: 'eip712' | 'sd-jwt';
-  credential: Record<string, unknown>;
-  nonce: string;
-  revokedAt: Date | null;
-  createdAt: Date;
 }
 
-/** Payment statuses that count toward a mandate (docs/architecture.md §13: as toward the policy). */
-const LIVE = `('pending', 'submitted', 'succeeded')`;
-const SELECT = `SELECT m.id, m.agent_id, m.organization_id, m.payees, m.max_amount_per_payment::text, m.total_amount::text,
-  (SELECT COALESCE(SUM(p.amount), 0)::text FROM payments p WHERE p.mandate_id = m.id AND p.status IN ${LIVE}) AS used_amount,
-  m.expires_at, m.description, m.format, m.credential, m.nonce, m.revoked_at, m.created_at FROM mandates m`;
-
-function toRow(r: Record<string, unknown>): MandateRow {
-  return {
-    id: r.id as string,
-    agentId: r.agent_id as string,
-    organizationId: r.organization_id as string,
-    payees: r.payees as string[],
-    maxAmountPerPayment: BigInt(r.max_amount_per_payment as string),
-    totalAmount: BigInt(r.total_amount as string),
-    usedAmount: BigInt(r.used_amount as string),
-    expiresAt: r.expires_at as Date,
-    description: r.description as string,
-    format: r.format as MandateRow['format'],
-    credential: r.credential as Record<string, unknown>,
-    nonce: r.nonce as string,
-    revokedAt: (r.revoked_at as Date | null) ?? null,
-    createdAt: r.created_at as Date,
-  };
-}
-
-/** Raw SQL over `mandates` (docs/architecture.md §14); runs in the caller's transaction when there is one. */
+/** Postgres I/O of mandates (docs/architecture.md, Conventions 4); every call runs in the caller's transaction. */
 @Injectable()
 export class MandatesRepository {
   constructor(private readonly txHost: TransactionHost) {}
@@ -53,55 +23,78 @@ export class MandatesRepository {
     return (this.txHost as TxHost).tx;
   }
 
-  /** @returns false when the agent already used `nonce` (UNIQUE(agent_id, nonce)). */
-  async insert(m: Omit<MandateRow, 'usedAmount' | 'revokedAt' | 'createdAt'>): Promise<boolean> {
+  async agent(id: string): Promise<MandateAgent | null> {
+    const rows: Array<Record<string, string>> = await this.em.query(`SELECT id, slug, owner_address, organization_id FROM agents WHERE id = $1`, [id]);
+    const r = rows[0];
+    return r ? { id: r.id, slug: r.slug, ownerAddress: r.owner_address, organizationId: r.organization_id } : null;
+  }
+
+  /** Inserts the mandate; false when its nonce was used before for this agent (UNIQUE(agent_id, nonce)). */
+  async insert(m: Mandate): Promise<boolean> {
     const rows: unknown[] = await this.em.query(
-      `INSERT INTO mandates (id, agent_id, organization_id, payees, max_amount_per_payment, total_amount, expires_at, description, format, credential, nonce)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (agent_id, nonce) DO NOTHING RETURNING id`,
-      [m.id, m.agentId, m.organizationId, m.payees, m.maxAmountPerPayment.toString(), m.totalAmount.toString(), m.expiresAt, m.description, m.format, JSON.stringify(m.credential), m.nonce],
+      `INSERT INTO mandates (id, agent_id, organization_id, payees, max_amount_per_payment, total_amount, expires_at, description, format, nonce, credential, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+       ON CONFLICT (agent_id, nonce) DO NOTHING RETURNING id`,
+      [m.id, m.agentId, m.organizationId, m.payees, m.maxAmountPerPayment.toString(), m.totalAmount.toString(), m.expiresAt, m.description, m.format, m.nonce, JSON.stringify(m.credential), m.createdAt],
     );
     return rows.length === 1;
   }
 
-  async find(agentId: string, id: string): Promise<MandateRow | null> {
-    const rows: Array<Record<string, unknown>> = await this.em.query(`${SELECT} WHERE m.agent_id = $1 AND m.id = $2`, [agentId, id]);
-    return rows.length ? toRow(rows[0]) : null;
+  findById(id: string): Promise<Mandate | null> {
+    return this.em.getRepository(Mandate).findOneBy({ id });
   }
 
-  /** Newest first, keyset on (created_at, id) (docs/architecture.md §6); `limit + 1` rows. */
-  async list(agentId: string, limit: number, startingAfter?: string): Promise<MandateRow[]> {
-    const rows: Array<Record<string, unknown>> = startingAfter
-      ? await this.em.query(
-          `${SELECT} WHERE m.agent_id = $1 AND (m.created_at, m.id) < (SELECT created_at, id FROM mandates WHERE id = $2 AND agent_id = $1)
-           ORDER BY m.created_at DESC, m.id DESC LIMIT $3`,
-          [agentId, startingAfter, limit + 1],
-        )
-      : await this.em.query(`${SELECT} WHERE m.agent_id = $1 ORDER BY m.created_at DESC, m.id DESC LIMIT $2`, [agentId, limit + 1]);
-    return rows.map(toRow);
+  /** The row under FOR UPDATE (revocation). */
+  lock(id: string): Promise<Mandate | null> {
+    return this.em.getRepository(Mandate).createQueryBuilder('m').where('m.id = :id', { id }).setLock('pessimistic_write').getOne();
+  }
+
+  async revoke(id: string, at: Date): Promise<void> {
+    await this.em.query(`UPDATE mandates SET revoked_at = $2, updated_at = $2 WHERE id = $1 AND revoked_at IS NULL`, [id, at]);
+  }
+
+  /** An agent's mandates newest first (keyset on created_at, id). */
+  list(agentId: string, limit: number, startingAfter?: string): Promise<Mandate[]> {
+    return keysetPage(() => this.em.getRepository(Mandate).createQueryBuilder('m'), 'm', { sql: 'm.agent_id = :agentId', params: { agentId } }, limit, startingAfter);
+  }
+
+  /** usedAmount per mandate: the sum of its pending, submitted and succeeded payments, in base units (docs/architecture.md §13). */
+  async usedAmounts(ids: string[]): Promise<Map<string, bigint>> {
+    const used = new Map<string, bigint>(ids.map((id) => [id, 0n]));
+    if (ids.length === 0) return used;
+    const rows: Array<{ mandate_id: string; used: string }> = await this.em.query(
+      `SELECT mandate_id, SUM(amount)::text AS used FROM payments WHERE mandate_id = ANY($1::uuid[]) AND status IN ${COUNTED} GROUP BY mandate_id`,
+      [ids],
+    );
+    for (const r of rows) used.set(r.mandate_id, BigInt(r.used));
+    return used;
   }
 
   /**
-   * The active mandate covering a payment, the one expiring first: not revoked, not expired at `now`,
-   * `payee` (handle or address, any case) in its payees, `amount` ≤ its per-payment maximum and
-   * used + amount ≤ its total. Call under the agent row lock, in the reservation's transaction, so
-   * the sum is exact (docs/architecture.md §13).
+   * The covering mandate expiring first (docs/architecture.md §14): active (not revoked, expires
+   * after `now`), `payees` holding the payee's handle or address (both lower-case), `amount` ≤
+   * max per payment and usage + `amount` ≤ total. Call under the agent row lock so usage cannot
+   * move between this read and the payment insert (docs/architecture.md §13).
    */
-  async covering(agentId: string, payees: string[], amount: bigint, now: Date): Promise<MandateRow | null> {
-    const rows: Array<Record<string, unknown>> = await this.em.query(
-      `SELECT * FROM (${SELECT} WHERE m.agent_id = $1 AND m.revoked_at IS NULL AND m.expires_at > $4 AND m.max_amount_per_payment >= $3
-         AND EXISTS (SELECT 1 FROM unnest(m.payees) AS pe WHERE lower(pe) = ANY ($2::text[]))) c
-       WHERE c.total_amount::numeric - c.used_amount::numeric >= $3
-       ORDER BY c.expires_at, c.id LIMIT 1`,
-      [agentId, payees.map((p) => p.toLowerCase()), amount.toString(), now],
+  async covering(agentId: string, handle: string, address: string, amount: bigint, now: Date): Promise<string | null> {
+    const rows: Array<{ id: string }> = await this.em.query(
+      `SELECT m.id FROM mandates m
+        WHERE m.agent_id = $1 AND m.revoked_at IS NULL AND m.expires_at > $2
+          AND ($3 = ANY(m.payees) OR $4 = ANY(m.payees))
+          AND m.max_amount_per_payment >= $5::numeric
+          AND m.total_amount >= $5::numeric + COALESCE((SELECT SUM(p.amount) FROM payments p WHERE p.mandate_id = m.id AND p.status IN ${COUNTED}), 0)
+        ORDER BY m.expires_at ASC, m.id ASC
+        LIMIT 1`,
+      [agentId, now, handle.toLowerCase(), address.toLowerCase(), amount.toString()],
     );
-    return rows.length ? toRow(rows[0]) : null;
+    return rows[0]?.id ?? null;
   }
 
-  /** Revokes a mandate (keeps the first time). @returns false when it does not exist. */
-  async revoke(agentId: string, id: string): Promise<boolean> {
+  /** Records an owner signature nonce in the agents' single-use table; false when used before. */
+  async useOwnerNonce(agentId: string, nonce: string, purpose: string): Promise<boolean> {
     const rows: unknown[] = await this.em.query(
-      `WITH u AS (UPDATE mandates SET revoked_at = coalesce(revoked_at, now()) WHERE agent_id = $1 AND id = $2 RETURNING id) SELECT id FROM u`,
-      [agentId, id],
+      `INSERT INTO agent_owner_nonces (agent_id, nonce, purpose) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING nonce`,
+      [agentId, nonce.toLowerCase(), purpose],
     );
     return rows.length === 1;
   }

@@ -1,131 +1,221 @@
 import { Injectable } from '@nestjs/common';
-import { formatAmount, parseAmount } from '@lib/money';
+import { getAddress, isHexString, verifyTypedData } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { AppConfig } from '../../config/app-config';
-import { AgentSpendGate } from '../agents/agent-spend.service';
-import type { CreateMandateDto, MandateDto } from './dto/mandate.dto';
-import { MandateCredentialError, MandateTerms, verifyEip712Mandate, verifySdJwtMandate } from './mandate-credential';
-import { MandateRow, MandatesRepository } from './mandates.repository';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { ownerDomain } from '../agents/owner-messages';
+import { MandateTerms, verifyMandateCredential } from './mandate-credentials';
+import { Mandate } from './mandate.entity';
+import { MandateAgent, MandatesRepository } from './mandates.repository';
+
+/** Mandate statuses, computed on read (docs/architecture.md §14). */
+export const MANDATE_STATUSES = ['active', 'exhausted', 'expired', 'revoked'] as const;
+export type MandateStatus = (typeof MANDATE_STATUSES)[number];
+
+/** RevokeMandate{mandateId, nonce, deadline}: the owner revokes a mandate (owner domain of docs/architecture.md §13). */
+export const REVOKE_MANDATE_TYPES = {
+  RevokeMandate: [
+    { name: 'mandateId', type: 'string' },
+    { name: 'nonce', type: 'bytes32' },
+    { name: 'deadline', type: 'uint256' },
+  ],
+};
+
+/** Longest validity of an owner's revocation signature, as the other owner messages (one hour). */
+const OWNER_MESSAGE_MAX_SECONDS = 3600;
+
+/** A mandate as the API renders it: amounts are USDC base units as decimal strings; usedAmount and status are computed. */
+export interface MandateView {
+  id: string;
+  payees: string[];
+  maxAmountPerPayment: string;
+  totalAmount: string;
+  usedAmount: string;
+  currency: 'USDC';
+  expiresAt: string;
+  description: string;
+  status: MandateStatus;
+  credential: Record<string, unknown>;
+  revokedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** POST /mandates body: the terms (base units as decimal strings) and the owner-signed credential. */
+export interface CreateMandateInput extends MandateTerms {
+  credential: unknown;
+}
+
+/** POST /mandates/{id}/revoke body: the owner's EIP-712 RevokeMandate signature. */
+export interface RevokeMandateInput {
+  nonce: string;
+  deadline: number;
+  signature: string;
+}
 
 /**
- * AP2 intent mandates (docs/architecture.md §14): an agent's owner signs the terms under which the agent,
- * in policy `mode: "mandate"`, may spend — payees, a per-payment maximum, a total and an expiry. A
- * mandate's used amount is never stored; {@link covering} computes it under the agent row lock in the
- * spend's own transaction (§13), so concurrent spends can never exceed `totalAmount`.
+ * AP2 intent mandates (docs/architecture.md §14): created from an owner-signed credential (EIP-712
+ * profile of v0.1 or v0.2 SD-JWT), listed with usage computed from payments, revoked by the owner or
+ * the operator, and {@link cover} finds the mandate a mandate-mode spend runs under.
  */
 @Injectable()
 export class MandatesService {
   constructor(
     private readonly repo: MandatesRepository,
-    private readonly agents: AgentSpendGate,
     private readonly config: AppConfig,
+    private readonly txHost: TransactionHost,
   ) {}
 
+  private get chainId(): number {
+    return this.config.env.CHAIN_ID;
+  }
+
   /**
-   * POST /mandates: verifies the owner's credential (EIP-712 v0.1 profile or SD-JWT v0.2) against the
-   * body's terms and stores the mandate. Amounts: USDC decimal text in the body, base units inside.
-   * @throws AppError 400 invalid_request with `details.reason` (expired, unsupported_format,
-   *   bad_signature, wrong_signer, terms_mismatch, wrong_chain, malformed, nonce_used) or a named field.
+   * POST /mandates: verifies the credential against the body's terms and the agent's owner (local
+   * crypto only), then stores it with its nonce (single use per agent).
+   * @throws AppError 400 invalid_request: field errors (details.fields), expired, nonce_used, and the
+   *   credential reasons of {@link verifyMandateCredential}; not_found when the agent is gone.
    */
-  async create(principal: Principal, body: CreateMandateDto): Promise<MandateDto> {
-    const agent = await this.agents.find(principal.agentId!);
-    if (!agent) throw AppError.notFound('agent');
-    const terms = this.terms(agent.slug, body);
-    if (terms.expiresAt.getTime() <= Date.now()) throw new AppError('invalid_request', 'expiresAt is in the past', { reason: 'expired', fields: [{ param: 'expiresAt', message: 'must be in the future' }] });
-    const format = body.credential.format;
-    let nonce: string;
-    try {
-      if (format === 'eip712') {
-        nonce = verifyEip712Mandate(body.credential, terms, { maxAmountPerPayment: body.maxAmountPerPayment, totalAmount: body.totalAmount }, agent.ownerAddress, this.config.env.CHAIN_ID);
-      } else if (format === 'sd-jwt') {
-        nonce = await verifySdJwtMandate(body.credential.token, terms, agent.ownerAddress, this.config.env.CHAIN_ID);
-      } else {
-        throw new MandateCredentialError('unsupported_format', 'credential.format must be "eip712" or "sd-jwt"');
-      }
-    } catch (err) {
-      if (err instanceof MandateCredentialError) throw new AppError('invalid_request', err.message, { reason: err.reason });
-      throw err;
-    }
-    const id = uuidv7();
-    const inserted = await this.repo.insert({
-      id,
+  async create(principal: Principal, input: CreateMandateInput): Promise<MandateView> {
+    const agent = await this.requireAgent(principal.agentId!);
+    const terms = this.terms(input);
+    const now = new Date();
+    if (Date.parse(terms.expiresAt) <= now.getTime()) throw new AppError('invalid_request', 'The mandate has expired', { reason: 'expired' });
+    const verified = await verifyMandateCredential(input.credential, terms, { chainId: this.chainId, agentSlug: agent.slug, ownerAddress: agent.ownerAddress, now });
+    const credential = verified.format === 'sd-jwt' ? { format: 'sd-jwt', token: (input.credential as { token: string }).token } : (input.credential as Record<string, unknown>);
+    const mandate = Object.assign(new Mandate(), {
+      id: uuidv7(),
       agentId: agent.id,
       organizationId: agent.organizationId,
-      payees: terms.payees,
-      maxAmountPerPayment: terms.maxAmountPerPayment,
-      totalAmount: terms.totalAmount,
-      expiresAt: terms.expiresAt,
+      payees: terms.payees.map((p) => p.toLowerCase()),
+      maxAmountPerPayment: BigInt(terms.maxAmountPerPayment),
+      totalAmount: BigInt(terms.totalAmount),
+      expiresAt: new Date(terms.expiresAt),
       description: terms.description,
-      format,
-      credential: body.credential,
-      nonce,
+      format: verified.format,
+      nonce: verified.nonce,
+      credential,
+      revokedAt: null,
+      createdAt: now,
+      updatedAt: now,
     });
-    if (!inserted) throw new AppError('invalid_request', 'This credential nonce was already used for this agent', { reason: 'nonce_used' });
-    return this.toDto((await this.repo.find(agent.id, id))!);
+    if (!(await this.repo.insert(mandate))) throw new AppError('invalid_request', 'This mandate nonce was already used for this agent', { reason: 'nonce_used' });
+    return this.render(mandate, 0n, now);
   }
 
-  /** GET /mandates: the agent's mandates, newest first. */
-  async list(principal: Principal, q: { limit?: number; startingAfter?: string }): Promise<ListPage<MandateDto>> {
+  /** GET /mandates: the agent's mandates, newest first (docs/architecture.md §6). @throws AppError 400 unknown cursor. */
+  async list(principal: Principal, q: { limit?: number; startingAfter?: string }): Promise<ListPage<MandateView>> {
     const limit = q.limit ?? 10;
-    return toPage(await this.repo.list(principal.agentId!, limit, q.startingAfter), limit, (m) => this.toDto(m));
+    const rows = await this.repo.list(principal.agentId!, limit, q.startingAfter);
+    const used = await this.repo.usedAmounts(rows.map((r) => r.id));
+    const now = new Date();
+    return toPage(rows, limit, (m) => this.render(m, used.get(m.id) ?? 0n, now));
   }
 
-  /** GET /mandates/{id}. @throws AppError not_found. */
-  async get(principal: Principal, id: string): Promise<MandateDto> {
-    const m = await this.repo.find(principal.agentId!, id);
+  /** GET /mandates/{id} for the agent that holds it. @throws AppError not_found. */
+  async get(principal: Principal, id: string): Promise<MandateView> {
+    const m = await this.repo.findById(id);
+    if (!m || m.agentId !== principal.agentId) throw AppError.notFound('mandate');
+    return this.view(m);
+  }
+
+  /**
+   * POST /mandates/{id}/revoke: the owner's EIP-712 RevokeMandate{mandateId, nonce, deadline} in the
+   * owner domain ("Payments Control Plane Agents", version 1, chainId), single-use nonce, deadline at
+   * most an hour ahead. Spends after the commit no longer find the mandate.
+   * @throws AppError not_found; 400 invalid_request (bad_signature, expired, nonce_used); 409 when already revoked.
+   */
+  async revokeBySig(id: string, body: RevokeMandateInput): Promise<MandateView> {
+    const m = await this.repo.findById(id);
     if (!m) throw AppError.notFound('mandate');
-    return this.toDto(m);
-  }
-
-  /**
-   * Revokes a mandate (operator CLI `mandate:revoke`); payments already made under it stand.
-   * @throws AppError not_found.
-   */
-  async revoke(agentId: string, id: string): Promise<MandateDto> {
-    if (!(await this.repo.revoke(agentId, id))) throw AppError.notFound('mandate');
-    return this.toDto((await this.repo.find(agentId, id))!);
-  }
-
-  /**
-   * The active mandate covering `amount` (base units) to the payee (its handle and its address), the one
-   * expiring first, or null. Call in the reservation's transaction under the agent row lock (§13).
-   */
-  covering(agentId: string, payee: { handle: string; address: string }, amount: bigint, now: Date): Promise<MandateRow | null> {
-    return this.repo.covering(agentId, [payee.handle, payee.address], amount, now);
-  }
-
-  private terms(agentSlug: string, body: CreateMandateDto): MandateTerms {
-    const amount = (field: 'maxAmountPerPayment' | 'totalAmount') => {
-      try {
-        return parseAmount(body[field], this.config.maxAmountUnits);
-      } catch (err) {
-        throw AppError.invalidParam(field, (err as Error).message);
+    const agent = await this.requireAgent(m.agentId);
+    if (!isHexString(body.nonce, 32)) throw AppError.invalidParam('nonce', 'must be 32 bytes of 0x hex');
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    if (!Number.isSafeInteger(body.deadline) || body.deadline < nowSeconds) throw new AppError('invalid_request', 'The signature has expired', { reason: 'expired' });
+    if (body.deadline > nowSeconds + OWNER_MESSAGE_MAX_SECONDS) throw AppError.invalidParam('deadline', 'must be at most one hour ahead');
+    let recovered: string;
+    try {
+      recovered = verifyTypedData(ownerDomain(this.chainId), REVOKE_MANDATE_TYPES, { mandateId: id, nonce: body.nonce, deadline: BigInt(body.deadline) }, body.signature);
+    } catch {
+      throw new AppError('invalid_request', 'The signature is malformed', { reason: 'bad_signature' });
+    }
+    if (getAddress(recovered) !== getAddress(agent.ownerAddress)) throw new AppError('invalid_request', "The signature is not the owner's", { reason: 'bad_signature' });
+    return this.revoke(id, async () => {
+      if (!(await this.repo.useOwnerNonce(agent.id, body.nonce, 'revoke_mandate'))) {
+        throw new AppError('invalid_request', 'This signature was already used', { reason: 'nonce_used' });
       }
-    };
-    const maxAmountPerPayment = amount('maxAmountPerPayment');
-    const totalAmount = amount('totalAmount');
-    if (maxAmountPerPayment > totalAmount) throw AppError.invalidParam('maxAmountPerPayment', 'must not exceed totalAmount');
-    const expiresAt = new Date(body.expiresAt);
-    if (Number.isNaN(expiresAt.getTime())) throw AppError.invalidParam('expiresAt', 'must be an RFC 3339 date-time');
-    return { agentSlug, payees: body.payees, maxAmountPerPayment, totalAmount, expiresAtText: body.expiresAt, expiresAt, description: body.description };
+    });
   }
 
-  private toDto(m: MandateRow): MandateDto {
-    const status = m.revokedAt ? 'revoked' : m.expiresAt.getTime() <= Date.now() ? 'expired' : m.usedAmount >= m.totalAmount ? 'exhausted' : 'active';
+  /** Operator revocation (CLI `mandate:revoke <id>`). @throws AppError not_found; 409 when already revoked. */
+  revokeByOperator(id: string): Promise<MandateView> {
+    return this.revoke(id, async () => {});
+  }
+
+  /**
+   * The mandate a mandate-mode spend of `amount` base units to `payee` runs under: the covering
+   * active mandate expiring first, or null (→ mandate_required). Must run inside the spend's
+   * transaction under the agent row lock (docs/architecture.md §13, §14).
+   */
+  cover(agentId: string, payee: { handle: string; address: string }, amount: bigint, now: Date): Promise<string | null> {
+    return this.repo.covering(agentId, payee.handle, payee.address, amount, now);
+  }
+
+  private async revoke(id: string, check: () => Promise<void>): Promise<MandateView> {
+    const m = await (this.txHost as TxHost).withTransaction(async () => {
+      const locked = await this.repo.lock(id);
+      if (!locked) throw AppError.notFound('mandate');
+      if (locked.revokedAt) {
+        throw new AppError('invalid_request', 'This mandate is already revoked', { status: 'revoked', allowed: ['active', 'exhausted', 'expired'] }, 409);
+      }
+      await check();
+      const at = new Date();
+      await this.repo.revoke(id, at);
+      return Object.assign(locked, { revokedAt: at, updatedAt: at });
+    });
+    return this.view(m);
+  }
+
+  private async view(m: Mandate): Promise<MandateView> {
+    const used = await this.repo.usedAmounts([m.id]);
+    return this.render(m, used.get(m.id) ?? 0n, new Date());
+  }
+
+  private async requireAgent(id: string): Promise<MandateAgent> {
+    const agent = await this.repo.agent(id);
+    if (!agent) throw AppError.notFound('agent');
+    return agent;
+  }
+
+  /** Validates the body's terms beyond the DTO: amounts positive base-unit integers, max ≤ total, expiresAt ISO-8601. */
+  private terms(input: CreateMandateInput): MandateTerms {
+    const units = /^[1-9]\d{0,29}$/;
+    if (!units.test(input.maxAmountPerPayment)) throw AppError.invalidParam('maxAmountPerPayment', 'must be a positive integer of USDC base units as a string');
+    if (!units.test(input.totalAmount)) throw AppError.invalidParam('totalAmount', 'must be a positive integer of USDC base units as a string');
+    if (BigInt(input.maxAmountPerPayment) > BigInt(input.totalAmount)) throw AppError.invalidParam('maxAmountPerPayment', 'must not exceed totalAmount');
+    if (Number.isNaN(Date.parse(input.expiresAt))) throw AppError.invalidParam('expiresAt', 'must be an ISO-8601 time');
+    return { payees: input.payees, maxAmountPerPayment: input.maxAmountPerPayment, totalAmount: input.totalAmount, expiresAt: input.expiresAt, description: input.description };
+  }
+
+  private render(m: Mandate, used: bigint, now: Date): MandateView {
+    const status: MandateStatus = m.revokedAt ? 'revoked' : m.expiresAt.getTime() <= now.getTime() ? 'expired' : used >= m.totalAmount ? 'exhausted' : 'active';
     return {
       id: m.id,
       payees: m.payees,
-      maxAmountPerPayment: formatAmount(m.maxAmountPerPayment),
-      totalAmount: formatAmount(m.totalAmount),
-      usedAmount: formatAmount(m.usedAmount),
+      maxAmountPerPayment: m.maxAmountPerPayment.toString(),
+      totalAmount: m.totalAmount.toString(),
+      usedAmount: used.toString(),
+      currency: 'USDC',
       expiresAt: m.expiresAt.toISOString(),
       description: m.description,
       status,
       credential: m.credential,
+      revokedAt: m.revokedAt ? m.revokedAt.toISOString() : null,
       createdAt: m.createdAt.toISOString(),
+      updatedAt: m.updatedAt.toISOString(),
     };
   }
 }

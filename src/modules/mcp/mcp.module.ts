@@ -1,5 +1,5 @@
-import { MandatesModule } from '../mandates/mandates.module';
 import { Module } from '@nestjs/common';
+import { MandatesModule } from '../mandates/mandates.module';
 import { IdempotencyModule } from '../../common/idempotency/idempotency.module';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';

@@ -16,11 +16,11 @@ import { evaluatePolicy, policyWindows } from '../agents/agent-policy';
 import type { AgentRow, PayeeTarget } from '../agents/agent.types';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
+import { MandatesService } from '../mandates/mandates.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
 import { PaymentDto } from './dto/payment.dto';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
-import { MandatesService } from '../mandates/mandates.service';
 import { PaymentsRepository } from './payments.repository';
 
 /** Seconds an agent payment's EIP-3009 authorization stays valid (validBefore = chain now + this; docs/architecture.md §13). */
@@ -92,7 +92,9 @@ export interface PaymentModeHandler {
  * reservation run in one short transaction under the agent row lock, which inserts the payment
  * `pending` with UNIQUE(agent_id, idempotency_key); signing and relaying follow outside any
  * transaction, each recovery point committed, so a retry with the same key or the worker's sweep
- * resumes the same payment with the same authorization. Amounts are bigint base units.
+ * resumes the same payment with the same authorization. Amounts are bigint base units. In policy mode
+ * `mandate` the same transaction picks the covering AP2 mandate (docs/architecture.md §14) and stores
+ * its id on the payment, so every spend path (instant, escrow, x402, A2A) is covered.
  */
 @Injectable()
 export class PaymentsService {
@@ -186,15 +188,14 @@ export class PaymentsService {
         this.checkAgent(locked);
         await this.organizationGate(locked.organizationId);
         const now = new Date();
-        // Mandate mode (docs/architecture.md §13, §14): an active mandate must cover payee and amount; its
-        // used amount is summed here, under the agent row lock, so concurrent spends cannot exceed it.
+        // Mandate mode (docs/architecture.md §14): the covering active mandate expiring first, its usage
+        // summed under this same agent row lock (§13), so concurrent spends never exceed totalAmount.
         let mandateId: string | null = null;
         if (locked.policy?.mode === 'mandate') {
-          const mandate = await this.mandates.covering(agentId, { handle: payee.handle, address: payee.address! }, amount, now);
-          if (!mandate) {
+          mandateId = await this.mandates.cover(agentId, { handle: payee.handle, address: payee.address! }, amount, now);
+          if (!mandateId) {
             throw new AppError('mandate_required', 'This agent pays only under an active mandate covering the payee and amount', { mode: 'mandate', to: payee.handle, requested: formatAmount(amount) });
           }
-          mandateId = mandate.id;
         }
         const { dayStart, monthStart } = policyWindows(now);
         const usage = await this.agents.usage(agentId, dayStart, monthStart);

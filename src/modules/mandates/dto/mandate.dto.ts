@@ -1,57 +1,89 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsISO8601, IsObject, IsString, MaxLength, MinLength } from 'class-validator';
-import { ListEnvelopeDto, ListQueryDto } from '../../../common/http/list.dto';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsInt, IsISO8601, IsObject, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ListEnvelopeDto } from '../../../common/http/list.dto';
+import { MANDATE_STATUSES } from '../mandates.service';
 
+const BASE_UNITS = /^[1-9]\d{0,29}$/;
 
-/** POST /api/v1/mandates (docs/architecture.md §14). Amounts are USDC decimal text, as POST /payments. */
+/**
+ * POST /mandates body (docs/architecture.md §14): the terms, amounts as USDC base units in decimal
+ * strings, and the owner-signed credential that states exactly these terms.
+ */
 export class CreateMandateDto {
-  @ApiProperty({ type: [String], description: 'Payees covered: organisation handles, agent slugs or addresses', example: ['acme'] })
+  @ApiProperty({ type: [String], description: 'Payees covered: organisation handles, agent slugs or addresses (case-insensitive)', example: ['acme'] })
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(100)
   @IsString({ each: true })
   @MinLength(1, { each: true })
-  @MaxLength(64, { each: true })
+  @MaxLength(128, { each: true })
   payees: string[];
 
-  @ApiProperty({ description: 'USDC decimal text: the most one payment may be', example: '25.00' })
+  @ApiProperty({ description: 'Largest single payment, USDC base units (6 decimals) as a decimal string', example: '20000000' })
   @IsString()
+  @Matches(BASE_UNITS, { message: 'maxAmountPerPayment must be a positive integer of USDC base units as a string' })
   maxAmountPerPayment: string;
 
-  @ApiProperty({ description: 'USDC decimal text: the most all payments under the mandate may add up to', example: '100.00' })
+  @ApiProperty({ description: 'Budget over the mandate’s life, USDC base units as a decimal string', example: '100000000' })
   @IsString()
+  @Matches(BASE_UNITS, { message: 'totalAmount must be a positive integer of USDC base units as a string' })
   totalAmount: string;
 
-  @ApiProperty({ format: 'date-time', description: 'RFC 3339; must be in the future' })
-  @IsISO8601({ strict: true }, { message: 'expiresAt must be an RFC 3339 date-time' })
+  @ApiProperty({ format: 'date-time', description: 'ISO-8601; must be in the future and equal the signed value', example: '2026-12-31T00:00:00.000Z' })
+  @IsString()
+  @IsISO8601({ strict: true }, { message: 'expiresAt must be an ISO-8601 time' })
   expiresAt: string;
 
-  @ApiProperty({ example: 'Office supplies for November' })
+  @ApiProperty({ description: 'The intent in the owner’s words (signed)', example: 'API credits from acme' })
   @IsString()
-  @MaxLength(500)
+  @MaxLength(1000)
   description: string;
 
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The owner-signed credential (eip712 or sd-jwt), see docs/api.md "Mandates"' })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description:
+      'Either {format: "eip712", domain: {name: "AP2 Intent Mandate", version: "0.1", chainId}, types: {IntentMandate: [agent string, payees string[], maxAmountPerPayment string, totalAmount string, currency string, expiresAt string, description string, nonce bytes32]}, primaryType: "IntentMandate", message, signature, signer, intentMandate} ' +
+      'or {format: "sd-jwt", token}: an AP2 v0.2 open payment mandate (vct mandate.payment.open.1) signed ES256K by the owner (iss did:pkh:eip155:<chainId>:<owner>, header jwk), claims sub = agent slug, jti = nonce, exp, description, constraints payment.allowed_payees / payment.amount_range / payment.budget in USDC base units.',
+  })
   @IsObject()
   credential: Record<string, unknown>;
 }
 
-/** An intent mandate; `usedAmount` is the sum of its pending, submitted and succeeded payments. */
+/** POST /mandates/{id}/revoke: RevokeMandate{mandateId, nonce, deadline} signed by the owner. */
+export class RevokeMandateDto {
+  @ApiProperty({ description: '32 random bytes, 0x hex, used once' })
+  @IsString()
+  @Matches(/^0x[0-9a-fA-F]{64}$/, { message: 'nonce must be 32 bytes of 0x hex' })
+  nonce: string;
+
+  @ApiProperty({ description: 'Unix seconds, at most one hour ahead' })
+  @IsInt()
+  deadline: number;
+
+  @ApiProperty({ description: "The owner wallet's EIP-712 signature (0x hex)" })
+  @IsString()
+  @Matches(/^0x[0-9a-fA-F]+$/, { message: 'signature must be 0x hex' })
+  signature: string;
+}
+
+/** A mandate as the API renders it (docs/architecture.md §14). */
 export class MandateDto {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ type: [String] }) payees: string[];
-  @ApiProperty({ example: '25.00' }) maxAmountPerPayment: string;
-  @ApiProperty({ example: '100.00' }) totalAmount: string;
-  @ApiProperty({ example: '40.00' }) usedAmount: string;
+  @ApiProperty({ type: [String], description: 'Lower-cased' }) payees: string[];
+  @ApiProperty({ example: '20000000', description: 'USDC base units' }) maxAmountPerPayment: string;
+  @ApiProperty({ example: '100000000', description: 'USDC base units' }) totalAmount: string;
+  @ApiProperty({ example: '0', description: 'Sum of the mandate’s pending, submitted and succeeded payments, USDC base units' }) usedAmount: string;
+  @ApiProperty({ enum: ['USDC'] }) currency: string;
   @ApiProperty({ format: 'date-time' }) expiresAt: string;
   @ApiProperty() description: string;
-  @ApiProperty({ enum: ['active', 'exhausted', 'expired', 'revoked'] }) status: string;
-  @ApiProperty({ type: 'object', additionalProperties: true }) credential: Record<string, unknown>;
+  @ApiProperty({ enum: MANDATE_STATUSES }) status: string;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The verified credential as submitted' }) credential: Record<string, unknown>;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) revokedAt: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }
 
 export class MandateListDto extends ListEnvelopeDto {
   @ApiProperty({ type: [MandateDto] }) data: MandateDto[];
 }
-
-export class MandateListQueryDto extends ListQueryDto {}

@@ -7,7 +7,7 @@ import { EscrowAcceptTool, EscrowCancelTool, EscrowDeclineTool, EscrowDisputeToo
 import { EscrowGetTool, EscrowListTool } from './escrow-read.tool';
 import { InvoiceCreateTool, InvoiceGetTool, InvoiceListTool, InvoiceSendTool } from './invoice.tool';
 import { AgentGetTool, CreateEscrowTool, GetBalanceTool, PayTool } from './agent.tool';
-import { ListMandatesTool } from './mandate.tool';
+import { ListMandatesTool } from './mandates.tool';
 import { MeTool } from './me.tool';
 import { OfferingCreateTool, OfferingGetTool, OfferingListTool, OfferingUpdateTool } from './offering.tool';
 import { PaymentStatusTool } from './payment-status.tool';
@@ -24,7 +24,6 @@ export const MCP_TOOLS = Symbol('MCP_TOOLS');
 /** Every svc_* tool class; a new tool is one file plus one entry here. */
 export const TOOL_CLASSES = [
   MeTool,
-  ListMandatesTool,
   CheckoutCreateTool,
   CreateCheckoutTool,
   CheckoutGetTool,
@@ -58,6 +57,7 @@ export const TOOL_CLASSES = [
   GetBalanceTool,
   PayTool,
   CreateEscrowTool,
+  ListMandatesTool,
 ];
 
 /** Providers: each tool, and MCP_TOOLS = all of them. */
