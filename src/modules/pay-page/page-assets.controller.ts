@@ -7,12 +7,13 @@ import { pageBundle } from './page-shell';
 /**
  * The hosted pages' one script, `/assets/pay.js?v=<content hash>` (docs/architecture.md §16),
  * bundled by esbuild at build time (scripts/build-pages.mjs). Pages reference it by its content
- * hash, so it is cached for a year as immutable; 404 when the build has not produced it.
+ * hash, so it is cached for a year as immutable; 404 when the build has not produced it. Also
+ * `/favicon.ico` (204), so a page load logs no failed request.
  */
 @ApiExcludeController()
-@Controller('assets')
+@Controller()
 export class PageAssetsController {
-  @Get('pay.js')
+  @Get('assets/pay.js')
   @Public()
   script(@Res() res: Response): void {
     const bundle = pageBundle();
@@ -24,5 +25,12 @@ export class PageAssetsController {
       .set({ 'Cache-Control': 'public, max-age=31536000, immutable', 'X-Content-Type-Options': 'nosniff', ETag: `"${bundle.hash}"` })
       .type('application/javascript; charset=utf-8')
       .send(bundle.body);
+  }
+
+  /** Browsers ask every page's origin for an icon; the pages have none (204, cached a day, no 404 in the console). */
+  @Get('favicon.ico')
+  @Public()
+  favicon(@Res() res: Response): void {
+    res.set('Cache-Control', 'public, max-age=86400').status(204).end();
   }
 }

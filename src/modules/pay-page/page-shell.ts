@@ -59,7 +59,7 @@ button.primary,.button.primary{background:#1b5fd1;border-color:#1b5fd1;color:#ff
 button[disabled]{opacity:.55;cursor:not-allowed}
 :focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
 form{display:inline-block}
-.panel{border:1px solid #d0d7de;border-radius:.5rem;padding:1rem;margin:1rem 0}
+.panel{border:1px solid #d0d7de;border-radius:.5rem;padding:1rem;margin:1rem 0}.panel h2{margin-top:0}
 .message{min-height:1.5rem;margin:.75rem 0}.message[data-tone=bad]{color:#a40e26;font-weight:600}.message[data-tone=ok]{color:#116329;font-weight:600}
 .muted{color:#57606a;font-size:.85rem}code{word-break:break-all}
 details{margin:1rem 0}summary{cursor:pointer}
