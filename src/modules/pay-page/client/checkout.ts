@@ -233,7 +233,10 @@ export function startCheckoutPage(root: HTMLElement): void {
       say(err instanceof ApiError && err.status === 404 ? 'This checkout does not exist.' : 'Could not load this checkout. Check your connection and reload.', 'bad');
       return;
     }
-    setInterval(renderStatus, 1000);
+    setInterval(() => {
+      renderStatus();
+      if (expired()) renderActions(); // the deadline passed while the page was open: nothing to pay any more
+    }, 1000);
     // Keep up with the seller's steps (accept, delivery) and the chain while the page is open.
     setInterval(() => {
       if (!working && state && !CLOSED.has(state.status) && !expired() && document.visibilityState === 'visible') void refresh().catch(() => undefined);
