@@ -152,12 +152,14 @@ describeBrowser('hosted pages in a browser (pay, actions, refusals, invoice, ver
     expect(wp.errors).toEqual([]);
   });
 
-  it('cancels from the page while only funded: the buyer is refunded', async () => {
+  it('switches a wallet on another chain when it agrees, pays, then cancels while only funded: the buyer is refunded', async () => {
     const buyer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const checkout = await createCheckout(t, merchant, { amount: '3', description: 'Tea towel' });
-    const wp = await walletPage(buyer);
+    const wp = await walletPage(buyer, { chainId: 8453 });
     await gotoCheckout(wp, checkout.id);
     await connect(wp);
+    expect(wp.calls.find(([m]) => m === 'wallet_switchEthereumChain')?.[1]).toEqual([{ chainId: '0x7a69' }]);
+    expect(wp.behaviour.chainId).toBe(31337);
     await wp.page.getByRole('button', { name: 'Pay 3.00 USDC' }).click();
     await seeText(wp.page, 'Paid into escrow');
     expect(await chain.usdcBalance(buyer.address)).toBe(7n * USDC);
