@@ -257,6 +257,7 @@ describeBrowser('hosted pages in a browser (pay, actions, refusals, invoice, ver
     expect(res?.headers()['content-security-policy']).toContain("script-src 'self'");
     await seeText(wp.page, 'Awaiting payment');
     await seeText(wp.page, '549.99 USDC');
+    expect(await horizontalOverflow(wp.page)).toBeLessThanOrEqual(0);
     await screenshot(wp.page, 'invoice');
     await wp.page.getByRole('link', { name: 'Pay 549.99 USDC' }).click();
     await wp.page.locator('main[data-page="checkout"][data-ready="true"]').waitFor({ timeout: 30_000 });
@@ -274,6 +275,7 @@ describeBrowser('hosted pages in a browser (pay, actions, refusals, invoice, ver
     const wp = await walletPage(w);
     await wp.page.goto(`${base}/verify/${token}`);
     await seeText(wp.page, 'Identity check for Test Org');
+    expect(await horizontalOverflow(wp.page)).toBeLessThanOrEqual(0);
     await screenshot(wp.page, 'verify');
     await wp.page.getByRole('button', { name: 'Complete verification' }).click();
     await seeText(wp.page, 'Identity verified. You can close this page.');
@@ -295,6 +297,7 @@ describeBrowser('hosted pages in a browser (pay, actions, refusals, invoice, ver
     await wp.page.locator('main[data-ready="true"]').waitFor({ state: 'attached' });
     await seeText(wp.page, 'Session signer enabled');
     await connect(wp);
+    expect(await horizontalOverflow(wp.page)).toBeLessThanOrEqual(0);
     await screenshot(wp.page, 'agent-signer');
     await wp.page.getByRole('button', { name: 'Disable the session signer' }).click();
     await seeText(wp.page, /^Session signer disabled\./);

@@ -53,7 +53,7 @@ h1{font-size:1.4rem;margin:.2rem 0}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
 .merchant{color:#57606a;margin:0}.amount{font-size:2rem;font-weight:600;margin:.3rem 0}
 .status{display:inline-block;padding:.2rem .7rem;border-radius:1rem;background:#eef2f7}
 .status[data-tone=ok]{background:#dafbe1;color:#116329}.status[data-tone=warn]{background:#fff8c5;color:#7d4e00}.status[data-tone=bad]{background:#ffebe9;color:#a40e26}
-table{border-collapse:collapse;width:100%;font-size:.85rem}th,td{text-align:left;padding:.3rem .6rem .3rem 0;vertical-align:top}td{word-break:break-all}.n{text-align:right}
+table{border-collapse:collapse;width:100%;font-size:.85rem}caption{text-align:left}th,td{text-align:left;padding:.3rem .6rem .3rem 0;vertical-align:top}td{overflow-wrap:anywhere}.n{text-align:right}
 button,.button{font:inherit;display:inline-block;min-height:2.75rem;padding:.55rem 1.1rem;margin:.25rem .5rem .25rem 0;border-radius:.4rem;border:1px solid #9aa5b1;background:#fff;color:#1b1f24;cursor:pointer;text-decoration:none}
 button.primary,.button.primary{background:#1b5fd1;border-color:#1b5fd1;color:#fff}button.danger{color:#a40e26;border-color:#a40e26}
 button[disabled]{opacity:.55;cursor:not-allowed}
