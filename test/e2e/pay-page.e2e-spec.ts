@@ -49,6 +49,36 @@ describe('hosted pay page (GET /checkout/{id})', () => {
     expect(res.text).toContain('href="https://shop.example.com/thanks?o=1&amp;x=2"');
   });
 
+  it('says an expired or cancelled session is closed, with no funding terms and no refresh', async () => {
+    for (const [status, words] of [
+      ['expired', 'This checkout has expired. Nothing can be paid here'],
+      ['cancelled', 'This checkout was cancelled and the payment returned. Nothing can be paid here.'],
+    ] as const) {
+      const s = await create({});
+      await t.dataSource.query(`UPDATE checkout_sessions SET status = $2 WHERE id = $1`, [s.id, status]);
+      const res = await t.http.get(`/checkout/${s.id}`).expect(200);
+      expect(res.text).toContain(`data-status="${status}"`);
+      expect(res.text).toContain(words);
+      expect(res.text).not.toContain('into escrow</h2>');
+      expect(res.text).not.toContain('http-equiv="refresh"');
+    }
+  });
+
+  it('loads only the bundled script, by content hash, under a CSP without inline script', async () => {
+    const s = await create({});
+    const res = await t.http.get(`/checkout/${s.id}`).expect(200);
+    const csp = res.headers['content-security-policy'] as string;
+    expect(/script-src ([^;]*)/.exec(csp)?.[1]).toBe("'self'");
+    expect(/connect-src ([^;]*)/.exec(csp)?.[1]).toBe("'self'");
+    expect(res.text.match(/<script[^>]*>/g)).toEqual([expect.stringMatching(/^<script defer src="\/assets\/pay\.js\?v=[0-9a-f]{16}">$/)]);
+    expect(res.text).toContain(`data-checkout-id="${s.id}"`);
+  });
+
+  it('serves the agent owner page and answers 404 for an unknown agent', async () => {
+    await t.http.get('/agents/00000000-0000-7000-8000-000000000000/signer').expect(404);
+    await t.http.get('/agents/nope/signer').expect(404);
+  });
+
   it('answers 404 for an unknown or malformed id', async () => {
     await t.http.get('/checkout/00000000-0000-7000-8000-000000000000').expect(404);
     await t.http.get('/checkout/not-an-id').expect(404);

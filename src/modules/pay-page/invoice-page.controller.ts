@@ -5,6 +5,7 @@ import { Public } from '../../common/auth/auth.decorators';
 import { AppError } from '../../common/errors/app-error';
 import { InvoicesService } from '../invoices/invoices.service';
 import { OrgsService } from '../orgs/orgs.service';
+import { PAGE_CSP, renderNotFound } from './page-shell';
 import { renderInvoicePage } from './invoice-page.render';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -20,7 +21,7 @@ export class InvoicePageController {
 
   @Get(':id')
   @Public()
-  @Header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'")
+  @Header('Content-Security-Policy', PAGE_CSP)
   @Header('Cache-Control', 'no-store')
   async page(@Param('id') id: string, @Res() res: Response): Promise<void> {
     try {
@@ -30,7 +31,7 @@ export class InvoicePageController {
       res.type('html').send(renderInvoicePage({ merchant: org?.name ?? 'Merchant', view }));
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'not_found') throw err;
-      res.status(404).type('html').send('<!doctype html><title>Not found</title><p>No such invoice.</p>');
+      res.status(404).type('html').send(renderNotFound('invoice'));
     }
   }
 }

@@ -7,11 +7,12 @@ import { CheckoutMapper } from '../checkout/checkout.mapper';
 import { CheckoutService } from '../checkout/checkout.service';
 import { EscrowService } from '../escrow/escrow.service';
 import { OrgsService } from '../orgs/orgs.service';
+import { PAGE_CSP, renderNotFound } from './page-shell';
 import { renderPayPage } from './pay-page.render';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The hosted pay page at `{checkout_host}/checkout/{id}` (docs/architecture.md §1 checkout host). Public: the id is the capability. */
+/** The hosted pay page at `{checkout_host}/checkout/{id}` (docs/architecture.md §1 checkout host, §16). Public: the id is the capability. */
 @ApiExcludeController()
 @Controller('checkout')
 export class PayPageController {
@@ -25,12 +26,12 @@ export class PayPageController {
 
   @Get(':id')
   @Public()
-  @Header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'")
+  @Header('Content-Security-Policy', PAGE_CSP)
   @Header('Cache-Control', 'no-store')
   async page(@Param('id') id: string, @Res() res: Response): Promise<void> {
     const session = UUID.test(id) ? await this.checkout.findById(id) : null;
     if (!session) {
-      res.status(404).type('html').send('<!doctype html><title>Not found</title><p>No such checkout.</p>');
+      res.status(404).type('html').send(renderNotFound('checkout'));
       return;
     }
     const dto = this.mapper.toDto(session);

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AgentsModule } from '../agents/agents.module';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';
 import { OrgsModule } from '../orgs/orgs.module';
@@ -7,10 +8,15 @@ import { PayPageController } from './pay-page.controller';
 import { VerifyPageController } from './verify-page.controller';
 import { InvoicesModule } from '../invoices/invoices.module';
 import { InvoicePageController } from './invoice-page.controller';
+import { AgentSignerPageController } from './agent-signer-page.controller';
+import { PageAssetsController } from './page-assets.controller';
 
-/** The hosted pages on the checkout host (api only, docs/architecture.md §1, §16): the pay page, the invoice page and the sandbox identity page. */
+/**
+ * The hosted pages on the checkout host (api only, docs/architecture.md §1, §16): the pay page, the
+ * invoice page, the sandbox identity page, the agent owner's signer page, and their one bundled script.
+ */
 @Module({
-  imports: [CheckoutModule, EscrowModule, OrgsModule, VerificationModule, InvoicesModule],
-  controllers: [PayPageController, VerifyPageController, InvoicePageController],
+  imports: [CheckoutModule, EscrowModule, OrgsModule, VerificationModule, InvoicesModule, AgentsModule],
+  controllers: [PayPageController, VerifyPageController, InvoicePageController, AgentSignerPageController, PageAssetsController],
 })
 export class PayPageHttpModule {}

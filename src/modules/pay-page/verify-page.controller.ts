@@ -4,11 +4,11 @@ import type { Response } from 'express';
 import { Public } from '../../common/auth/auth.decorators';
 import { SANDBOX_OUTCOMES, SandboxOutcome } from '../verification/sandbox-identity.provider';
 import { VerificationService } from '../verification/verification.service';
+import { PAGE_CSP as CSP, renderNotFound, renderShell } from './page-shell';
 import { renderVerifyPage } from './verify-page.render';
 
 const TOKEN = /^vsb_[A-Za-z0-9]{16,64}$/;
-const CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
-const NOT_FOUND = '<!doctype html><title>Not found</title><p>No such verification session.</p>';
+const NOT_FOUND = renderNotFound('verification session');
 
 /**
  * The sandbox identity provider's page on the checkout host (docs/architecture.md §16,
@@ -41,7 +41,7 @@ export class VerifyPageController {
   async answer(@Param('token') token: string, @Body() body: Record<string, unknown>, @Res() res: Response): Promise<void> {
     const outcome = body?.outcome;
     if (typeof outcome !== 'string' || !(SANDBOX_OUTCOMES as readonly string[]).includes(outcome)) {
-      res.status(400).type('html').send('<!doctype html><title>Bad request</title><p>Choose one of the buttons.</p>');
+      res.status(400).type('html').send(renderShell({ title: 'Bad request', main: '<h1>Bad request</h1><p>Choose one of the buttons.</p>' }));
       return;
     }
     const session = TOKEN.test(token) ? await this.verification.answerSandbox(token, outcome as SandboxOutcome) : null;
