@@ -10,7 +10,7 @@ interface CheckoutState {
   status: string;
   amount: string;
   currency: string;
-  amountDecimal?: string;
+  amountDecimal: string;
   merchant: { name: string; handle: string | null };
   description: string;
   expiresAt: string;
@@ -103,10 +103,10 @@ export function startCheckoutPage(root: HTMLElement): void {
       return;
     }
     const buttons: HTMLButtonElement[] = [];
-    if (allowed.includes('pay')) buttons.push(button(`Pay ${state.amount} USDC`, () => void run(pay), { id: 'pay', kind: 'primary' }));
+    if (allowed.includes('pay')) buttons.push(button(`Pay ${state.amountDecimal} USDC`, () => void run(pay), { id: 'pay', kind: 'primary' }));
     if (allowed.includes('release'))
-      buttons.push(button('Release payment to the seller', () => confirmThen('release', `Release ${state!.amount} USDC to ${state!.merchant.name}? The seller receives the money; this cannot be undone.`), { id: 'release', kind: 'primary' }));
-    if (allowed.includes('cancel')) buttons.push(button('Cancel and get a refund', () => confirmThen('cancel', `Cancel this order? ${state!.amount} USDC returns to your wallet.`), { id: 'cancel' }));
+      buttons.push(button('Release payment to the seller', () => confirmThen('release', `Release ${state!.amountDecimal} USDC to ${state!.merchant.name}? The seller receives the money; this cannot be undone.`), { id: 'release', kind: 'primary' }));
+    if (allowed.includes('cancel')) buttons.push(button('Cancel and get a refund', () => confirmThen('cancel', `Cancel this order? ${state!.amountDecimal} USDC returns to your wallet.`), { id: 'cancel' }));
     if (allowed.includes('dispute'))
       buttons.push(button('Open a dispute', () => confirmThen('dispute', 'Open a dispute? The payment stays locked in escrow until an arbiter decides.'), { id: 'dispute', kind: 'danger' }));
     actionsEl.replaceChildren(...buttons);
@@ -125,7 +125,7 @@ export function startCheckoutPage(root: HTMLElement): void {
       try {
         await work();
       } catch (err) {
-        say(explain(err, state?.amount ?? ''), 'bad');
+        say(explain(err, state?.amountDecimal ?? ''), 'bad');
       } finally {
         working = false;
       }
@@ -157,7 +157,7 @@ export function startCheckoutPage(root: HTMLElement): void {
       say('Your payment was sent and is still being confirmed. This page updates on its own.');
       return;
     }
-    say(`Payment received: ${state.amount} USDC is held in escrow for ${state.merchant.name}.`, 'ok');
+    say(`Payment received: ${state.amountDecimal} USDC is held in escrow for ${state.merchant.name}.`, 'ok');
     scheduleRedirect();
   };
 
@@ -169,11 +169,11 @@ export function startCheckoutPage(root: HTMLElement): void {
     const stay = button('Stay on this page', () => {
       if (redirectTimer) clearInterval(redirectTimer);
       redirectTimer = null;
-      note.textContent = `Payment received: ${state!.amount} USDC is held in escrow.`;
+      note.textContent = `Payment received: ${state!.amountDecimal} USDC is held in escrow.`;
       stay.remove();
     }, { id: 'stay' });
     const tick = () => {
-      note.textContent = `Payment received: ${state!.amount} USDC is held in escrow. Returning to ${state!.merchant.name} in ${seconds} s…`;
+      note.textContent = `Payment received: ${state!.amountDecimal} USDC is held in escrow. Returning to ${state!.merchant.name} in ${seconds} s…`;
       if (seconds-- <= 0) {
         if (redirectTimer) clearInterval(redirectTimer);
         window.location.assign(url);
