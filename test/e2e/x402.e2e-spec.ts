@@ -38,6 +38,7 @@ describe('x402', () => {
   let chain: TestChain;
   let worker: INestApplicationContext;
   let base: string;
+  let restoreClock = () => {};
 
   beforeAll(async () => {
     const port = await freePort();
@@ -46,8 +47,18 @@ describe('x402', () => {
     await t.app.listen(port, '127.0.0.1');
     chain = new TestChain();
     worker = await startRelayerWorker();
+    // Other suites move anvil's clock ahead (inspection windows, expiries). x402 clients and the
+    // @x402/evm verifier take "now" from Date.now(), the chain from its blocks: keep them one clock,
+    // as they are on a real network, by running this process's Date.now() at chain time.
+    const skewMs = (await chain.headTimestamp()) * 1000 - Date.now();
+    if (skewMs > 0) {
+      const realNow = Date.now.bind(Date);
+      const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
+      restoreClock = () => spy.mockRestore();
+    }
   });
   afterAll(async () => {
+    restoreClock();
     chain?.close();
     await worker?.close();
     await t?.close();
