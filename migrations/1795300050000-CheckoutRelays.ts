@@ -3,7 +3,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 /**
  * Gasless funding from the hosted pay page (docs/architecture.md §16): one row per buyer
  * authorization relayed, keyed by (buyer, EIP-3009 nonce), created only after the signature, the
- * terms and a simulated call checked out; the relayer queue's row carries the transaction itself.
+ * terms and a simulated call checked out; the relayer queue's row carries the transaction itself,
+ * now with its signed bytes (`raw_tx`) from the moment it is signed.
  */
 export class CheckoutRelays1795300050000 implements MigrationInterface {
   name = 'CheckoutRelays1795300050000';
@@ -27,9 +28,13 @@ export class CheckoutRelays1795300050000 implements MigrationInterface {
         CONSTRAINT checkout_relays_buyer_nonce_key UNIQUE (buyer, nonce)
       )`);
     await q.query(`CREATE INDEX checkout_relays_checkout_idx ON checkout_relays (checkout_session_id)`);
+    // The relayer's recovery point "signed" keeps the signed bytes, so a send interrupted before its
+    // broadcast rebroadcasts the same transaction (same nonce, same hash) instead of signing another.
+    await q.query(`ALTER TABLE relayer_transactions ADD COLUMN raw_tx text`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE relayer_transactions DROP COLUMN raw_tx`);
     await q.query(`DROP TABLE checkout_relays`);
   }
 }

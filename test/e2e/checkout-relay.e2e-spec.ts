@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Wallet } from 'ethers';
+import { RelayerFaults } from '../../src/modules/relayer/relayer-sender.service';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { checkoutEvents, createCheckout, createParties, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
@@ -141,6 +142,32 @@ describe('checkout host: gasless funding relay and buyer actions', () => {
     expect(again.body.txHash).toBe(retried.body.txHash);
     expect(await relayRows(checkout.id)).toBe(1);
     expect(await fundingTxs(checkout.id)).toBe(1);
+  });
+
+  it('a crash between "signed" and the broadcast: the retry sends the same signed transaction (same hash), once', async () => {
+    const checkout = await createCheckout(t, seller.org, { amount: '1.50' });
+    const buyer = await gaslessBuyer();
+    const { body } = await signedFunding(checkout.id, buyer);
+    const faults = relayerWorker.get(RelayerFaults);
+    faults.at = 'after_signed';
+    let first;
+    try {
+      first = await t.http.post(`/checkout/${checkout.id}/relay`).send(body);
+    } finally {
+      faults.at = null;
+    }
+    expect(first.body).toMatchObject({ status: 'reserved', txHash: null });
+    const [signed] = await t.dataSource.query(
+      `SELECT r.tx_hash, r.status, r.raw_tx IS NOT NULL AS has_raw FROM relayer_transactions r JOIN checkout_relays c ON r.reference = c.id::text WHERE c.checkout_session_id = $1`,
+      [checkout.id],
+    );
+    expect(signed).toMatchObject({ status: 'queued', has_raw: true });
+    expect(await chain.provider.getTransaction(signed.tx_hash)).toBeNull(); // signed, never broadcast
+    const retried = await t.http.post(`/checkout/${checkout.id}/relay`).send(body);
+    expect(retried.body).toMatchObject({ status: 'broadcast', txHash: signed.tx_hash });
+    expect((await chain.provider.waitForTransaction(signed.tx_hash))!.status).toBe(1);
+    expect(await fundingTxs(checkout.id)).toBe(1);
+    await indexUntilStatus(t, seller.org, checkout.id, 'funded');
   });
 
   it('buyer actions by signature: release from the page after delivery; cancel while only funded; the wrong wallet and a replay are refused', async () => {

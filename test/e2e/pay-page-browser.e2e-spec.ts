@@ -128,7 +128,7 @@ describeBrowser('hosted pages in a browser (pay, actions, refusals, invoice, ver
       const c = await getCheckout(t, merchant, checkout.id);
       return c.status === 'funded' && c;
     }, { label: 'checkout funded' });
-    const escrowId = funded.escrowId as string;
+    const escrowId = (funded as Record<string, unknown>).escrowId as string;
     await sellerAction('accept', escrowId, checkout.id);
     await sellerAction('markDelivered', escrowId, checkout.id);
 

@@ -306,6 +306,23 @@ export class CheckoutRelayService {
       await new Promise((r) => setTimeout(r, 100));
       current = (await this.repo.find(row.buyer, row.nonce))!;
     }
+    if (current.status === 'reserved' && current.relayTxId) {
+      // Handed to the relayer queue, not known to be broadcast (a crash after "signed", or a slow queue):
+      // the queue sends the same signed transaction again.
+      try {
+        const { txHash } = await this.relayer.resume(current.relayTxId);
+        await this.repo.markBroadcast(current.id, current.relayTxId, txHash);
+        current = (await this.repo.find(row.buyer, row.nonce))!;
+      } catch (err) {
+        if (!(err instanceof RelayTimeoutError)) {
+          if (err instanceof ChainTxError) {
+            await this.repo.markFailed(current.id, err.errorName ?? err.message);
+            throw buyerRefusal(err);
+          }
+          throw err;
+        }
+      }
+    }
     if (current.status === 'failed') {
       throw new AppError('invalid_request', 'This payment was refused by the chain; sign again', { reason: 'rejected', chainError: current.error });
     }

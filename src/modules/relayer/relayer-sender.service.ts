@@ -6,10 +6,24 @@ import { ChainAccess } from './chain-access.service';
 import { RelayerRepository } from './relayer.repository';
 
 /**
+ * Test seam for the crash proofs: when `at` is 'after_signed', {@link RelayerSender.send} throws right
+ * after committing the signed transaction, as if the process died before broadcasting. Always null in production.
+ */
+@Injectable()
+export class RelayerFaults {
+  at: 'after_signed' | null = null;
+
+  hit(point: 'after_signed'): void {
+    if (this.at === point) throw new Error(`fault injected at ${point}`);
+  }
+}
+
+/**
  * Signs and broadcasts one queued relayer transaction (docs/architecture.md §5): the gas estimate
  * runs first (a call that would revert fails the job without using a nonce), the nonce is allocated
  * in Postgres in a short transaction, the signed hash is committed before the broadcast, and a
- * refused broadcast gives the nonce back. Runs only inside the relayer queue's processor
+ * refused broadcast gives the nonce back. A row signed before but not known to be broadcast (the
+ * process stopped in between) is sent again with the same signed bytes: same nonce, same hash. Runs only inside the relayer queue's processor
  * (concurrency 1, global), so nonces of the relayer key are handed out one at a time.
  */
 @Injectable()
@@ -20,6 +34,7 @@ export class RelayerSender {
     private readonly chain: ChainAccess,
     private readonly repo: RelayerRepository,
     private readonly txHost: TransactionHost,
+    private readonly faults: RelayerFaults,
   ) {}
 
   /**
@@ -34,6 +49,16 @@ export class RelayerSender {
     if (row.status === 'failed') throw new ChainTxError(`relay ${row.purpose}: ${row.error}`, null, [], null, row.txHash);
     const wallet = this.chain.relayer;
     const provider = this.chain.provider;
+    if (row.rawTx && row.txHash) {
+      // Signed before, broadcast unknown (the process stopped in between): send the same bytes again.
+      const resent = await this.rebroadcast(row.rawTx, row.txHash);
+      if (resent) {
+        await this.repo.markBroadcast(row.id);
+        return row.txHash;
+      }
+      this.logger.warn({ relayTxId, nonce: row.nonce, txHash: row.txHash }, 'signed relayer transaction can no longer be sent (nonce used); signing it again');
+      await this.repo.clearSigned(row.id);
+    }
     let gasLimit: bigint;
     try {
       const gas = await provider.estimateGas({ from: wallet.address, to: row.toAddress, data: row.data });
@@ -64,7 +89,8 @@ export class RelayerSender {
       maxPriorityFeePerGas: feeData.maxPriorityFeePerGas ?? undefined,
     });
     const txHash = Transaction.from(rawTx).hash!;
-    await this.repo.markSigned(row.id, nonce, txHash);
+    await this.repo.markSigned(row.id, nonce, txHash, rawTx);
+    this.faults.hit('after_signed');
     try {
       await provider.broadcastTransaction(rawTx);
     } catch (err) {
@@ -78,5 +104,17 @@ export class RelayerSender {
     }
     await this.repo.markBroadcast(row.id);
     return txHash;
+  }
+
+  /** Sends a stored signed transaction again; true when the node has it (sent now, earlier, or mined). */
+  private async rebroadcast(rawTx: string, txHash: string): Promise<boolean> {
+    const provider = this.chain.provider;
+    if (await provider.getTransaction(txHash).catch(() => null)) return true;
+    try {
+      await provider.broadcastTransaction(rawTx);
+      return true;
+    } catch {
+      return (await provider.getTransaction(txHash).catch(() => null)) !== null;
+    }
   }
 }

@@ -4,7 +4,7 @@ import { QueueModule } from '../../common/queue/queue.module';
 import { ChainAccess } from './chain-access.service';
 import { RELAYER_QUEUE } from './relayer.queue';
 import { RelayerRepository } from './relayer.repository';
-import { RelayerSender } from './relayer-sender.service';
+import { RelayerFaults, RelayerSender } from './relayer-sender.service';
 import { RelayerService } from './relayer.service';
 
 /**
@@ -13,7 +13,7 @@ import { RelayerService } from './relayer.service';
  */
 @Module({
   imports: [QueueModule, BullModule.registerQueue({ name: RELAYER_QUEUE })],
-  providers: [ChainAccess, RelayerRepository, RelayerSender, RelayerService],
-  exports: [ChainAccess, RelayerService, RelayerSender, BullModule],
+  providers: [ChainAccess, RelayerRepository, RelayerSender, RelayerFaults, RelayerService],
+  exports: [ChainAccess, RelayerService, RelayerSender, RelayerFaults, BullModule],
 })
 export class RelayerModule {}

@@ -11,6 +11,8 @@ export interface RelayTxRow {
   purpose: string;
   reference: string | null;
   txHash: string | null;
+  /** The signed transaction (recovery point "signed"), kept until it is broadcast. */
+  rawTx: string | null;
   status: 'queued' | 'broadcast' | 'failed';
   error: string | null;
 }
@@ -44,6 +46,7 @@ export class RelayerRepository {
       purpose: r.purpose as string,
       reference: r.reference as string | null,
       txHash: r.tx_hash as string | null,
+      rawTx: (r.raw_tx as string | null) ?? null,
       status: r.status as RelayTxRow['status'],
       error: r.error as string | null,
     };
@@ -80,8 +83,14 @@ export class RelayerRepository {
     await this.em.query(`UPDATE relayer_nonces SET next_nonce = $2 WHERE address = $1 AND next_nonce = $3`, [address.toLowerCase(), nonce, nonce + 1]);
   }
 
-  async markSigned(id: string, nonce: number, txHash: string): Promise<void> {
-    await this.em.query(`UPDATE relayer_transactions SET nonce = $2, tx_hash = $3, updated_at = now() WHERE id = $1`, [id, nonce, txHash]);
+  /** Recovery point "signed": the nonce, the hash and the signed bytes, committed before the broadcast. */
+  async markSigned(id: string, nonce: number, txHash: string, rawTx: string): Promise<void> {
+    await this.em.query(`UPDATE relayer_transactions SET nonce = $2, tx_hash = $3, raw_tx = $4, updated_at = now() WHERE id = $1`, [id, nonce, txHash, rawTx]);
+  }
+
+  /** Forgets a signed transaction the node will never take (its nonce was used by another): the next send signs anew. */
+  async clearSigned(id: string): Promise<void> {
+    await this.em.query(`UPDATE relayer_transactions SET nonce = NULL, tx_hash = NULL, raw_tx = NULL, updated_at = now() WHERE id = $1`, [id]);
   }
 
   async markBroadcast(id: string): Promise<void> {

@@ -66,6 +66,33 @@ export class RelayerService implements OnApplicationShutdown {
     }
   }
 
+  /**
+   * Sends again a relay whose job ended without a broadcast (its process stopped after the recovery
+   * point "signed", or the wait timed out): retries the failed job, or queues it again, and waits
+   * as {@link relay} does. The sender rebroadcasts the stored signed bytes, so the hash stays the same.
+   * Must not be called inside a database transaction.
+   * @throws ChainTxError when the relay failed for good; RelayTimeoutError after RELAYER_WAIT_MS.
+   */
+  async resume(relayTxId: string): Promise<{ relayTxId: string; txHash: string }> {
+    const row = await this.repo.find(relayTxId);
+    if (!row) throw new Error(`relayer transaction ${relayTxId} does not exist`);
+    if (row.status === 'broadcast' && row.txHash) return { relayTxId, txHash: row.txHash };
+    if (row.status === 'failed') throw new ChainTxError(row.error ?? 'relay failed', parseErrorName(row.error), [], null, row.txHash);
+    const events = await this.queueEvents();
+    let job = await this.queue.getJob(relayTxId);
+    if (!job) job = await this.queue.add('send', { relayTxId }, { jobId: relayTxId, removeOnComplete: { age: 3600 }, removeOnFail: { age: 86400 } });
+    else if (await job.isFailed()) await job.retry('failed');
+    try {
+      const result = await job.waitUntilFinished(events, this.config.env.RELAYER_WAIT_MS);
+      return { relayTxId, txHash: result.txHash };
+    } catch (err) {
+      const after = await this.repo.find(relayTxId);
+      if (after?.status === 'broadcast' && after.txHash) return { relayTxId, txHash: after.txHash };
+      if (after?.status === 'failed') throw new ChainTxError(after.error ?? 'relay failed', parseErrorName(after.error), [], null, after.txHash, { cause: err });
+      throw new RelayTimeoutError(relayTxId);
+    }
+  }
+
   /** The relayer's address and ETH balance (wei), and whether it is at least RELAYER_MIN_BALANCE. */
   async balance(): Promise<{ address: string; balance: string; ok: boolean }> {
     const wei = await this.chain.provider.getBalance(this.chain.relayer.address);
