@@ -83,6 +83,23 @@ describe('credential cache', () => {
     expectError(await a.http.get('/api/v1/me').set('X-Api-Key', key), 401, 'unauthorized');
   });
 
+  it('a revoked cached key answers 401 (not 403) on a route outside its scopes, and writes nothing on an idempotent POST', async () => {
+    const key = await createKey(a.app, org.organizationId, ['checkout:read']);
+    const writer = await createKey(a.app, org.organizationId, ['checkout:write']);
+    expect((await a.http.get('/api/v1/me').set('X-Api-Key', key)).status).toBe(200);
+    expect((await a.http.get('/api/v1/me').set('X-Api-Key', writer)).status).toBe(200);
+    const ids = await a.dataSource.query('SELECT id FROM api_keys WHERE secret_hash = ANY($1)', [[key, writer].map((k) => createHash('sha256').update(k).digest())]);
+    for (const { id } of ids) await a.app.get(OrgsService).revokeApiKey(id);
+    const ip = freshIp(); // the two 401s spend this address's allowance, not the other tests'
+    // Without the revocation, this key would get 403 missing_scope here.
+    expectError(await b.http.post('/api/v1/checkout-sessions').set('X-Forwarded-For', ip).set('X-Api-Key', key).send({ amount: '1.00', description: 'x' }), 401, 'unauthorized');
+    const orderId = `revoked-${randomUUID()}`;
+    const res = await b.http.post('/api/v1/checkout-sessions').set('X-Forwarded-For', ip).set('X-Api-Key', writer).set('Idempotency-Key', randomUUID()).send({ amount: '1.00', description: 'x', orderId });
+    expectError(res, 401, 'unauthorized');
+    const rows = await a.dataSource.query('SELECT count(*)::int AS n FROM checkout_sessions WHERE order_id = $1', [orderId]);
+    expect(rows[0].n).toBe(0);
+  });
+
   it('OAuth client revocation kills its cached access tokens on every replica at once', async () => {
     const client = await createOAuthClient(a.app, org.organizationId, ['checkout:read']);
     const res = await a.http.post('/oauth/token').send({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret });

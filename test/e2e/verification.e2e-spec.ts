@@ -283,6 +283,9 @@ describe('verification (KYB)', () => {
       expect(await me(p)).toBe('rejected');
       const create = () => t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', p.org.key).send({ amount: '5.00', description: 'Blocked order' });
       expectError(await create(), 403, 'kyb_rejected');
+      // The gate runs inside the idempotent INSERT, so the refusal is recorded under its key.
+      const keyed = () => create().set('Idempotency-Key', 'kyb-gate-key');
+      expectError(await keyed(), 403, 'kyb_rejected');
       expectError(await checkout(p), 403, 'kyb_rejected');
       expectError(await confirm(p, txHash), 403, 'kyb_rejected');
       expectError(await start(p), 403, 'kyb_rejected');
@@ -292,6 +295,11 @@ describe('verification (KYB)', () => {
       await t.app.get(VerificationService).decide(p.org.organizationId, 'reopen');
       expect((await get(p)).body.identity).toMatchObject({ status: 'unverified', reference: null });
       expect((await create()).status).toBe(200);
+      const replayed = await keyed();
+      expectError(replayed, 403, 'kyb_rejected');
+      expect(replayed.headers['idempotent-replayed']).toBe('true');
+      const after = await t.dataSource.query('SELECT count(*)::int AS n FROM checkout_sessions WHERE organization_id = $1', [p.org.organizationId]);
+      expect(after[0].n).toBe(1);
       const confirmed = await confirm(p, txHash);
       expect(confirmed.status).toBe(200);
       expect(confirmed.body.status).toBe('pending');

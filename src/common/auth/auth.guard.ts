@@ -38,8 +38,9 @@ export function extractCredential(req: Pick<Request, 'header'>): string | undefi
  * same allowance covers {@link CredentialExchange} routes (the OAuth token endpoint) and
  * {@link OperatorRoute}s, which take `Authorization: Bearer <OPERATOR_TOKEN>` instead of a
  * credential (docs/architecture.md §10). A credential resolved within the last
- * CREDENTIAL_CACHE_TTL_MS comes from the {@link CredentialCache}: one Redis round trip checks the
- * same allowance and the credential's revocation marker, and no database lookup runs
+ * CREDENTIAL_CACHE_TTL_MS comes from the {@link CredentialCache}: no database lookup runs, and
+ * the same allowance and the credential's revocation marker are checked in Redis in the round trip
+ * the rate limit takes too; {@link CredentialConfirmGuard} awaits that verdict
  * (docs/decisions.md, "Credential cache").
  */
 @Injectable()
@@ -71,8 +72,40 @@ export class AuthGuard implements CanActivate {
       }
       return true;
     }
-    const principal = (await this.cached(req)) ?? (await this.lookup(req));
-    req.principal = principal;
+    const hit = this.cacheHit(req);
+    if (!hit) {
+      req.principal = await this.lookup(req);
+      this.authorize(req.principal, targets);
+      return true;
+    }
+    // A cached credential: its revocation marker and the address's allowance are checked in Redis,
+    // but not awaited here. The rate-limit guard's command joins the same auto-pipelined round
+    // trip, and CredentialConfirmGuard awaits the verdict before any interceptor or handler runs.
+    const verdict = settle(this.limiter.checkKnown(clientAddress(req), this.revocations.key(revocationHandle(hit.principal))));
+    const confirm = async (): Promise<void> => {
+      const v = await verdict;
+      if ('error' in v) throw v.error;
+      if (v.value === 'known') return;
+      this.cache.evict(hit.digest);
+      req.principal = await this.lookup(req);
+      this.authorize(req.principal, targets);
+    };
+    req.principal = hit.principal;
+    try {
+      this.authorize(hit.principal, targets);
+    } catch (err) {
+      await confirm(); // a revoked or blocked credential answers 401/429, not 403
+      throw err;
+    }
+    (req as PendingRequest)[CONFIRM_CREDENTIAL] = confirm;
+    return true;
+  }
+
+  /**
+   * Scope and agent-only checks of a route (docs/architecture.md §3).
+   * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`).
+   */
+  private authorize(principal: Principal, targets: Parameters<Reflector['getAllAndOverride']>[1]): void {
     const required = this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [];
     if (required.length > 0 && !required.some((s) => principal.scopes.has(s))) {
       throw new AppError('missing_scope', `This operation needs scope ${required.join(' or ')}`, {
@@ -83,11 +116,10 @@ export class AuthGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(AGENT_ONLY, targets) && principal.kind !== 'agent') {
       throw new AppError('forbidden', 'This operation needs an agent key', { reason: 'agent_key_required' });
     }
-    return true;
   }
 
-  /** The cached principal of the request's credential when it is known and not revoked, else undefined. */
-  private async cached(req: Request): Promise<Principal | undefined> {
+  /** The cached principal of the request's credential and its digest (hex), or undefined. Synchronous. */
+  private cacheHit(req: Request): { digest: string; principal: Principal } | undefined {
     let secret: string | undefined;
     try {
       secret = extractCredential(req);
@@ -97,10 +129,7 @@ export class AuthGuard implements CanActivate {
     if (!secret) return undefined;
     const digest = hashSecret(secret).toString('hex');
     const principal = this.cache.get(digest);
-    if (!principal) return undefined;
-    if ((await this.limiter.checkKnown(clientAddress(req), this.revocations.key(revocationHandle(principal)))) === 'known') return principal;
-    this.cache.evict(digest);
-    return undefined;
+    return principal ? { digest, principal } : undefined;
   }
 
   /**
@@ -143,4 +172,36 @@ export class AuthGuard implements CanActivate {
 /** The client address of `req` (X-Forwarded-For believed only from TRUSTED_PROXIES, via Express `trust proxy`). */
 export function clientAddress(req: Pick<Request, 'ip'>): string {
   return req.ip ?? 'unknown';
+}
+
+/** Where AuthGuard leaves a cached credential's pending confirmation on the request. */
+const CONFIRM_CREDENTIAL = Symbol('confirmCredential');
+type PendingRequest = Request & { [CONFIRM_CREDENTIAL]?: () => Promise<void> };
+
+/** A promise turned into a value that never rejects, so a verdict nobody awaits (an earlier guard threw) raises no unhandled rejection. */
+function settle<T>(p: Promise<T>): Promise<{ value: T } | { error: unknown }> {
+  return p.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+}
+
+/**
+ * The last global guard (after the rate limit): awaits the verdict on a cached credential that
+ * {@link AuthGuard} left pending (docs/decisions.md, "Credential cache"). Known → continue; revoked
+ * → the credential is looked up again (401 when it is gone); an address out of failed-auth
+ * allowance → 429. Nothing past the guards runs before it.
+ */
+@Injectable()
+export class CredentialConfirmGuard implements CanActivate {
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    if (ctx.getType() !== 'http') return true;
+    const req = ctx.switchToHttp().getRequest<PendingRequest>();
+    const confirm = req[CONFIRM_CREDENTIAL];
+    if (confirm) {
+      delete req[CONFIRM_CREDENTIAL];
+      await confirm();
+    }
+    return true;
+  }
 }

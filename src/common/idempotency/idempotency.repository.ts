@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { escapeLiteral } from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { IdempotencyRecord } from './idempotency-record.entity';
@@ -20,16 +21,36 @@ export class IdempotencyRepository {
   }
 
   /**
-   * Takes the transaction-scoped advisory lock on (scope, key) without waiting (docs/architecture.md §5).
-   * A statement of its own: under READ COMMITTED the record must be read by a later statement,
-   * whose snapshot is taken after the lock, so it sees a twin's record committed before it.
-   * @returns false when another transaction holds the lock (the twin request is in flight).
+   * Takes the transaction-scoped advisory lock on (scope, key) without waiting, reads the live
+   * record ({@link find}) and sets `SAVEPOINT <savepoint>`, in one round trip: a
+   * simple-protocol query of three statements (docs/architecture.md §5; docs/decisions.md,
+   * "Idempotency claim in one round trip"). Under READ COMMITTED each statement of a
+   * multi-statement query takes its own snapshot, so the read still sees a twin's record committed
+   * before the lock was granted. The values are inlined as SQL literals (pg's escapeLiteral; the
+   * scope is hex, the key printable ASCII) because the simple protocol takes no parameters.
+   * @returns whether the lock was taken (false: a twin request is in flight) and, if so, the live
+   *   record (null when there is none).
    */
-  async tryLock(scopeHash: string, key: string): Promise<boolean> {
-    const rows: Array<{ locked: boolean }> = await this.tx.query('SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked', [
-      `${scopeHash}:${key}`,
-    ]);
-    return rows[0].locked;
+  async lockFindAndMark(scopeHash: string, key: string, savepoint: string): Promise<{ locked: boolean; record: StoredOutcome | null }> {
+    if (!/^[a-z_]+$/.test(savepoint)) throw new Error(`lockFindAndMark: bad savepoint name ${savepoint}`);
+    const lockName = escapeLiteral(`${scopeHash}:${key}`);
+    // TypeORM's query() keeps only a single statement's rows, so this goes to the transaction's pg client.
+    const runner = this.tx.queryRunner;
+    if (!runner || !runner.isTransactionActive) throw new Error('lockFindAndMark must run inside a transaction');
+    const client = (await runner.connect()) as { query(sql: string): Promise<unknown> };
+    const results = (await client.query(
+      `SELECT pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) AS locked;
+       SELECT fingerprint, response_status, response_body FROM idempotency_records
+        WHERE scope_hash = ${escapeLiteral(scopeHash)} AND idempotency_key = ${escapeLiteral(key)} AND expires_at > now();
+       SAVEPOINT ${savepoint}`,
+    )) as Array<{ rows: Array<Record<string, unknown>> }>;
+    if (!Array.isArray(results) || results.length !== 3) throw new Error('lockFindAndMark: expected three statement results');
+    const locked = results[0].rows[0]?.locked === true;
+    const row = results[1].rows[0] as { fingerprint: string; response_status: number; response_body: string } | undefined;
+    return {
+      locked,
+      record: locked && row ? { fingerprint: row.fingerprint, responseStatus: row.response_status, responseBody: JSON.parse(row.response_body) as unknown } : null,
+    };
   }
 
   /** The live (unexpired) record of (scope, key), or null. */

@@ -79,8 +79,8 @@ const HANDLER_SAVEPOINT = 'idempotent_handler';
  * flight gets 409 with Retry-After: 1.
  *
  * Order: [if `prepare`: read the record without a lock (replay if finished) → prepare, no
- * connection held] → transaction: advisory lock (own statement) → read the record (next
- * statement, so its snapshot is after the lock) → savepoint → `run` → record. A storable refusal
+ * connection held] → transaction: advisory lock, read the record (next statement, so its
+ * snapshot is after the lock) and savepoint, in one round trip → `run` → record. A storable refusal
  * rolls back to the savepoint and is recorded under the same lock, so no twin can slip between
  * the refusal and its record.
  */
@@ -126,17 +126,16 @@ export class IdempotencyService {
       path: request.path,
     };
     return txHost.withTransaction(Propagation.RequiresNew, async () => {
-      if (!(await this.records.tryLock(scopeHash, request.key))) {
+      // Lock, read and savepoint in one round trip; the savepoint is never released: COMMIT
+      // releases it, which saves a round trip per request over a nested transaction.
+      const { locked, record } = await this.records.lockFindAndMark(scopeHash, request.key, HANDLER_SAVEPOINT);
+      if (!locked) {
         throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still in progress', { reason: 'in_progress' }, 409, {
           'Retry-After': '1',
         });
       }
-      const record = await this.records.find(scopeHash, request.key);
       if (record) return this.replay(record, request.fingerprint);
       let outcome: IdempotentOutcome;
-      // A plain savepoint, never released: COMMIT releases it, which saves a round trip per request
-      // over a nested transaction (SAVEPOINT … RELEASE).
-      await txHost.tx.query(`SAVEPOINT ${HANDLER_SAVEPOINT}`);
       try {
         const body = await run();
         outcome = { replayed: false, status: 200, body };

@@ -65,10 +65,29 @@ export class CheckoutRepository {
       `INSERT INTO checkout_sessions (id, organization_id, amount_units, description, status, order_id, shop_domain,
          redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, offering_id, quantity, invoice_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING created_at, updated_at`,
-      [s.id, s.organizationId, s.amountUnits.toString(), s.description, s.status, s.orderId, s.shopDomain, s.redirectUrl,
-        s.webhookUrl, s.escrowTemplateId, s.metadata === null ? null : JSON.stringify(s.metadata), s.escrowId, s.expiresAt,
-        s.offeringId ?? null, s.quantity ?? null, s.invoiceId ?? null],
+      sessionParams(s),
     );
+    s.createdAt = rows[0].created_at;
+    s.updatedAt = rows[0].updated_at;
+    return s;
+  }
+
+  /**
+   * {@link insert} unless the organisation's verification is rejected (docs/architecture.md §12),
+   * checked by the INSERT itself: the create hot path's KYB gate costs no statement of its own.
+   * @returns the session with `createdAt`/`updatedAt` filled, or null when the organisation is rejected (nothing written).
+   */
+  async insertUnlessRejected(s: CheckoutSession): Promise<CheckoutSession | null> {
+    const rows: Array<{ created_at: Date; updated_at: Date }> = await (this.txHost as TxHost).tx.query(
+      `INSERT INTO checkout_sessions (id, organization_id, amount_units, description, status, order_id, shop_domain,
+         redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, offering_id, quantity, invoice_id)
+       SELECT $1::uuid, $2::uuid, $3::numeric, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text,
+         $11::jsonb, $12::uuid, $13::timestamptz, $14::uuid, $15::integer, $16::uuid
+        WHERE NOT EXISTS (SELECT 1 FROM organization_verifications WHERE organization_id = $2::uuid AND identity_status = 'rejected')
+       RETURNING created_at, updated_at`,
+      sessionParams(s),
+    );
+    if (rows.length === 0) return null;
     s.createdAt = rows[0].created_at;
     s.updatedAt = rows[0].updated_at;
     return s;
@@ -120,4 +139,11 @@ export class CheckoutRepository {
   list(organizationId: string, limit: number, startingAfter?: string): Promise<CheckoutSession[]> {
     return keysetPage(() => this.repo.createQueryBuilder('c'), 'c', { sql: 'c.organization_id = :org', params: { org: organizationId } }, limit, startingAfter);
   }
+}
+
+/** The 16 INSERT parameters of a session, in column order ($1 id … $16 invoice_id). */
+function sessionParams(s: CheckoutSession): unknown[] {
+  return [s.id, s.organizationId, s.amountUnits.toString(), s.description, s.status, s.orderId, s.shopDomain, s.redirectUrl,
+    s.webhookUrl, s.escrowTemplateId, s.metadata === null ? null : JSON.stringify(s.metadata), s.escrowId, s.expiresAt,
+    s.offeringId ?? null, s.quantity ?? null, s.invoiceId ?? null];
 }

@@ -12,7 +12,7 @@ import { CheckoutSession, EscrowTemplateId } from './checkout.entity';
 import { CheckoutSessionDto } from './dto/checkout-session.dto';
 import { WebhookUrlService } from '../webhooks/webhook-url.service';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
-import { VerificationService } from '../verification/verification.service';
+import { kybRejected } from '../verification/verification.service';
 import { OfferingsService, OfferingTerms } from '../offerings/offerings.service';
 import { CheckoutHooks } from './checkout-hooks.service';
 
@@ -51,7 +51,6 @@ export class CheckoutService {
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
     private readonly webhookUrls: WebhookUrlService,
-    private readonly verification: VerificationService,
     private readonly offerings: OfferingsService,
     private readonly hooks: CheckoutHooks,
   ) {}
@@ -63,14 +62,13 @@ export class CheckoutService {
    * @throws AppError invalid_request for an amount over MAX_AMOUNT, oversized metadata, a bad
    *   inspection window, an expiresAt outside 30 min–24 h from now, or a `webhookUrl` the SSRF
    *   guard refuses (details.param webhookUrl, details.reason; `resolveWebhookUrl` throws the same,
-   *   `unresolvable` also when DNS does not answer within WEBHOOK_DNS_TIMEOUT_MS); 403 kyb_rejected for
-   *   a rejected organisation (docs/architecture.md §12).
+   *   `unresolvable` also when DNS does not answer within WEBHOOK_DNS_TIMEOUT_MS). The KYB gate
+   *   (403 kyb_rejected, docs/architecture.md §12) is {@link insert}'s: it runs inside the INSERT.
    *   With `offeringId` (docs/architecture.md §11): an unknown or archived offering (param
    *   offeringId), `quantity` without one (param quantity), or an amount other than the
    *   offering's amount × quantity (param amount).
    */
   async draft(principal: Principal, input: CreateCheckoutSessionDto): Promise<{ session: CheckoutSession; resolveWebhookUrl?: () => Promise<void> }> {
-    await this.verification.assertNotRejected(principal.organizationId);
     let amountUnits: bigint;
     try {
       amountUnits = parseAmount(input.amount, this.config.maxAmountUnits);
@@ -134,9 +132,15 @@ export class CheckoutService {
     return this.insert(session);
   }
 
-  /** Inserts a {@link draft}ed session in a transaction (joined when the caller has one). */
+  /**
+   * Inserts a {@link draft}ed session in a transaction (joined when the caller has one), unless the
+   * organisation's verification is rejected: the INSERT checks that itself (docs/decisions.md,
+   * "KYB gate in the INSERT"), so under an Idempotency-Key the refusal is recorded and replayed.
+   * @throws AppError 403 kyb_rejected (nothing written).
+   */
   async insert(session: CheckoutSession): Promise<CheckoutSessionDto> {
-    const saved = await (this.txHost as TxHost).withTransaction(() => this.repo.insert(session));
+    const saved = await (this.txHost as TxHost).withTransaction(() => this.repo.insertUnlessRejected(session));
+    if (!saved) throw kybRejected();
     return this.mapper.toDto(saved);
   }
 

@@ -394,7 +394,8 @@ export class VerificationService extends VerificationSnapshotSource {
   }
 }
 
-function kybRejected(): AppError {
+/** The 403 `kyb_rejected` refusal (docs/architecture.md §12), also raised by gated writes that check in SQL. */
+export function kybRejected(): AppError {
   return new AppError('kyb_rejected', 'This organisation’s verification was rejected; contact the operator to reopen it');
 }
 
