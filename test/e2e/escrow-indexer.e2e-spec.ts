@@ -3,6 +3,8 @@ import { escrowKeyFromId } from '@lib/chain';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { EscrowService } from '../../src/modules/escrow/escrow.service';
 import { metricsRegistry } from '../../src/modules/health/metrics';
+import type { INestApplicationContext } from '@nestjs/common';
+import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import {
   chainEventRows,
@@ -32,14 +34,17 @@ describe('escrow indexer: disorder, poison, races and tampered terms', () => {
   let t: TestApp;
   let chain: TestChain;
   let indexer: EscrowIndexer;
+  let relayerWorker: INestApplicationContext; // demo:pay's funding goes through the relayer queue
 
   beforeAll(async () => {
     t = await createTestApp();
+    relayerWorker = await startRelayerWorker();
     chain = new TestChain();
     indexer = t.app.get(EscrowIndexer);
   });
   afterAll(async () => {
     chain?.close();
+    await relayerWorker?.close();
     await t?.close();
   });
   afterEach(() => jest.restoreAllMocks());

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import type { INestApplicationContext } from '@nestjs/common';
+import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg } from '../support/factories';
 import { chainEventRows, checkoutEvents, cliJson, createCheckout, getCheckout, pollToHead, requireBuiltCli, runCli, TestChain, USDC } from '../support/chain';
@@ -16,14 +18,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 describe('operator CLI demo:pay (dist/src/cli.js --json)', () => {
   let t: TestApp;
   let chain: TestChain;
+  let relayerWorker: INestApplicationContext; // the CLI hands the funding to the relayer queue; this worker broadcasts it
 
   beforeAll(async () => {
     requireBuiltCli();
     t = await createTestApp();
+    relayerWorker = await startRelayerWorker();
     chain = new TestChain();
   });
   afterAll(async () => {
     chain?.close();
+    await relayerWorker?.close();
     await t?.close();
   });
 
@@ -57,6 +62,9 @@ describe('operator CLI demo:pay (dist/src/cli.js --json)', () => {
     });
     expect(await chain.usdcBalance(buyer.address)).toBe(75n * USDC);
     expect(await chain.provider.getBalance(buyer.address)).toBe(0n); // gasless for the buyer
+    // Sent through the relayer queue (nonce allocated in Postgres), not from the relayer key directly.
+    const relayed = await t.dataSource.query('SELECT purpose, status, tx_hash, nonce FROM relayer_transactions WHERE reference = $1', [checkout.id]);
+    expect(relayed).toEqual([{ purpose: 'demo-funding', status: 'broadcast', tx_hash: out.txHash, nonce: expect.any(String) }]);
 
     // The indexer reads the same log later and changes nothing.
     await pollToHead(t, chain);

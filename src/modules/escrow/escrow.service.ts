@@ -14,6 +14,7 @@ import { EscrowChainService } from './escrow-chain.service';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
 import { EscrowLedger } from './escrow-ledger.service';
 import { EscrowMapper } from './escrow.mapper';
+import { RelayerService } from '../relayer/relayer.service';
 import { EscrowRepository } from './escrow.repository';
 import { ESCROW_ACTIONS, EscrowApiAction, EscrowStatus } from './escrow.state';
 
@@ -45,6 +46,7 @@ export class EscrowService {
     private readonly checkout: CheckoutService,
     private readonly orgs: OrgsService,
     private readonly txHost: TransactionHost,
+    private readonly relayer: RelayerService,
   ) {}
 
   /** @throws AppError not_found when the caller's organisation is not a party. */
@@ -209,15 +211,21 @@ export class EscrowService {
   }
 
   /**
-   * Demo payment on a local chain (docs/architecture.md §9 demo:pay): `buyer` signs an EIP-3009 authorization for
-   * the checkout's signed terms and the relayer submits it, as the pay page does; the funding is
-   * applied at once through the ledger (the indexer converges on the same row).
-   * @throws AppError as {@link fundingTerms}; ChainTxError when the contract refuses.
+   * Demo payment on a local chain (docs/architecture.md §9 demo:pay): `buyer` signs an EIP-3009
+   * ReceiveWithAuthorization for the checkout's signed terms, as the pay page's wallet does, and the
+   * relayer queue broadcasts it (docs/architecture.md §5: the one sender of the relayer key, so a
+   * worker must be running). Waits for the receipt and applies the funding through the ledger (the
+   * indexer converges on the same row). Must not be called inside a database transaction.
+   * @throws AppError as {@link fundingTerms}; ChainTxError when the contract refuses; RelayTimeoutError
+   *   when no worker broadcast it within RELAYER_WAIT_MS (it stays queued and is sent later).
    */
   async payAsBuyer(checkoutId: string, buyer: Wallet): Promise<{ txHash: string; escrowId: string; status: string }> {
     const funding = await this.fundingTerms(checkoutId, buyer.address);
     const terms = EscrowService.toChainTerms(funding);
-    const txHash = await this.chain.gateway.fundWithAuthorization(this.chain.relayer, buyer.connect(this.chain.provider), terms, funding.termsSignature!);
+    const auth = await this.chain.gateway.signReceiveAuthorization(buyer.connect(this.chain.provider), terms);
+    const data = this.chain.gateway.encodeFundWithAuthorization(terms, funding.termsSignature!, auth);
+    const { txHash } = await this.relayer.relay({ to: this.chain.gateway.escrowAddress, data, purpose: 'demo-funding', reference: checkoutId });
+    await this.chain.provider.waitForTransaction(txHash);
     const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: terms.escrowKey, action: 'funded' });
     const { escrow } = await this.ledger.apply(verified.event, verified.from);
     if (!escrow) throw new AppError('internal', 'funding was mined but not recorded');
