@@ -11,6 +11,7 @@ import { X4021795300020000 } from './1795300020000-X402';
 import { A2a1795300030000 } from './1795300030000-A2a';
 import { Mandates1795300040000 } from './1795300040000-Mandates';
 import { CheckoutRelays1795300050000 } from './1795300050000-CheckoutRelays';
+import { CheckoutEscrowAttempts1795300060000 } from './1795300060000-CheckoutEscrowAttempts';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   A2a1795300030000,
   Mandates1795300040000,
   CheckoutRelays1795300050000,
+  CheckoutEscrowAttempts1795300060000,
 ];

@@ -97,6 +97,9 @@ describe('agent escrows (POST /agent-escrows)', () => {
     const late = await agentAct(agent, created.body.id, 'release', { confirm: true });
     expect(late.status).toBe(409);
     expect((await checkoutEvents(t, created.body.checkoutSessionId)).map((e) => e.type)).toEqual(['checkout.funded', 'checkout.cancelled']);
+    // An agent escrow is a one-shot payment: unlike a buyer's checkout, its cancel does not reopen it.
+    const [row] = await t.dataSource.query('SELECT status, escrow_attempt FROM checkout_sessions WHERE id = $1', [created.body.checkoutSessionId]);
+    expect(row).toEqual({ status: 'cancelled', escrow_attempt: 0 });
   });
 
   it('follows the spend refusals and the policy; pays organisations only; needs agent:escrow:fund', async () => {

@@ -189,12 +189,14 @@ describe('checkout host: gasless funding relay and buyer actions', () => {
         .send({ action, actor: wallet.address, nonce: m.nonce, deadline: Number(m.deadline), signature: await sign(wallet, typed.body.typedData) });
     };
 
-    // cancel while funded: refund to the buyer, checkout.cancelled
+    // cancel while funded: refund to the buyer, checkout.cancelled, and the page offers the checkout again
     const cancelId = await fund('4.00');
     expectError(await act(cancelId, 'cancel', stranger), 403, 'forbidden');
     const cancelled = await act(cancelId, 'cancel', buyer);
     expect(cancelled.body).toMatchObject({ status: 'broadcast', txHash: expect.stringMatching(/^0x/) });
-    await indexUntilStatus(t, seller.org, cancelId, 'cancelled');
+    await indexUntilStatus(t, seller.org, cancelId, 'open');
+    expect((await checkoutEvents(t, cancelId)).map((e) => e.type)).toEqual(['checkout.funded', 'checkout.cancelled']);
+    expect((await t.http.get(`/checkout/${cancelId}/state`)).body).toMatchObject({ status: 'open', escrow: null });
 
     // release after the seller accepted and delivered (seller acts directly with gas)
     const releaseId = await fund('6.00');

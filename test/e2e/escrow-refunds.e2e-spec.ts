@@ -1,3 +1,4 @@
+import { escrowKeyParts } from '@lib/chain';
 import { randomUUID } from 'node:crypto';
 import { createTestApp, TestApp } from '../support/app';
 import {
@@ -5,10 +6,12 @@ import {
   cliJson,
   createCheckout,
   createParties,
+  fundingTerms,
   fundOnChain,
   getCheckout,
   indexUntilStatus,
   Party,
+  pollToHead,
   requireBuiltCli,
   runCli,
   TestChain,
@@ -88,18 +91,57 @@ describe('escrow refunds, cancellation and disputes', () => {
     ]);
   });
 
-  it('cancel from funded: the buyer gets the money back, checkout.cancelled', async () => {
+  it('cancel from funded: the buyer gets the money back, checkout.cancelled, and the checkout reopens under a new escrow id', async () => {
     const f = await funded();
     const tx = await chain.act(f.buyer.wallet, 'cancel', f.escrowKey);
     const res = await post(f.buyer, `${f.escrowId}/cancel`, { txHash: tx }, randomUUID());
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'cancelled', role: 'buyer' });
     expect(await f.balances()).toEqual(f.before);
-    expect((await getCheckout(t, f.seller.org, f.checkout.id)).status).toBe('cancelled');
+    // The event tells the merchant about the cancelled escrow; the checkout itself is payable again.
     expect(await types(f.checkout.id)).toEqual([
       ['checkout.funded', 'funded'],
       ['checkout.cancelled', 'cancelled'],
     ]);
+    expect((await checkoutEvents(t, f.checkout.id))[1].object).toMatchObject({ escrowId: f.escrowId });
+    expect(await getCheckout(t, f.seller.org, f.checkout.id)).toMatchObject({ status: 'open', escrowId: null });
+    const next = (await fundingTerms(t, f.checkout.id, f.buyer.wallet.address)).terms.escrowKey;
+    expect(next).not.toBe(f.escrowKey);
+    expect(escrowKeyParts(next)).toEqual({ id: f.checkout.id, attempt: 1 });
+    // The cancelled escrow id cannot be funded again; the new one can, by the same or another buyer.
+    expect((await chain.gateway.getOnChainEscrow(f.escrowKey)).state).toBe('cancelled');
+    await fundOnChain(t, chain, f.checkout.id, f.buyer.wallet);
+    const again = await indexUntilStatus(t, f.seller.org, f.checkout.id, 'funded');
+    expect(again.escrowId).not.toBe(f.escrowId);
+    const second = (await t.http.get(`/api/v1/escrows/${again.escrowId as string}`).set('X-Api-Key', f.seller.org.key)).body;
+    expect(second).toMatchObject({ status: 'funded', flag: null, chain: { escrowKey: next } });
+    expect(await types(f.checkout.id)).toEqual([
+      ['checkout.funded', 'funded'],
+      ['checkout.cancelled', 'cancelled'],
+      ['checkout.funded', 'funded'],
+    ]);
+    // The first escrow stays on record, cancelled, for both parties.
+    expect((await t.http.get(`/api/v1/escrows/${f.escrowId}`).set('X-Api-Key', f.buyer.org.key)).body.status).toBe('cancelled');
+  });
+
+  it('a cancel applied by the API and the indexer at once reopens the checkout once (one attempt step)', async () => {
+    const f = await funded();
+    const tx = await chain.act(f.buyer.wallet, 'cancel', f.escrowKey);
+    const [res] = await Promise.all([post(f.buyer, `${f.escrowId}/cancel`, { txHash: tx }, randomUUID()), pollToHead(t, chain), pollToHead(t, chain)]);
+    expect(res.status).toBe(200);
+    const [row] = await t.dataSource.query('SELECT status, escrow_id, escrow_attempt FROM checkout_sessions WHERE id = $1', [f.checkout.id]);
+    expect(row).toEqual({ status: 'open', escrow_id: null, escrow_attempt: 1 });
+    expect((await types(f.checkout.id)).filter(([type]) => type === 'checkout.cancelled')).toHaveLength(1);
+  });
+
+  it('a cancel after the checkout expired leaves it cancelled (it is not reopened)', async () => {
+    const f = await funded();
+    await t.dataSource.query(`UPDATE checkout_sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, [f.checkout.id]);
+    const tx = await chain.act(f.buyer.wallet, 'cancel', f.escrowKey);
+    expect((await post(f.buyer, `${f.escrowId}/cancel`, { txHash: tx }, randomUUID())).status).toBe(200);
+    const [row] = await t.dataSource.query('SELECT status, escrow_id, escrow_attempt FROM checkout_sessions WHERE id = $1', [f.checkout.id]);
+    expect(row).toEqual({ status: 'cancelled', escrow_id: f.escrowId, escrow_attempt: 0 });
+    expect(await f.balances()).toEqual(f.before);
   });
 
   it('dispute from accepted (by the buyer), then escrow:resolve --to buyer refunds the buyer', async () => {

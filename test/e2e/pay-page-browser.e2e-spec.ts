@@ -152,7 +152,7 @@ describeBrowser('hosted pages in a browser (pay, actions, refusals, invoice, ver
     expect(wp.errors).toEqual([]);
   });
 
-  it('switches a wallet on another chain when it agrees, pays, then cancels while only funded: the buyer is refunded', async () => {
+  it('switches a wallet on another chain when it agrees, pays, then cancels while only funded: the buyer is refunded and the checkout reopens', async () => {
     const buyer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const checkout = await createCheckout(t, merchant, { amount: '3', description: 'Tea towel' });
     const wp = await walletPage(buyer, { chainId: 8453 });
@@ -165,8 +165,11 @@ describeBrowser('hosted pages in a browser (pay, actions, refusals, invoice, ver
     expect(await chain.usdcBalance(buyer.address)).toBe(7n * USDC);
     await wp.page.getByRole('button', { name: 'Cancel and get a refund' }).click();
     await wp.page.getByRole('button', { name: 'Yes, cancel' }).click();
-    await seeText(wp.page, 'Cancelled and refunded');
+    // A buyer's cancel reopens the checkout under a new escrow id: refunded, and payable again.
+    await seeText(wp.page, 'Cancelled and refunded to your wallet. This checkout can still be paid until it expires.');
     expect(await chain.usdcBalance(buyer.address)).toBe(10n * USDC);
+    await wp.page.getByRole('button', { name: 'Pay 3.00 USDC' }).waitFor();
+    expect(await statusOf(wp)).toBe('open');
     expect(wp.errors).toEqual([]);
   });
 

@@ -67,7 +67,7 @@ describe('chain jobs: one pass at a time across replicas', () => {
       await fundOnChain(a, chain, c.id, buyer.wallet);
       checkouts.push(c.id);
     }
-    const keys = checkouts.map(escrowKeyFromId);
+    const keys = checkouts.map((id) => escrowKeyFromId(id));
     for (const key of keys) await chain.act(seller.wallet, 'accept', key);
     for (const key of keys) await chain.act(seller.wallet, 'markDelivered', key);
     await pollToHead(a, chain);

@@ -22,7 +22,7 @@ export {
   type DeployLocalContractsOptions,
   type LocalContracts,
 } from './deploy';
-export { escrowKeyFromId, idFromEscrowKey } from './escrow-key';
+export { escrowKeyFromId, escrowKeyParts, idFromEscrowKey, MAX_ESCROW_ATTEMPT } from './escrow-key';
 export {
   ESCROW_EIP712_NAME,
   ESCROW_EIP712_VERSION,

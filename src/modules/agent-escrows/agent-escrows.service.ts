@@ -105,7 +105,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     if (!session) throw AppError.notFound('agent escrow');
     if (!(rule.from as readonly string[]).includes(session.status)) throw AppError.invalidState('escrow', session.status, rule.from);
 
-    const escrowKey = escrowKeyFromId(session.id);
+    const escrowKey = escrowKeyFromId(session.id, session.escrowAttempt);
     const signer = await this.vault.wallet(payment.agentId);
     const gateway = this.escrowChain.gateway;
     const signed = await gateway.signEscrowAction(signer, action as EscrowPartyAction, escrowKey, { now: await gateway.headTimestamp() });
@@ -178,7 +178,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     const session = await this.checkout.findById(payment.checkoutSessionId!);
     if (!session) throw new Error(`agent escrow ${payment.id} has no checkout session`);
     return {
-      escrowKey: escrowKeyFromId(session.id),
+      escrowKey: escrowKeyFromId(session.id, session.escrowAttempt),
       buyer: payment.fromAddress,
       seller: payment.toAddress,
       amount: payment.amount,

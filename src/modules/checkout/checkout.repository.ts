@@ -4,7 +4,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutSession } from './checkout.entity';
 
 const COLUMNS =
-  'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, offering_id, quantity, invoice_id, created_at, updated_at';
+  'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, escrow_attempt, expires_at, offering_id, quantity, invoice_id, created_at, updated_at';
 
 interface SessionRow {
   id: string;
@@ -19,6 +19,7 @@ interface SessionRow {
   escrow_template_id: CheckoutSession['escrowTemplateId'];
   metadata: Record<string, unknown> | null;
   escrow_id: string | null;
+  escrow_attempt: number;
   expires_at: Date;
   offering_id: string | null;
   quantity: number | null;
@@ -41,6 +42,7 @@ function fromRow(r: SessionRow): CheckoutSession {
     escrowTemplateId: r.escrow_template_id,
     metadata: r.metadata,
     escrowId: r.escrow_id,
+    escrowAttempt: r.escrow_attempt,
     expiresAt: r.expires_at,
     offeringId: r.offering_id,
     quantity: r.quantity,
@@ -108,6 +110,24 @@ export class CheckoutRepository {
 
   async updateEscrowState(id: string, escrowId: string | null, status: CheckoutSession['status']): Promise<void> {
     await this.repo.update({ id }, { escrowId, status, updatedAt: new Date() });
+  }
+
+  /**
+   * Reopens a checkout whose escrow `escrowId` the buyer cancelled (docs/architecture.md §13): back
+   * to `open` under the next escrow attempt, with no escrow, when it is still the checkout's escrow,
+   * the checkout has not expired, and no agent payment stands behind it (an agent escrow is a
+   * one-shot payment of the agent's signer). In the caller's transaction.
+   * @returns true when reopened.
+   */
+  async reopenAfterCancel(id: string, escrowId: string): Promise<boolean> {
+    const rows: unknown[] = await (this.txHost as TxHost).tx.query(
+      `UPDATE checkout_sessions SET status = 'open', escrow_id = NULL, escrow_attempt = escrow_attempt + 1, updated_at = now()
+        WHERE id = $1 AND escrow_id = $2 AND status = 'cancelled' AND expires_at > now()
+          AND NOT EXISTS (SELECT 1 FROM payments WHERE checkout_session_id = $1)
+       RETURNING id`,
+      [id, escrowId],
+    );
+    return rows.length === 1;
   }
 
   /** Sessions of an invoice, newest first, locked until the transaction ends (invoice page, void). */

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { escrowKeyFromId } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
@@ -112,6 +113,7 @@ export class CheckoutService {
       escrowTemplateId: template,
       metadata,
       escrowId: null,
+      escrowAttempt: 0,
       expiresAt,
       offeringId: offering?.id ?? null,
       quantity: offering ? (input.quantity ?? 1) : null,
@@ -177,6 +179,7 @@ export class CheckoutService {
       escrowTemplateId: 'custom' as const,
       metadata: null,
       escrowId: null,
+      escrowAttempt: 0,
       expiresAt: new Date(Date.now() + this.config.env.CHECKOUT_DEFAULT_TTL_SECONDS * 1000),
       offeringId: null,
       quantity: null,
@@ -223,6 +226,26 @@ export class CheckoutService {
     if (!session) return null;
     if (session.invoiceId) await this.hooks.statusChanged({ id, organizationId: session.organizationId, invoiceId: session.invoiceId, status });
     return { session, dto: this.mapper.toDto(session) };
+  }
+
+  /**
+   * After the ledger applied a buyer's cancel of escrow `escrowId`: reopens the checkout under a new
+   * escrow id while it has not expired (docs/architecture.md §13, §16; {@link CheckoutRepository.reopenAfterCancel}),
+   * telling its invoice, if any. In the caller's transaction.
+   * @returns true when reopened.
+   */
+  async reopenAfterCancel(id: string, escrowId: string): Promise<boolean> {
+    if (!(await this.repo.reopenAfterCancel(id, escrowId))) return false;
+    const session = await this.repo.findById(id);
+    if (session?.invoiceId) await this.hooks.statusChanged({ id, organizationId: session.organizationId, invoiceId: session.invoiceId, status: 'open' });
+    return true;
+  }
+
+  /** The on-chain escrow id (bytes32 hex) a checkout offers now: its id under its current escrow attempt. */
+  async currentEscrowKey(id: string): Promise<string> {
+    const session = await this.repo.findById(id);
+    if (!session) throw AppError.notFound('checkout session');
+    return escrowKeyFromId(session.id, session.escrowAttempt);
   }
 
   /** Records expiry of open sessions past expiresAt (worker job); returns how many. */

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { EscrowChainEvent, idFromEscrowKey } from '@lib/chain';
+import { EscrowChainEvent, escrowKeyParts, idFromEscrowKey } from '@lib/chain';
 import { v7 as uuidv7 } from 'uuid';
 import { EventsService } from '../../common/outbox/events.service';
 import { TransactionHost, TxHost } from '../../database/transaction';
@@ -81,6 +81,11 @@ export class EscrowLedger {
             sourceId: `${e.txHash.toLowerCase()}:${e.logIndex}`,
           });
         }
+        // The buyer took the money back before the seller accepted: the checkout is payable again
+        // under a new escrow id (docs/architecture.md §13, §16; docs/decisions.md "Cancel reopens").
+        if (e.action === 'cancelled' && (await this.checkout.reopenAfterCancel(escrow.checkoutSessionId, escrow.id))) {
+          this.logger.log({ checkoutSessionId: escrow.checkoutSessionId, escrowId: escrow.id }, 'buyer cancelled; checkout reopened under a new escrow id');
+        }
       }
       return { escrow, applied: true };
     });
@@ -146,6 +151,10 @@ export class EscrowLedger {
     }
     const session = checkoutId ? await this.checkout.findById(checkoutId) : null;
     const mismatches = session ? await this.termsMismatches(e, session) : [];
+    const attempt = escrowKeyParts(e.escrowKey).attempt;
+    if (session && attempt !== session.escrowAttempt) {
+      mismatches.push({ field: 'escrowAttempt', expected: String(session.escrowAttempt), actual: String(attempt) });
+    }
     if (mismatches.length) {
       this.logger.error({ escrowKey: e.escrowKey, txHash: e.txHash, checkoutSessionId: session?.id, mismatches }, 'funding terms differ from the checkout; escrow flagged');
     }

@@ -158,7 +158,7 @@ export class EscrowService {
       throw new AppError('invalid_request', 'The merchant has no payout address yet', { reason: 'no_payout_address' }, 409);
     }
     const terms: FundingTerms = {
-      escrowKey: escrowKeyFromId(session.id),
+      escrowKey: escrowKeyFromId(session.id, session.escrowAttempt),
       buyer: buyer ? getAddress(buyer.toLowerCase()) : ZeroAddress,
       seller: org.payoutAddress,
       amount: session.amountUnits,

@@ -8,7 +8,6 @@ import { assertMetadataBounds } from '../../common/validation/metadata';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutHooks, CheckoutStatusChange } from '../checkout/checkout-hooks.service';
-import { escrowKeyFromId } from '@lib/chain';
 import { CheckoutService } from '../checkout/checkout.service';
 import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { VerificationService } from '../verification/verification.service';
@@ -211,7 +210,7 @@ export class InvoicesService implements OnModuleInit {
     const gateway = this.escrowChain.gateway;
     for (const s of sessions) {
       if (isFunded(s.status) || s.status === 'released') continue; // the transactional step refuses it
-      const escrowKey = escrowKeyFromId(s.id);
+      const escrowKey = await this.checkout.currentEscrowKey(s.id);
       const state = (await gateway.getOnChainEscrow(escrowKey)).state;
       if (state === 'voided') continue;
       if (state !== 'none') {

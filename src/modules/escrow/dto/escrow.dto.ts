@@ -24,7 +24,7 @@ export class EscrowChainDto {
 }
 
 export class EscrowTermsMismatchDto {
-  @ApiProperty({ enum: ['amount', 'seller', 'inspectionWindow'] }) field: 'amount' | 'seller' | 'inspectionWindow';
+  @ApiProperty({ enum: ['amount', 'seller', 'inspectionWindow', 'escrowAttempt'], description: 'escrowAttempt: an escrow id the checkout no longer offers (a cancelled attempt)' }) field: 'amount' | 'seller' | 'inspectionWindow' | 'escrowAttempt';
   @ApiProperty({ description: 'What the checkout and its organisation say (base units, address or seconds)' }) expected: string;
   @ApiProperty({ description: 'What the Funded event says' }) actual: string;
 }

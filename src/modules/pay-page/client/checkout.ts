@@ -195,7 +195,7 @@ export function startCheckoutPage(root: HTMLElement): void {
     await api(`/checkout/${id}/actions`, { action, actor: wallet.account, nonce: typedData.message.nonce, deadline: typedData.message.deadline, signature });
     say('Sent; waiting for the network to confirm it…');
     const done = await waitFor((s) => s.status !== before);
-    const words = { release: 'Payment released to the seller. Thank you!', cancel: 'Order cancelled; the payment is on its way back to your wallet.', dispute: 'Dispute opened. The payment stays in escrow until it is resolved.' };
+    const words = { release: 'Payment released to the seller. Thank you!', cancel: state?.status === 'open' ? 'Cancelled and refunded to your wallet. This checkout can still be paid until it expires.' : 'Cancelled and refunded to your wallet.', dispute: 'Dispute opened. The payment stays in escrow until it is resolved.' };
     say(done ? words[action] : 'Sent and still being confirmed. This page updates on its own.', done ? 'ok' : '');
   };
 
