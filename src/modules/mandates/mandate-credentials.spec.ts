@@ -94,6 +94,13 @@ describe('SD-JWT v0.2 open payment mandate (docs/architecture.md §14)', () => {
     expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: 'not-a-jwt' }, terms, ctx))).toBe('malformed');
   });
 
+  it('tolerates an issuer clock up to a minute ahead (iat), not more', async () => {
+    const now = Math.floor(ctx.now.getTime() / 1000);
+    const ahead = (seconds: number) => issueSdJwtMandate(owner.privateKey, 31337, 'bot-1', terms, { iat: now + seconds });
+    await expect(verifyMandateCredential({ format: 'sd-jwt', token: await ahead(30) }, terms, ctx)).resolves.toMatchObject({ format: 'sd-jwt' });
+    expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: await ahead(600) }, terms, ctx))).toBe('bad_signature');
+  });
+
   it('accepts integer amounts in the constraints (AP2 minor units as JSON numbers)', async () => {
     const token = await issueSdJwtMandate(owner.privateKey, 31337, 'bot-1', terms, {
       constraints: [

@@ -157,6 +157,9 @@ export function sdJwtHasher(data: string | ArrayBuffer, alg: string): Uint8Array
   return new Uint8Array(createHash('sha256').update(typeof data === 'string' ? data : Buffer.from(data)).digest());
 }
 
+/** How far an SD-JWT mandate's `iat`/`nbf` may be ahead of the server clock (seconds). */
+export const SD_JWT_CLOCK_SKEW_SECONDS = 60;
+
 /** Salt generator for issuing SD-JWTs (tests, demo). */
 export function sdJwtSalt(length: number): string {
   return randomBytes(length).toString('base64url');
@@ -208,7 +211,9 @@ export async function verifySdJwtMandate(token: unknown, terms: MandateTerms, ct
   verifyingKey = owner.key;
   let claims: Record<string, unknown>;
   try {
-    claims = (await sd.verify(token, { currentDate: Math.floor(ctx.now.getTime() / 1000) })).payload as Record<string, unknown>;
+    // iat/nbf may run up to a minute ahead of our clock (the owner's clock is not ours); `exp` was
+    // already checked strictly above.
+    claims = (await sd.verify(token, { currentDate: Math.floor(ctx.now.getTime() / 1000), skewSeconds: SD_JWT_CLOCK_SKEW_SECONDS })).payload as Record<string, unknown>;
   } catch {
     return reject('bad_signature', 'credential.token signature or disclosures do not verify');
   }
