@@ -1,10 +1,10 @@
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Module } from '@nestjs/common';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { AppConfig } from '../config/app-config';
 import { dataSourceOptions } from './data-source';
+import { TypeOrmTxAdapter } from './transaction';
 
 /**
  * TypeORM on Postgres (never `synchronize`) plus the CLS-held transaction that repositories,
@@ -20,7 +20,7 @@ import { dataSourceOptions } from './data-source';
       plugins: [
         new ClsPluginTransactional({
           imports: [TypeOrmModule],
-          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+          adapter: new TypeOrmTxAdapter(getDataSourceToken()),
         }),
       ],
     }),

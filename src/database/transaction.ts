@@ -1,10 +1,92 @@
-import { TransactionHost } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { TransactionHost, type TransactionalAdapter } from '@nestjs-cls/transactional';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
+
+/** The raw pg connection of a transaction, as a `begin` step sees it (simple protocol: no parameters, several statements). */
+export interface RawConnection {
+  query(sql: string): Promise<unknown>;
+}
+
+/**
+ * Options of one transaction: TypeORM's isolation level, or `begin`, a first round trip that
+ * opens the transaction itself (its SQL starts with `BEGIN;`) and runs its own statements in the
+ * same message (docs/decisions.md, "Idempotency claim in one round trip").
+ */
+export interface TxOptions {
+  isolationLevel?: IsolationLevel;
+  /**
+   * Sends `BEGIN; …` on the transaction's connection before anything else runs. It must begin the
+   * transaction in its first statement; if it throws, the transaction is rolled back.
+   */
+  begin?: (connection: RawConnection) => Promise<void>;
+}
+
+/**
+ * The @nestjs-cls/transactional adapter for TypeORM (docs/architecture.md §2): the stock adapter's
+ * behaviour (`DataSource.transaction`, nested transactions as savepoints), plus {@link TxOptions.begin},
+ * which saves the `START TRANSACTION` round trip on the hot path: the caller's first statements
+ * travel with `BEGIN` in one simple-protocol message, then the query runner is marked as inside a
+ * transaction so TypeORM commits, rolls back and nests exactly as after `startTransaction`.
+ */
+export class TypeOrmTxAdapter implements TransactionalAdapter<DataSource, EntityManager, TxOptions> {
+  constructor(readonly connectionToken: unknown) {}
+
+  optionsFactory = (dataSource: DataSource) => ({
+    wrapWithTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void) => {
+      if (!options?.begin) {
+        return dataSource.transaction(options?.isolationLevel as IsolationLevel, (trx) => {
+          setClient(trx);
+          return fn();
+        });
+      }
+      return withOwnBegin(dataSource.createQueryRunner(), options.begin, fn, setClient);
+    },
+    wrapWithNestedTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void, client: EntityManager) =>
+      client.transaction(options?.isolationLevel as IsolationLevel, (trx) => {
+        setClient(trx);
+        return fn();
+      }),
+    getFallbackInstance: () => dataSource.manager,
+  });
+}
+
+async function withOwnBegin(
+  runner: QueryRunner,
+  begin: (connection: RawConnection) => Promise<void>,
+  fn: () => Promise<unknown>,
+  setClient: (client?: EntityManager) => void,
+): Promise<unknown> {
+  try {
+    const connection = (await runner.connect()) as RawConnection;
+    try {
+      await begin(connection);
+    } catch (err) {
+      // A statement after BEGIN failed: the connection holds an aborted transaction; it must not
+      // go back to the pool that way (ROLLBACK without a transaction is only a warning).
+      await connection.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    // What startTransaction would have set (PostgresQueryRunner: depth 0 → START TRANSACTION).
+    Object.assign(runner as unknown as { isTransactionActive: boolean; transactionDepth: number }, { isTransactionActive: true, transactionDepth: 1 });
+    setClient(runner.manager);
+    let result: unknown;
+    try {
+      result = await fn();
+    } catch (err) {
+      await runner.rollbackTransaction().catch(() => undefined);
+      throw err;
+    }
+    await runner.commitTransaction();
+    return result;
+  } finally {
+    await runner.release();
+  }
+}
 
 /**
  * The request-scoped transaction shared by repositories, the idempotency interceptor and the
  * outbox writer (docs/architecture.md §2): `txHost.tx` is the current transaction's EntityManager, or the
  * default manager outside one; `txHost.withTransaction(fn)` joins or opens one.
  */
-export type TxHost = TransactionHost<TransactionalAdapterTypeOrm>;
+export type TxHost = TransactionHost<TypeOrmTxAdapter>;
 export { TransactionHost, Propagation } from '@nestjs-cls/transactional';

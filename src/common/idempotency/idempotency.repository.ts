@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { escapeLiteral } from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { TransactionHost, TxHost } from '../../database/transaction';
+import { type RawConnection, TransactionHost, TxHost } from '../../database/transaction';
 import { IdempotencyRecord } from './idempotency-record.entity';
 
 /** A stored outcome: status and the body exactly as first sent. */
@@ -21,32 +21,29 @@ export class IdempotencyRepository {
   }
 
   /**
-   * Takes the transaction-scoped advisory lock on (scope, key) without waiting, reads the live
-   * record ({@link find}) and sets `SAVEPOINT <savepoint>`, in one round trip: a
-   * simple-protocol query of three statements (docs/architecture.md §5; docs/decisions.md,
-   * "Idempotency claim in one round trip"). Under READ COMMITTED each statement of a
-   * multi-statement query takes its own snapshot, so the read still sees a twin's record committed
-   * before the lock was granted. The values are inlined as SQL literals (pg's escapeLiteral; the
-   * scope is hex, the key printable ASCII) because the simple protocol takes no parameters.
+   * Opens the transaction and claims (scope, key) in one round trip (docs/architecture.md §5;
+   * docs/decisions.md, "Idempotency claim in one round trip"): `BEGIN`, the transaction-scoped
+   * advisory lock taken without waiting, a read of the live record ({@link find}) and
+   * `SAVEPOINT <savepoint>`, as one simple-protocol message of four statements on `connection`
+   * (the `begin` step of {@link TxOptions}). Under READ COMMITTED each statement of the message
+   * takes its own snapshot, so the read still sees a twin's record committed before the lock was
+   * granted. The values are inlined as SQL literals (pg's escapeLiteral; the scope is hex, the key
+   * printable ASCII) because the simple protocol takes no parameters.
    * @returns whether the lock was taken (false: a twin request is in flight) and, if so, the live
    *   record (null when there is none).
    */
-  async lockFindAndMark(scopeHash: string, key: string, savepoint: string): Promise<{ locked: boolean; record: StoredOutcome | null }> {
-    if (!/^[a-z_]+$/.test(savepoint)) throw new Error(`lockFindAndMark: bad savepoint name ${savepoint}`);
-    const lockName = escapeLiteral(`${scopeHash}:${key}`);
-    // TypeORM's query() keeps only a single statement's rows, so this goes to the transaction's pg client.
-    const runner = this.tx.queryRunner;
-    if (!runner || !runner.isTransactionActive) throw new Error('lockFindAndMark must run inside a transaction');
-    const client = (await runner.connect()) as { query(sql: string): Promise<unknown> };
-    const results = (await client.query(
-      `SELECT pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) AS locked;
+  async beginAndClaim(connection: RawConnection, scopeHash: string, key: string, savepoint: string): Promise<{ locked: boolean; record: StoredOutcome | null }> {
+    if (!/^[a-z_]+$/.test(savepoint)) throw new Error(`beginAndClaim: bad savepoint name ${savepoint}`);
+    const results = (await connection.query(
+      `BEGIN;
+       SELECT pg_try_advisory_xact_lock(hashtextextended(${escapeLiteral(`${scopeHash}:${key}`)}, 0)) AS locked;
        SELECT fingerprint, response_status, response_body FROM idempotency_records
         WHERE scope_hash = ${escapeLiteral(scopeHash)} AND idempotency_key = ${escapeLiteral(key)} AND expires_at > now();
        SAVEPOINT ${savepoint}`,
     )) as Array<{ rows: Array<Record<string, unknown>> }>;
-    if (!Array.isArray(results) || results.length !== 3) throw new Error('lockFindAndMark: expected three statement results');
-    const locked = results[0].rows[0]?.locked === true;
-    const row = results[1].rows[0] as { fingerprint: string; response_status: number; response_body: string } | undefined;
+    if (!Array.isArray(results) || results.length !== 4) throw new Error('beginAndClaim: expected four statement results');
+    const locked = results[1].rows[0]?.locked === true;
+    const row = results[2].rows[0] as { fingerprint: string; response_status: number; response_body: string } | undefined;
     return {
       locked,
       record: locked && row ? { fingerprint: row.fingerprint, responseStatus: row.response_status, responseBody: JSON.parse(row.response_body) as unknown } : null,

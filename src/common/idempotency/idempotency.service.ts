@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
-import { Propagation, TransactionHost, TxHost } from '../../database/transaction';
+import { Propagation, type RawConnection, TransactionHost, TxHost } from '../../database/transaction';
 import { AppError } from '../errors/app-error';
 import { sha256Hex } from './fingerprint';
 import { IdempotencyRepository, StoredOutcome } from './idempotency.repository';
@@ -79,8 +79,8 @@ const HANDLER_SAVEPOINT = 'idempotent_handler';
  * flight gets 409 with Retry-After: 1.
  *
  * Order: [if `prepare`: read the record without a lock (replay if finished) → prepare, no
- * connection held] → transaction: advisory lock, read the record (next statement, so its
- * snapshot is after the lock) and savepoint, in one round trip → `run` → record. A storable refusal
+ * connection held] → BEGIN, advisory lock, read the record (next statement, so its snapshot is
+ * after the lock) and savepoint, in one round trip → `run` → record → COMMIT. A storable refusal
  * rolls back to the savepoint and is recorded under the same lock, so no twin can slip between
  * the refusal and its record.
  */
@@ -125,10 +125,14 @@ export class IdempotencyService {
       method: request.method,
       path: request.path,
     };
-    return txHost.withTransaction(Propagation.RequiresNew, async () => {
-      // Lock, read and savepoint in one round trip; the savepoint is never released: COMMIT
-      // releases it, which saves a round trip per request over a nested transaction.
-      const { locked, record } = await this.records.lockFindAndMark(scopeHash, request.key, HANDLER_SAVEPOINT);
+    let claim: { locked: boolean; record: StoredOutcome | null } | undefined;
+    // BEGIN, the lock, the record read and the handler's savepoint travel in one round trip; the
+    // savepoint is never released: COMMIT releases it.
+    const begin = async (connection: RawConnection) => {
+      claim = await this.records.beginAndClaim(connection, scopeHash, request.key, HANDLER_SAVEPOINT);
+    };
+    return txHost.withTransaction(Propagation.RequiresNew, { begin }, async () => {
+      const { locked, record } = claim!;
       if (!locked) {
         throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still in progress', { reason: 'in_progress' }, 409, {
           'Retry-After': '1',
