@@ -1,4 +1,5 @@
 import { TransactionHost, type TransactionalAdapter } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 
@@ -22,32 +23,32 @@ export interface TxOptions {
 }
 
 /**
- * The @nestjs-cls/transactional adapter for TypeORM (docs/architecture.md §2): the stock adapter's
- * behaviour (`DataSource.transaction`, nested transactions as savepoints), plus {@link TxOptions.begin},
+ * The @nestjs-cls/transactional adapter for TypeORM (docs/architecture.md §2): the stock
+ * TransactionalAdapterTypeOrm (`DataSource.transaction`, nested transactions as savepoints), plus {@link TxOptions.begin},
  * which saves the `START TRANSACTION` round trip on the hot path: the caller's first statements
  * travel with `BEGIN` in one simple-protocol message, then the query runner is marked as inside a
  * transaction so TypeORM commits, rolls back and nests exactly as after `startTransaction`.
  */
 export class TypeOrmTxAdapter implements TransactionalAdapter<DataSource, EntityManager, TxOptions> {
-  constructor(readonly connectionToken: unknown) {}
+  private readonly stock: TransactionalAdapterTypeOrm;
 
-  optionsFactory = (dataSource: DataSource) => ({
-    wrapWithTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void) => {
-      if (!options?.begin) {
-        return dataSource.transaction(options?.isolationLevel as IsolationLevel, (trx) => {
-          setClient(trx);
-          return fn();
-        });
-      }
-      return withOwnBegin(dataSource.createQueryRunner(), options.begin, fn, setClient);
-    },
-    wrapWithNestedTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void, client: EntityManager) =>
-      client.transaction(options?.isolationLevel as IsolationLevel, (trx) => {
-        setClient(trx);
-        return fn();
-      }),
-    getFallbackInstance: () => dataSource.manager,
-  });
+  constructor(readonly connectionToken: unknown) {
+    this.stock = new TransactionalAdapterTypeOrm({ dataSourceToken: connectionToken });
+  }
+
+  optionsFactory = (dataSource: DataSource) => {
+    const stock = this.stock.optionsFactory(dataSource);
+    type Stock = typeof stock;
+    return {
+      ...stock,
+      wrapWithTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void) =>
+        options?.begin
+          ? withOwnBegin(dataSource.createQueryRunner(), options.begin, fn, setClient)
+          : stock.wrapWithTransaction(options as Parameters<Stock['wrapWithTransaction']>[0], fn, setClient),
+      wrapWithNestedTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void, client: EntityManager) =>
+        stock.wrapWithNestedTransaction(options as Parameters<Stock['wrapWithNestedTransaction']>[0], fn, setClient, client),
+    };
+  };
 }
 
 async function withOwnBegin(
