@@ -1,7 +1,9 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, pay, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
+import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { TestChain, USDC } from '../support/chain';
+import { waitFor } from '../support/wait';
 
 describe('agent payments (POST /payments, docs/architecture.md §13)', () => {
   let t: TestApp;
@@ -53,6 +55,24 @@ describe('agent payments (POST /payments, docs/architecture.md §13)', () => {
     expect(await paymentRows(t, agent.agentId)).toHaveLength(5);
     expect(before - (await chain.usdcBalance(agent.signerAddress))).toBe(100n * USDC);
     expect(await chain.usdcBalance(payee.address)).toBe(100n * USDC);
+  });
+
+  it('insufficient_balance is exact: a payment already on chain but not yet indexed is counted once, so a payment that fits the rest is admitted and one cent more is refused', async () => {
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 30n * USDC, policy: { dailyLimit: '1000.00' } });
+    const settlement = t.app.get(PaymentSettlement);
+    for (let r = await settlement.pollOnce(); r.fromBlock <= r.toBlock; r = await settlement.pollOnce()); // the indexer at head
+    expect((await pay(t, agent, { to: payee.handle, amount: '20.00' })).status).toBe(200);
+    await waitFor(async () => (await chain.usdcBalance(agent.signerAddress)) === 10n * USDC, { label: 'the first transfer mined' });
+    expect((await paymentRows(t, agent.agentId)).map((p) => p.status)).toEqual(['submitted']); // not indexed yet
+    expect((await t.http.get('/api/v1/balance').set('X-Api-Key', agent.key)).body).toMatchObject({ balance: '10.00', onChainBalance: '10.00' });
+    const over = await pay(t, agent, { to: payee.handle, amount: '10.01' });
+    expect(over.status).toBe(403);
+    expect(over.body.details).toMatchObject({ rule: 'insufficient_balance', limit: '10.00' });
+    expect((await pay(t, agent, { to: payee.handle, amount: '10.00' })).status).toBe(200);
+    await settleUntil(t, async () => (await paymentRows(t, agent.agentId)).every((p) => p.status === 'succeeded'));
+    expect(await chain.usdcBalance(agent.signerAddress)).toBe(0n);
+    expect(await chain.usdcBalance(payee.address)).toBe(30n * USDC);
   });
 
   it('ten concurrent requests with one Idempotency-Key → one payment, one transfer', async () => {

@@ -15,6 +15,7 @@ import {
   isHexString,
   randomBytes,
   verifyTypedData,
+  zeroPadValue,
 } from 'ethers';
 import { CheckoutEscrowArtifact, TestUSDCArtifact } from '@lib/contracts';
 import { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';
@@ -391,11 +392,15 @@ export class EscrowGateway {
     return (await this.usdc.getFunction('authorizationState').staticCall(authorizer, nonce, { blockTag })) as boolean;
   }
 
-  /** USDC AuthorizationUsed and AuthorizationCanceled logs in blocks [fromBlock, toBlock], in chain order. */
-  async getAuthorizationLogs(fromBlock: number, toBlock: number): Promise<Array<AuthorizationUsedLog & { kind: 'used' | 'canceled' }>> {
+  /**
+   * USDC AuthorizationUsed and AuthorizationCanceled logs (EIP-3009) in blocks [fromBlock, toBlock], in
+   * chain order; only those of `authorizer` when given (the indexed topic, so the node filters).
+   */
+  async getAuthorizationLogs(fromBlock: number, toBlock: number, authorizer?: string): Promise<Array<AuthorizationUsedLog & { kind: 'used' | 'canceled' }>> {
     const used = USDC_IFACE.getEvent('AuthorizationUsed')!.topicHash;
     const canceled = USDC_IFACE.getEvent('AuthorizationCanceled')!.topicHash;
-    const logs = await this.provider.getLogs({ address: this.usdcAddress, fromBlock, toBlock, topics: [[used, canceled]] });
+    const topics = authorizer ? [[used, canceled], zeroPadValue(getAddress(authorizer), 32)] : [[used, canceled]];
+    const logs = await this.provider.getLogs({ address: this.usdcAddress, fromBlock, toBlock, topics });
     return logs
       .filter((l) => !l.removed)
       .map((l) => ({
@@ -540,9 +545,9 @@ export class EscrowGateway {
     };
   }
 
-  /** USDC balance of `address` in base units. */
-  async usdcBalance(address: string): Promise<bigint> {
-    return (await this.usdc.getFunction('balanceOf').staticCall(address)) as bigint;
+  /** USDC balance of `address` in base units, at `blockTag` (a block number) or the latest block. */
+  async usdcBalance(address: string, blockTag?: number): Promise<bigint> {
+    return (await this.usdc.getFunction('balanceOf').staticCall(address, blockTag === undefined ? {} : { blockTag })) as bigint;
   }
 
   /** Latest block number. */

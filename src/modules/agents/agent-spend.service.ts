@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
 import { agentUsage, AgentsRepository } from './agents.repository';
+import { ChainAccess } from '../relayer/chain-access.service';
+import { readSignerBalance, type SignerBalance } from './signer-balance';
 
 /**
  * What spending modules (payments, agent escrows) need from agents, through a service
@@ -13,6 +15,7 @@ export class AgentSpendGate {
   constructor(
     private readonly repo: AgentsRepository,
     private readonly txHost: TransactionHost,
+    private readonly chain: ChainAccess,
   ) {}
 
   find(agentId: string): Promise<AgentRow | null> {
@@ -24,9 +27,17 @@ export class AgentSpendGate {
     return this.repo.lock(agentId);
   }
 
-  /** Payments pending/submitted/succeeded since the window starts (base units), and the open reservations. */
-  usage(agentId: string, dayStart: Date, monthStart: Date): Promise<AgentUsage> {
-    return agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart);
+  /**
+   * Payments pending/submitted/succeeded since the window starts (base units), and the open
+   * reservations not in `settledNonces` ({@link readSignerBalance}).
+   */
+  usage(agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = []): Promise<AgentUsage> {
+    return agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, settledNonces);
+  }
+
+  /** The signer's balance inputs for the spend check; call with no transaction open ({@link readSignerBalance}). */
+  signerBalance(signer: string): Promise<SignerBalance> {
+    return readSignerBalance(this.chain, (this.txHost as TxHost).tx, signer);
   }
 
   /** A payee handle (organisation handle or agent slug, case-insensitive), or null. */

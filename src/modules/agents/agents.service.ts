@@ -9,6 +9,7 @@ import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService } from '../relayer/relayer.service';
 import { policyWindows, renderPolicy, StoredPolicy } from './agent-policy';
 import { AgentRow, agentUsage, AgentsRepository } from './agents.repository';
+import { readSignerBalance } from './signer-balance';
 import { ENABLE_SIGNER_TYPES, ownerDomain, WITHDRAW_TYPES } from './owner-messages';
 import { SignerVault } from './signer-vault.service';
 
@@ -127,13 +128,17 @@ export class AgentsService {
     };
   }
 
-  /** Signer and owner USDC from the chain; `balance` subtracts open reservations (never below 0). */
+  /**
+   * Signer and owner USDC from the chain; `balance` subtracts the open reservations not yet settled on
+   * chain (never below 0; see readSignerBalance).
+   */
   async balance(agentId: string): Promise<BalanceView> {
     const agent = await this.require(agentId);
     if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
-    const [onChain, owner] = await Promise.all([this.chain.gateway.usdcBalance(agent.signerAddress), this.chain.gateway.usdcBalance(agent.ownerAddress)]);
+    const [signer, owner] = await Promise.all([readSignerBalance(this.chain, (this.txHost as TxHost).tx, agent.signerAddress), this.chain.gateway.usdcBalance(agent.ownerAddress)]);
+    const onChain = signer.onChain;
     const { dayStart, monthStart } = policyWindows(new Date());
-    const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart);
+    const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, signer.settledNonces ?? []);
     const available = onChain > usage.open ? onChain - usage.open : 0n;
     return {
       address: agent.signerAddress,

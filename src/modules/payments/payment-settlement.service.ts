@@ -1,12 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
+import { AUTHORIZATION_CURSOR } from '../agents/signer-balance';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { PaymentsRepository } from './payments.repository';
 import { PaymentsService } from './payments.service';
 
-/** Cursor name in chain_cursors for USDC authorization logs. */
-export const AUTHORIZATION_CURSOR = 'usdc-authorizations';
+/** Cursor name in chain_cursors for USDC authorization logs (shared with the agents' balance read). */
+export { AUTHORIZATION_CURSOR };
 const MAX_BLOCKS_PER_PASS = 2000;
 
 /**

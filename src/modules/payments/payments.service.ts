@@ -177,7 +177,8 @@ export class PaymentsService {
     const agent = await this.agents.find(agentId);
     if (!agent) throw AppError.notFound('agent');
     this.checkAgent(agent);
-    const onChain = await this.chain.gateway.usdcBalance(agent.signerAddress!);
+    // Read before the transaction (no RPC while it is open); exact once combined with the usage under the lock.
+    const signerBalance = await this.agents.signerBalance(agent.signerAddress!);
 
     let outcome: { payment: Payment; created: boolean };
     try {
@@ -198,7 +199,8 @@ export class PaymentsService {
           }
         }
         const { dayStart, monthStart } = policyWindows(now);
-        const usage = await this.agents.usage(agentId, dayStart, monthStart);
+        const usage = await this.agents.usage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? []);
+        const onChain = signerBalance.onChain;
         const refusal = evaluatePolicy(locked.policy, {
           amount,
           toHandle: payee.handle,
