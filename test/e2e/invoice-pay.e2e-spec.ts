@@ -1,3 +1,4 @@
+import { escrowKeyParts } from '@lib/chain';
 import { createTestApp, TestApp } from '../support/app';
 import { checkoutEvents, createParties, fundingTerms, fundOnChain, getCheckout, indexUntilStatus, Party, TestChain } from '../support/chain';
 import { expectError } from '../support/errors';
@@ -90,6 +91,29 @@ describe('paying an invoice through escrow (API + anvil + indexer)', () => {
     const events = await checkoutEvents(t, checkoutId!);
     expect(events.map((e) => e.type)).toEqual(['checkout.funded', 'checkout.released', 'checkout.paid']);
     for (const e of events) expect(e.object.invoiceId).toBe(invoice.id);
+  });
+
+  it("after a buyer's cancel the invoice's checkout is open again under a new escrow id, and void burns that id on chain", async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const invoice = await sentInvoice(seller);
+    const checkoutId = (await pageCheckoutId(invoice.id)).checkoutId!;
+    await fundOnChain(t, chain, checkoutId, buyer.wallet);
+    const funded = await indexUntilStatus(t, seller.org, checkoutId, 'funded');
+    const firstKey = (await t.dataSource.query('SELECT escrow_key FROM escrows WHERE id = $1', [funded.escrowId]))[0].escrow_key as string;
+    const cancelTx = await chain.act(buyer.wallet, 'cancel', firstKey);
+    expect((await escrowAction(buyer, funded.escrowId as string, 'cancel', cancelTx)).body.status).toBe('cancelled');
+
+    const page = await pageCheckoutId(invoice.id);
+    expect(page.checkoutId).toBe(checkoutId); // the same checkout, payable again
+    expect(page.html).toContain('data-state="pay"');
+    expect((await getInvoice(seller, invoice.id)).body.status).toBe('open');
+    const nextKey = (await fundingTerms(t, checkoutId, buyer.wallet.address)).terms.escrowKey;
+    expect(escrowKeyParts(nextKey)).toEqual({ id: checkoutId, attempt: 1 });
+
+    const voided = await t.http.post(`/api/v1/invoices/${invoice.id}/void`).set('X-Api-Key', seller.org.key).send({});
+    expect(voided.body.status).toBe('void');
+    expect((await chain.gateway.getOnChainEscrow(nextKey)).state).toBe('voided');
+    expect((await chain.gateway.getOnChainEscrow(firstKey)).state).toBe('cancelled');
   });
 
   it('after a refund the invoice is payable again by a new checkout; the refunded one cannot be funded again', async () => {
