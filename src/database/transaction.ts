@@ -45,6 +45,7 @@ export class TypeOrmTxAdapter implements TransactionalAdapter<DataSource, Entity
         options?.begin
           ? withOwnBegin(dataSource.createQueryRunner(), options.begin, fn, setClient)
           : stock.wrapWithTransaction(options as Parameters<Stock['wrapWithTransaction']>[0], fn, setClient),
+      // The stock one, re-typed: its options type requires isolationLevel, ours makes it optional.
       wrapWithNestedTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void, client: EntityManager) =>
         stock.wrapWithNestedTransaction(options as Parameters<Stock['wrapWithNestedTransaction']>[0], fn, setClient, client),
     };

@@ -45,6 +45,15 @@ describe('paying an invoice through escrow (API + anvil + indexer)', () => {
     expect(sent.body.status).toBe('open');
     return sent.body as { id: string; amount: string; number: string };
   }
+  /** A sent invoice whose page-minted checkout the buyer funded on chain (indexed): its ids and escrow key. */
+  async function fundedInvoice(seller: Party, buyer: Party) {
+    const invoice = await sentInvoice(seller);
+    const checkoutId = (await pageCheckoutId(invoice.id)).checkoutId!;
+    await fundOnChain(t, chain, checkoutId, buyer.wallet);
+    const escrowId = (await indexUntilStatus(t, seller.org, checkoutId, 'funded')).escrowId as string;
+    const escrowKey = (await t.dataSource.query('SELECT escrow_key FROM escrows WHERE id = $1', [escrowId]))[0].escrow_key as string;
+    return { invoice, checkoutId, escrowId, escrowKey };
+  }
   const escrowAction = (party: Party, escrowId: string, action: string, txHash: string) =>
     t.http
       .post(`/api/v1/escrows/${escrowId}/${action}`)
@@ -95,13 +104,9 @@ describe('paying an invoice through escrow (API + anvil + indexer)', () => {
 
   it("after a buyer's cancel the invoice's checkout is open again under a new escrow id, and void burns that id on chain", async () => {
     const { seller, buyer } = await createParties(t, chain);
-    const invoice = await sentInvoice(seller);
-    const checkoutId = (await pageCheckoutId(invoice.id)).checkoutId!;
-    await fundOnChain(t, chain, checkoutId, buyer.wallet);
-    const funded = await indexUntilStatus(t, seller.org, checkoutId, 'funded');
-    const firstKey = (await t.dataSource.query('SELECT escrow_key FROM escrows WHERE id = $1', [funded.escrowId]))[0].escrow_key as string;
+    const { invoice, checkoutId, escrowId, escrowKey: firstKey } = await fundedInvoice(seller, buyer);
     const cancelTx = await chain.act(buyer.wallet, 'cancel', firstKey);
-    expect((await escrowAction(buyer, funded.escrowId as string, 'cancel', cancelTx)).body.status).toBe('cancelled');
+    expect((await escrowAction(buyer, escrowId, 'cancel', cancelTx)).body.status).toBe('cancelled');
 
     const page = await pageCheckoutId(invoice.id);
     expect(page.checkoutId).toBe(checkoutId); // the same checkout, payable again
@@ -118,18 +123,14 @@ describe('paying an invoice through escrow (API + anvil + indexer)', () => {
 
   it('after a refund the invoice is payable again by a new checkout; the refunded one cannot be funded again', async () => {
     const { seller, buyer } = await createParties(t, chain);
-    const invoice = await sentInvoice(seller);
-    const first = (await pageCheckoutId(invoice.id)).checkoutId!;
-    await fundOnChain(t, chain, first, buyer.wallet);
-    const funded = await indexUntilStatus(t, seller.org, first, 'funded');
-    const escrowKey = (await t.dataSource.query('SELECT escrow_key FROM escrows WHERE id = $1', [funded.escrowId]))[0].escrow_key as string;
+    const { invoice, checkoutId: first, escrowId, escrowKey } = await fundedInvoice(seller, buyer);
 
     // A second funding attempt while one is funded: no other checkout exists to fund, and the funded one's terms are refused.
     expect((await pageCheckoutId(invoice.id)).checkoutId).toBe(first);
     expectError(await t.http.get(`/api/v1/checkout-sessions/${first}/funding-terms`), 409, 'invalid_request');
 
     const declineTx = await chain.act(seller.wallet, 'decline', escrowKey);
-    const declined = await escrowAction(seller, funded.escrowId as string, 'decline', declineTx);
+    const declined = await escrowAction(seller, escrowId, 'decline', declineTx);
     expect(declined.body.status).toBe('refunded');
     expect((await getInvoice(seller, invoice.id)).body.status).toBe('open');
 

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { ChainTxError, escrowKeyFromId, FundingTerms, type EscrowPartyAction } from '@lib/chain';
+import { ChainTxError, FundingTerms, type EscrowPartyAction } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { Signature, type Wallet } from 'ethers';
 import type { Principal } from '../../common/auth/principal';
@@ -13,6 +13,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
+import { checkoutEscrowKey } from '../checkout/checkout-escrow-key';
 import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { EscrowLedger } from '../escrow/escrow-ledger.service';
 import { ESCROW_ACTIONS } from '../escrow/escrow.state';
@@ -105,7 +106,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     if (!session) throw AppError.notFound('agent escrow');
     if (!(rule.from as readonly string[]).includes(session.status)) throw AppError.invalidState('escrow', session.status, rule.from);
 
-    const escrowKey = escrowKeyFromId(session.id, session.escrowAttempt);
+    const escrowKey = checkoutEscrowKey(session);
     const signer = await this.vault.wallet(payment.agentId);
     const gateway = this.escrowChain.gateway;
     const signed = await gateway.signEscrowAction(signer, action as EscrowPartyAction, escrowKey, { now: await gateway.headTimestamp() });
@@ -178,7 +179,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     const session = await this.checkout.findById(payment.checkoutSessionId!);
     if (!session) throw new Error(`agent escrow ${payment.id} has no checkout session`);
     return {
-      escrowKey: escrowKeyFromId(session.id, session.escrowAttempt),
+      escrowKey: checkoutEscrowKey(session),
       buyer: payment.fromAddress,
       seller: payment.toAddress,
       amount: payment.amount,

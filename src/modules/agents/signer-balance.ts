@@ -8,13 +8,12 @@ const MAX_UNINDEXED_BLOCKS = 2000;
 
 /** A session signer's balance and what the chain already did with its authorizations. */
 export interface SignerBalance {
-  /** USDC base units held by the signer at `block`. */
+  /** USDC base units held by the signer at the latest block when read (L). */
   onChain: bigint;
-  block: number;
   /**
    * Authorization nonces (lowercase bytes32 hex) of the signer used or cancelled on chain in blocks
-   * the payment indexer has not applied yet, up to `block`; their payments may still look open in
-   * the database, but `onChain` already reflects them. Null when not known (no indexer cursor yet,
+   * the payment indexer has not applied yet, up to L; their payments may still look open in
+   * the database, but `onChain` already reflects them (up to L). Null when not known (no indexer cursor yet,
    * or it lags more than 2,000 blocks).
    */
   settledNonces: string[] | null;
@@ -41,5 +40,5 @@ export async function readSignerBalance(chain: ChainAccess, em: TxHost['tx'], si
     chain.gateway.usdcBalance(signer, block),
     exact && cursor < block ? chain.gateway.getAuthorizationLogs(cursor + 1, block, signer) : Promise.resolve([]),
   ]);
-  return { onChain, block, settledNonces: exact ? logs.map((l) => l.nonce.toLowerCase()) : null };
+  return { onChain, settledNonces: exact ? logs.map((l) => l.nonce.toLowerCase()) : null };
 }

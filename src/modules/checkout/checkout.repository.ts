@@ -6,6 +6,10 @@ import { CheckoutSession } from './checkout.entity';
 const COLUMNS =
   'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, escrow_attempt, expires_at, offering_id, quantity, invoice_id, created_at, updated_at';
 
+/** The columns a new session is inserted with ({@link sessionParams} gives their values). */
+const INSERT_COLUMNS =
+  'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, offering_id, quantity, invoice_id';
+
 interface SessionRow {
   id: string;
   organization_id: string;
@@ -64,8 +68,7 @@ export class CheckoutRepository {
   /** Inserts and fills `createdAt`/`updatedAt` from the database (raw SQL: the create hot path). */
   async insert(s: CheckoutSession): Promise<CheckoutSession> {
     const rows: Array<{ created_at: Date; updated_at: Date }> = await (this.txHost as TxHost).tx.query(
-      `INSERT INTO checkout_sessions (id, organization_id, amount_units, description, status, order_id, shop_domain,
-         redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, offering_id, quantity, invoice_id)
+      `INSERT INTO checkout_sessions (${INSERT_COLUMNS})
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING created_at, updated_at`,
       sessionParams(s),
     );
@@ -81,8 +84,7 @@ export class CheckoutRepository {
    */
   async insertUnlessRejected(s: CheckoutSession): Promise<CheckoutSession | null> {
     const rows: Array<{ created_at: Date; updated_at: Date }> = await (this.txHost as TxHost).tx.query(
-      `INSERT INTO checkout_sessions (id, organization_id, amount_units, description, status, order_id, shop_domain,
-         redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, expires_at, offering_id, quantity, invoice_id)
+      `INSERT INTO checkout_sessions (${INSERT_COLUMNS})
        SELECT $1::uuid, $2::uuid, $3::numeric, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text,
          $11::jsonb, $12::uuid, $13::timestamptz, $14::uuid, $15::integer, $16::uuid
         WHERE NOT EXISTS (SELECT 1 FROM organization_verifications WHERE organization_id = $2::uuid AND identity_status = 'rejected')
@@ -117,17 +119,17 @@ export class CheckoutRepository {
    * to `open` under the next escrow attempt, with no escrow, when it is still the checkout's escrow,
    * the checkout has not expired, and no agent payment stands behind it (an agent escrow is a
    * one-shot payment of the agent's signer). In the caller's transaction.
-   * @returns true when reopened.
+   * @returns the reopened session's organisation and invoice, or null when it was not reopened.
    */
-  async reopenAfterCancel(id: string, escrowId: string): Promise<boolean> {
-    const rows: unknown[] = await (this.txHost as TxHost).tx.query(
+  async reopenAfterCancel(id: string, escrowId: string): Promise<{ organizationId: string; invoiceId: string | null } | null> {
+    const rows: Array<{ organization_id: string; invoice_id: string | null }> = await (this.txHost as TxHost).tx.query(
       `UPDATE checkout_sessions SET status = 'open', escrow_id = NULL, escrow_attempt = escrow_attempt + 1, updated_at = now()
         WHERE id = $1 AND escrow_id = $2 AND status = 'cancelled' AND expires_at > now()
           AND NOT EXISTS (SELECT 1 FROM payments WHERE checkout_session_id = $1)
-       RETURNING id`,
+       RETURNING organization_id, invoice_id`,
       [id, escrowId],
     );
-    return rows.length === 1;
+    return rows[0] ? { organizationId: rows[0].organization_id, invoiceId: rows[0].invoice_id } : null;
   }
 
   /** Sessions of an invoice, newest first, locked until the transaction ends (invoice page, void). */
@@ -161,7 +163,7 @@ export class CheckoutRepository {
   }
 }
 
-/** The 16 INSERT parameters of a session, in column order ($1 id … $16 invoice_id). */
+/** The 16 INSERT parameters of a session, in {@link INSERT_COLUMNS} order ($1 id … $16 invoice_id). */
 function sessionParams(s: CheckoutSession): unknown[] {
   return [s.id, s.organizationId, s.amountUnits.toString(), s.description, s.status, s.orderId, s.shopDomain, s.redirectUrl,
     s.webhookUrl, s.escrowTemplateId, s.metadata === null ? null : JSON.stringify(s.metadata), s.escrowId, s.expiresAt,

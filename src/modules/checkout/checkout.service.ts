@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { escrowKeyFromId } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
@@ -10,6 +9,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutMapper } from './checkout.mapper';
 import { CheckoutRepository } from './checkout.repository';
 import { CheckoutSession, EscrowTemplateId } from './checkout.entity';
+import { checkoutEscrowKey } from './checkout-escrow-key';
 import { CheckoutSessionDto } from './dto/checkout-session.dto';
 import { WebhookUrlService } from '../webhooks/webhook-url.service';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
@@ -235,9 +235,9 @@ export class CheckoutService {
    * @returns true when reopened.
    */
   async reopenAfterCancel(id: string, escrowId: string): Promise<boolean> {
-    if (!(await this.repo.reopenAfterCancel(id, escrowId))) return false;
-    const session = await this.repo.findById(id);
-    if (session?.invoiceId) await this.hooks.statusChanged({ id, organizationId: session.organizationId, invoiceId: session.invoiceId, status: 'open' });
+    const reopened = await this.repo.reopenAfterCancel(id, escrowId);
+    if (!reopened) return false;
+    if (reopened.invoiceId) await this.hooks.statusChanged({ id, ...reopened, status: 'open' });
     return true;
   }
 
@@ -245,7 +245,7 @@ export class CheckoutService {
   async currentEscrowKey(id: string): Promise<string> {
     const session = await this.repo.findById(id);
     if (!session) throw AppError.notFound('checkout session');
-    return escrowKeyFromId(session.id, session.escrowAttempt);
+    return checkoutEscrowKey(session);
   }
 
   /** Records expiry of open sessions past expiresAt (worker job); returns how many. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { escrowKeyFromId, FundingTerms, VerifiedAction } from '@lib/chain';
+import { FundingTerms, VerifiedAction } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { getAddress, ZeroAddress, type Wallet } from 'ethers';
 import type { Principal } from '../../common/auth/principal';
@@ -8,6 +8,7 @@ import { ListPage, toPage } from '../../common/http/list.dto';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
 import { effectiveStatus } from '../checkout/checkout.mapper';
+import { checkoutEscrowKey } from '../checkout/checkout-escrow-key';
 import { OrgsService } from '../orgs/orgs.service';
 import { CheckoutFundingDto, EscrowDto } from './dto/escrow.dto';
 import { EscrowChainService } from './escrow-chain.service';
@@ -158,7 +159,7 @@ export class EscrowService {
       throw new AppError('invalid_request', 'The merchant has no payout address yet', { reason: 'no_payout_address' }, 409);
     }
     const terms: FundingTerms = {
-      escrowKey: escrowKeyFromId(session.id, session.escrowAttempt),
+      escrowKey: checkoutEscrowKey(session),
       buyer: buyer ? getAddress(buyer.toLowerCase()) : ZeroAddress,
       seller: org.payoutAddress,
       amount: session.amountUnits,
