@@ -75,6 +75,21 @@ describe('agent payments (POST /payments, docs/architecture.md §13)', () => {
     expect(await chain.usdcBalance(payee.address)).toBe(30n * USDC);
   });
 
+  it('exact balance under concurrency: with a mined, unindexed payment, two concurrent payments for the whole rest → one admitted, one insufficient_balance', async () => {
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 30n * USDC, policy: { dailyLimit: '1000.00' } });
+    const settlement = t.app.get(PaymentSettlement);
+    for (let r = await settlement.pollOnce(); r.fromBlock <= r.toBlock; r = await settlement.pollOnce()); // the indexer at head
+    expect((await pay(t, agent, { to: payee.handle, amount: '20.00' })).status).toBe(200);
+    await waitFor(async () => (await chain.usdcBalance(agent.signerAddress)) === 10n * USDC, { label: 'the first transfer mined' });
+    const twins = await Promise.all([pay(t, agent, { to: payee.handle, amount: '10.00' }), pay(t, agent, { to: payee.handle, amount: '10.00' })]);
+    expect(twins.map((r) => r.status).sort()).toEqual([200, 403]);
+    expect(twins.find((r) => r.status === 403)!.body.details).toMatchObject({ rule: 'insufficient_balance' });
+    await settleUntil(t, async () => (await paymentRows(t, agent.agentId)).every((p) => p.status === 'succeeded'));
+    expect(await paymentRows(t, agent.agentId)).toHaveLength(2);
+    expect(await chain.usdcBalance(agent.signerAddress)).toBe(0n);
+  });
+
   it('ten concurrent requests with one Idempotency-Key → one payment, one transfer', async () => {
     const payee = await createPayee(t, chain);
     const agent = await createAgent(t, chain, { float: 500n * USDC, policy: { dailyLimit: '1000.00' } });

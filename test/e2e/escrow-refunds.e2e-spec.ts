@@ -1,4 +1,4 @@
-import { escrowKeyParts } from '@lib/chain';
+import { escrowKeyFromId, escrowKeyParts } from '@lib/chain';
 import { randomUUID } from 'node:crypto';
 import { createTestApp, TestApp } from '../support/app';
 import {
@@ -132,6 +132,26 @@ describe('escrow refunds, cancellation and disputes', () => {
     const [row] = await t.dataSource.query('SELECT status, escrow_id, escrow_attempt FROM checkout_sessions WHERE id = $1', [f.checkout.id]);
     expect(row).toEqual({ status: 'open', escrow_id: null, escrow_attempt: 1 });
     expect((await types(f.checkout.id)).filter(([type]) => type === 'checkout.cancelled')).toHaveLength(1);
+  });
+
+  it('a funding for an escrow attempt the checkout does not offer is flagged and leaves the checkout open; the offered attempt still funds', async () => {
+    const f = await funded();
+    const tx = await chain.act(f.buyer.wallet, 'cancel', f.escrowKey);
+    expect((await post(f.buyer, `${f.escrowId}/cancel`, { txHash: tx }, randomUUID())).status).toBe(200);
+    const { terms } = await fundingTerms(t, f.checkout.id, f.buyer.wallet.address); // attempt 1, the one offered
+    // Validly signed terms for attempt 2, which the checkout never offered (out of order).
+    const ahead = { ...terms, escrowKey: escrowKeyFromId(f.checkout.id, 2) };
+    await chain.fundWithAuthorization(f.buyer.wallet, ahead, await chain.gateway.signFundingTerms(chain.termsSigner, ahead, Number(process.env.CHAIN_ID)));
+    await pollToHead(t, chain);
+    const [stray] = await t.dataSource.query('SELECT id, flag, flag_details FROM escrows WHERE escrow_key = $1', [ahead.escrowKey.toLowerCase()]);
+    expect(stray.flag).toBe('terms_mismatch');
+    expect(stray.flag_details.mismatches).toContainEqual({ field: 'escrowAttempt', expected: '1', actual: '2' });
+    expect(await getCheckout(t, f.seller.org, f.checkout.id)).toMatchObject({ status: 'open', escrowId: null });
+    expect((await types(f.checkout.id)).map(([type]) => type)).toEqual(['checkout.funded', 'checkout.cancelled']);
+
+    await fundOnChain(t, chain, f.checkout.id, f.buyer.wallet);
+    const again = await indexUntilStatus(t, f.seller.org, f.checkout.id, 'funded');
+    expect(again.escrowId).not.toBe(stray.id);
   });
 
   it('a cancel after the checkout expired leaves it cancelled (it is not reopened)', async () => {
