@@ -7,6 +7,7 @@ import { Logger } from 'nestjs-pino';
 import { ApiModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { mcpRouter } from './modules/mcp/mcp.http';
+import { authorizationServerMetadataRouter } from './modules/orgs/oauth-metadata';
 import { A2A_RPC_PATH } from './modules/a2a/a2a-card.service';
 import { JSON_RPC } from './modules/a2a/a2a-jsonrpc.filter';
 import { AppError } from './common/errors/app-error';
@@ -102,6 +103,7 @@ export async function createApiApp(): Promise<NestExpressApplication> {
       },
     }),
   );
+  app.use(authorizationServerMetadataRouter(app.get(AppConfig).env));
   // MCP under the api port unless it has a listener of its own (createMcpApp, MCP_PORT).
   if (app.get(AppConfig).env.MCP_PORT === 0) app.use(mcpRouter(app));
   app.enableShutdownHooks();
@@ -124,4 +126,34 @@ export function createMcpApp(app: INestApplication): express.Express {
     res.status(404).json({ error: 'No such route', code: 'not_found', requestId: requestIdOf(req) });
   });
   return mcp;
+}
+
+/**
+ * What the checkout host serves (docs/architecture.md §16): the hosted pages, their JSON routes,
+ * their script, the owner's signer POST the signer page makes (same origin, CSP `connect-src
+ * 'self'`) and the liveness/readiness probes. Everything else is the api's.
+ */
+const CHECKOUT_HOST_ROUTES = [
+  /^\/(checkout|invoices|verify|agents)\/[^/]+(\/.*)?$/,
+  /^\/assets\/[^/]+$/,
+  /^\/favicon\.ico$/,
+  /^\/api\/v1\/agents\/[^/]+\/signer$/,
+  /^\/health\/(live|ready)$/,
+];
+
+/**
+ * The checkout host's own listener (CHECKOUT_PORT > 0, docs/architecture.md §1, §17): the api
+ * application's own request pipeline, limited to {@link CHECKOUT_HOST_ROUTES}; any other path
+ * answers 404 not_found in our error body. With CHECKOUT_PORT 0 the pages stay on the api port.
+ */
+export function createCheckoutHostApp(app: NestExpressApplication): express.Express {
+  const host = express();
+  const api = app.getHttpAdapter().getInstance() as express.Express;
+  host.disable('x-powered-by');
+  host.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
+  host.use((req: Request, res: Response, next: NextFunction) => {
+    if (CHECKOUT_HOST_ROUTES.some((route) => route.test(req.path))) return api(req, res, next);
+    requestIdMiddleware(req, res, () => res.status(404).json({ error: 'No such route on the checkout host', code: 'not_found', requestId: requestIdOf(req) }));
+  });
+  return host;
 }

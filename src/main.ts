@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { createApiApp, createMcpApp } from './app.factory';
+import { createApiApp, createCheckoutHostApp, createMcpApp } from './app.factory';
 import { AppConfig } from './config/app-config';
 
 /** api process entrypoint (docs/architecture.md §1). */
@@ -12,6 +12,11 @@ async function bootstrap(): Promise<void> {
     const server = createMcpApp(app).listen(config.env.MCP_PORT, '0.0.0.0');
     app.getHttpServer().on('close', () => server.close());
   }
+  if (config.env.CHECKOUT_PORT > 0) {
+    const server = createCheckoutHostApp(app).listen(config.env.CHECKOUT_PORT, '0.0.0.0');
+    app.getHttpServer().on('close', () => server.close());
+  }
+  console.log(`checkout host at ${config.env.CHECKOUT_BASE_URL.replace(/\/$/, '')}/checkout/{id}`);
   console.log(`MCP at ${config.env.MCP_BASE_URL.replace(/\/$/, '')}/mcp`);
 }
 

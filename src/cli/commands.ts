@@ -120,7 +120,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   'demo:mandate': {
     usage:
-      'demo:mandate --agent ID --payees a,b --max-per-payment BASE_UNITS --total BASE_UNITS [--expires-at ISO] [--description D]   ' +
+      'demo:mandate --agent ID --payees a,b --max-per-payment 20.00 --total 50.00 [--expires-at ISO] [--description D]   ' +
       '(local chain: the demo owner wallet signs an EIP-712 IntentMandate; prints the POST /api/v1/mandates body)',
     run: async (app, args) => {
       const env = app.get(AppConfig).env;

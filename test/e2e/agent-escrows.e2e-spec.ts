@@ -46,7 +46,7 @@ describe('agent escrows (POST /agent-escrows)', () => {
     const signerEth = await chain.provider.getBalance(agent.signerAddress);
     const created = await open(agent, { to: s.handle, amount: '25.00', description: 'Logo design', escrowTemplateId: 'digital' });
     expect(created.status).toBe(200);
-    expect(created.body).toMatchObject({ status: 'submitted', to: s.handle, toAddress: s.wallet.address, amount: '25.00', escrowStatus: 'open' });
+    expect(created.body).toMatchObject({ status: 'submitted', to: s.handle, toAddress: s.wallet.address, buyerAddress: agent.signerAddress, amount: '25.00', escrowStatus: 'open' });
     const checkoutId = created.body.checkoutSessionId as string;
 
     const funded = await indexUntilStatus(t, s.org, checkoutId, 'funded');
@@ -54,6 +54,8 @@ describe('agent escrows (POST /agent-escrows)', () => {
     await settleUntil(t, async () => (await t.http.get(`/api/v1/agent-escrows/${created.body.id}`).set('X-Api-Key', agent.key)).body.status === 'succeeded');
     expect(await chain.gateway.getOnChainEscrow(escrowKeyFromId(checkoutId))).toMatchObject({ state: 'funded', buyer: agent.signerAddress, seller: s.wallet.address, amount: 25n * USDC });
     expect(await chain.provider.getBalance(agent.signerAddress)).toBe(signerEth);
+    const agentView = await t.http.get(`/api/v1/agent-escrows/${created.body.id}`).set('X-Api-Key', agent.key);
+    expect(agentView.body).toMatchObject({ buyerAddress: agent.signerAddress, toAddress: s.wallet.address, escrowId, escrowKey: escrowKeyFromId(checkoutId), escrowStatus: 'funded' });
     const sellerView = await t.http.get(`/api/v1/escrows/${escrowId}`).set('X-Api-Key', s.org.key);
     expect(sellerView.body).toMatchObject({ status: 'funded', role: 'seller', checkoutSessionId: checkoutId });
     expect((await t.http.get('/api/v1/agent').set('X-Api-Key', agent.key)).body.usage.usedToday).toBe('25.00');

@@ -50,8 +50,8 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
   const inHours = (h: number) => new Date(Date.now() + h * 3_600_000).toISOString();
   const termsFor = (payees: string[], over: Partial<MandateTerms> = {}): MandateTerms => ({
     payees,
-    maxAmountPerPayment: '20000000',
-    totalAmount: '100000000',
+    maxAmountPerPayment: '20.00',
+    totalAmount: '100.00',
     expiresAt: inHours(24),
     description: 'API credits',
     ...over,
@@ -82,15 +82,17 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       expect(res.body).toMatchObject({
         id: expect.any(String),
         payees: ['shop-a', '0x00000000000000000000000000000000000000aa'],
-        maxAmountPerPayment: '20000000',
-        totalAmount: '100000000',
-        usedAmount: '0',
+        maxAmountPerPayment: '20.00',
+        totalAmount: '100.00',
+        usedAmount: '0.00',
         currency: 'USDC',
         status: 'active',
         description: 'API credits',
         credential: { format: 'eip712', signer: agent.owner.address, primaryType: 'IntentMandate' },
       });
       expect(res.body.expiresAt).toBe(new Date(body.expiresAt).toISOString());
+      // Money is decimal text on every surface (docs/architecture.md §17), the EIP-712 message's amount strings included.
+      expect((body.credential as { message: Record<string, unknown> }).message).toMatchObject({ maxAmountPerPayment: '20.00', totalAmount: '100.00' });
       const again = await post(agent, body, 'mandate-key-1');
       expect(again.status).toBe(200);
       expect(again.headers['idempotent-replayed']).toBe('true');
@@ -122,19 +124,23 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       };
       const good = await eip712(agent, terms);
       const credential = good.credential as Record<string, unknown>;
-      await expectReason({ ...good, totalAmount: '900000000', credential: { ...credential, message: { ...(credential.message as object), totalAmount: '900000000' } } }, 'bad_signature');
+      await expectReason({ ...good, totalAmount: '900.00', credential: { ...credential, message: { ...(credential.message as object), totalAmount: '900.00' } } }, 'bad_signature');
       await expectReason(await eip712(agent, terms, Wallet.createRandom()), 'signer_not_owner');
       await expectReason(await eip712(agent, termsFor(['shop-c'], { expiresAt: new Date(Date.now() - 60_000).toISOString() })), 'expired');
-      await expectReason({ ...good, maxAmountPerPayment: '1' }, 'terms_mismatch');
+      await expectReason({ ...good, maxAmountPerPayment: '1.00' }, 'terms_mismatch');
       await expectReason({ ...terms, credential: { format: 'jwt', token: 'x' } }, 'unsupported_format');
       const otherKey = await issueSdJwtMandate(Wallet.createRandom().privateKey, chainId, agent.slug, terms);
       await expectReason({ ...terms, credential: { format: 'sd-jwt', token: otherKey } }, 'signer_not_owner');
       const nonce = hexlify(randomBytes(32));
       expect((await post(agent, await eip712(agent, terms, agent.owner, nonce))).status).toBe(200);
       await expectReason(await eip712(agent, termsFor(['shop-d']), agent.owner, nonce), 'nonce_used');
-      const missing = await post(agent, { ...terms, maxAmountPerPayment: '1.5', credential: credential });
-      expect(missing.status).toBe(400);
-      expect(missing.body.details.fields).toEqual(expect.arrayContaining([expect.objectContaining({ param: 'maxAmountPerPayment' })]));
+      for (const bad of ['1.5000001', '-1.00', '0', '20000000', '1e3']) {
+        const missing = await post(agent, { ...terms, maxAmountPerPayment: bad, credential: credential });
+        expect(missing.status).toBe(400);
+        expect(missing.body.details.fields).toEqual(expect.arrayContaining([expect.objectContaining({ param: 'maxAmountPerPayment' })]));
+      }
+      const overTotal = await post(agent, { ...terms, maxAmountPerPayment: '100.01', credential: credential });
+      expect(overTotal.body.details.fields).toEqual([expect.objectContaining({ param: 'maxAmountPerPayment' })]);
       expect((await t.http.get('/api/v1/mandates').set('X-Api-Key', agent.key)).body.data).toHaveLength(1);
     });
 
@@ -167,7 +173,7 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       const payee = await createPayee(t, chain);
       const other = await createPayee(t, chain);
       const agent = await mandateAgent();
-      await createMandate(agent, termsFor([payee.handle], { maxAmountPerPayment: '20000000', totalAmount: '30000000' }));
+      await createMandate(agent, termsFor([payee.handle], { maxAmountPerPayment: '20.00', totalAmount: '30.00' }));
       const refused = async (to: string, amount: string) => {
         const res = await pay(t, agent, { to, amount });
         expect([res.status, res.body.code]).toEqual([403, 'mandate_required']);
@@ -184,15 +190,15 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
     it('with a covering mandate the payment succeeds, records mandateId (GET /payments/{id}) and usedAmount rises; exhausted when spent; the payee may be named by address', async () => {
       const payee = await createPayee(t, chain);
       const agent = await mandateAgent();
-      const m = await createMandate(agent, termsFor([payee.address.toLowerCase()], { totalAmount: '25000000' }));
+      const m = await createMandate(agent, termsFor([payee.address.toLowerCase()], { totalAmount: '25.00' }));
       const res = await pay(t, agent, { to: payee.handle, amount: '12.5' });
       expect(res.status).toBe(200);
       expect(res.body.mandateId).toBe(m.id);
       await settleUntil(t, async () => (await t.http.get(`/api/v1/payments/${res.body.id}`).set('X-Api-Key', agent.key)).body.status === 'succeeded');
       expect((await t.http.get(`/api/v1/payments/${res.body.id}`).set('X-Api-Key', agent.key)).body).toMatchObject({ status: 'succeeded', mandateId: m.id });
-      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '12500000', status: 'active' });
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '12.50', status: 'active' });
       expect((await pay(t, agent, { to: payee.handle, amount: '12.5' })).status).toBe(200);
-      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '25000000', status: 'exhausted' });
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '25.00', status: 'exhausted' });
       expect((await pay(t, agent, { to: payee.handle, amount: '0.01' })).body.code).toBe('mandate_required');
       expect(await chain.usdcBalance(payee.address)).toBeGreaterThanOrEqual(12_500_000n);
     });
@@ -205,7 +211,7 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.mandateId).toBe(sooner.id);
       // Time passes for the sooner one (moved into the past in the row; the clock is the service's).
       await t.dataSource.query(`UPDATE mandates SET expires_at = now() - interval '1 second' WHERE id = $1`, [sooner.id]);
-      expect(await getMandate(agent, sooner.id)).toMatchObject({ status: 'expired', usedAmount: '5000000' });
+      expect(await getMandate(agent, sooner.id)).toMatchObject({ status: 'expired', usedAmount: '5.00' });
       expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.mandateId).toBe(later.id);
       await t.dataSource.query(`UPDATE mandates SET expires_at = now() - interval '1 second' WHERE id = $1`, [later.id]);
       expect((await pay(t, agent, { to: payee.handle, amount: '5.00' })).body.code).toBe('mandate_required');
@@ -230,13 +236,13 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
     it('concurrency: ten concurrent 10.00 spends under a 45.00 mandate → exactly four succeed, usedAmount never exceeds totalAmount', async () => {
       const payee = await createPayee(t, chain);
       const agent = await mandateAgent(500n * USDC);
-      const m = await createMandate(agent, termsFor([payee.handle], { maxAmountPerPayment: '10000000', totalAmount: '45000000' }));
+      const m = await createMandate(agent, termsFor([payee.handle], { maxAmountPerPayment: '10.00', totalAmount: '45.00' }));
       const results = await Promise.all(Array.from({ length: 10 }, () => pay(t, agent, { to: payee.handle, amount: '10.00' })));
       expect(results.filter((r) => r.status === 200)).toHaveLength(4);
       const refused = results.filter((r) => r.status === 403);
       expect(refused).toHaveLength(6);
       for (const r of refused) expect(r.body.code).toBe('mandate_required');
-      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '40000000', status: 'active' });
+      expect(await getMandate(agent, m.id)).toMatchObject({ usedAmount: '40.00', status: 'active' });
       const [{ sum }] = await t.dataSource.query(`SELECT SUM(amount)::text AS sum FROM payments WHERE mandate_id = $1`, [m.id]);
       expect(sum).toBe('40000000');
       await settleUntil(t, async () => (await paymentRows(t, agent.agentId)).every((p) => p.status === 'succeeded'));
@@ -280,7 +286,7 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       const out = await COMMANDS['mandate:revoke'].run(t.app, { positionals: [m.id], options: {} } as never);
       expect(out).toMatchObject({ id: m.id, status: 'revoked' });
       expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).body.code).toBe('mandate_required');
-      expect(await getMandate(agent, m.id)).toMatchObject({ status: 'revoked', usedAmount: '1000000' });
+      expect(await getMandate(agent, m.id)).toMatchObject({ status: 'revoked', usedAmount: '1.00' });
     });
   });
 
@@ -292,11 +298,11 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       try {
         const body = await COMMANDS['demo:mandate'].run(t.app, {
           positionals: [],
-          options: { agent: agent.agentId, payees: 'shop-z,acme', 'max-per-payment': '5000000', total: '10000000' },
+          options: { agent: agent.agentId, payees: 'shop-z,acme', 'max-per-payment': '5.00', total: '10.00' },
         } as never);
         const res = await post(agent, body);
         expect(res.status).toBe(200);
-        expect(res.body).toMatchObject({ payees: ['shop-z', 'acme'], maxAmountPerPayment: '5000000', totalAmount: '10000000', status: 'active' });
+        expect(res.body).toMatchObject({ payees: ['shop-z', 'acme'], maxAmountPerPayment: '5.00', totalAmount: '10.00', status: 'active' });
       } finally {
         if (saved === undefined) delete process.env.DEMO_OWNER_PRIVATE_KEY;
         else process.env.DEMO_OWNER_PRIVATE_KEY = saved;

@@ -7,8 +7,8 @@ const owner = Wallet.createRandom();
 const other = Wallet.createRandom();
 const terms: MandateTerms = {
   payees: ['acme', '0x00000000000000000000000000000000000000aa'],
-  maxAmountPerPayment: '20000000',
-  totalAmount: '100000000',
+  maxAmountPerPayment: '20.00',
+  totalAmount: '100.00',
   expiresAt: new Date(Date.now() + 86_400_000).toISOString().replace(/\.\d{3}Z$/, '.000Z'),
   description: 'API credits from acme',
 };
@@ -34,14 +34,18 @@ describe('EIP-712 IntentMandate credential (docs/architecture.md §14)', () => {
 
   it('refuses a tampered message (bad_signature), another signer (signer_not_owner or bad_signature), another chain, agent, currency or terms', async () => {
     const cred = await signIntentMandate(owner, 31337, 'bot-1', terms);
-    const tampered = { ...cred, message: { ...(cred.message as object), totalAmount: '200000000' } };
-    expect(await reason(verifyMandateCredential(tampered, { ...terms, totalAmount: '200000000' }, ctx))).toBe('bad_signature');
+    const tampered = { ...cred, message: { ...(cred.message as object), totalAmount: '200.00' } };
+    expect(await reason(verifyMandateCredential(tampered, { ...terms, totalAmount: '200.00' }, ctx))).toBe('bad_signature');
     const byOther = await signIntentMandate(other, 31337, 'bot-1', terms);
     expect(await reason(verifyMandateCredential(byOther, terms, ctx))).toBe('signer_not_owner');
     expect(await reason(verifyMandateCredential({ ...byOther, signer: owner.address }, terms, ctx))).toBe('bad_signature');
     expect(await reason(verifyMandateCredential(await signIntentMandate(owner, 1, 'bot-1', terms), terms, ctx))).toBe('wrong_chain');
     expect(await reason(verifyMandateCredential(await signIntentMandate(owner, 31337, 'bot-2', terms), terms, ctx))).toBe('terms_mismatch');
-    expect(await reason(verifyMandateCredential(cred, { ...terms, maxAmountPerPayment: '20000001' }, ctx))).toBe('terms_mismatch');
+    expect(await reason(verifyMandateCredential(cred, { ...terms, maxAmountPerPayment: '20.000001' }, ctx))).toBe('terms_mismatch');
+    // The same value written another way is the same term; base units in the signed message are not decimal text.
+    await expect(verifyMandateCredential(cred, { ...terms, maxAmountPerPayment: '20' }, ctx)).resolves.toMatchObject({ format: 'eip712' });
+    const baseUnitTerms = { ...terms, maxAmountPerPayment: '20000000' };
+    expect(await reason(verifyMandateCredential(await signIntentMandate(owner, 31337, 'bot-1', { ...baseUnitTerms, maxAmountPerPayment: '20000000e0' }), baseUnitTerms, ctx))).toBe('malformed');
     expect(await reason(verifyMandateCredential(cred, { ...terms, payees: ['acme'] }, ctx))).toBe('terms_mismatch');
     expect(await reason(verifyMandateCredential({ ...cred, message: { ...(cred.message as object), currency: 'EURC' } }, terms, ctx))).toBe('unsupported_currency');
     expect(await reason(verifyMandateCredential({ ...cred, types: { IntentMandate: [] } }, terms, ctx))).toBe('malformed');
@@ -68,8 +72,9 @@ describe('SD-JWT v0.2 open payment mandate (docs/architecture.md §14)', () => {
     const [h, p, s] = jwt.split('.');
     const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
     claims.constraints[2].max = '999000000';
+    expect(claims.constraints[1].max).toBe('20000000'); // SD-JWT constraints state base units (AP2 v0.2)
     const forged = [h, Buffer.from(JSON.stringify(claims)).toString('base64url'), s].join('.');
-    expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: [forged, ...rest].join('~') }, { ...terms, totalAmount: '999000000' }, ctx))).toBe('bad_signature');
+    expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: [forged, ...rest].join('~') }, { ...terms, totalAmount: '999.00' }, ctx))).toBe('bad_signature');
     const fakeDisclosure = Buffer.from(JSON.stringify(['salt', 'description', 'something else'])).toString('base64url');
     // A disclosure the issuer never hashed into the payload (RFC 9901 §7.1), or one repeated.
     expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: [jwt, fakeDisclosure, ''].join('~') }, terms, ctx))).toBe('bad_signature');
@@ -84,8 +89,8 @@ describe('SD-JWT v0.2 open payment mandate (docs/architecture.md §14)', () => {
     expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: await issue({ sub: 'bot-2' }) }, terms, ctx))).toBe('terms_mismatch');
     const constraints = [
       { type: 'payment.allowed_payees', allowed: terms.payees },
-      { type: 'payment.amount_range', currency: 'USDC', max: terms.maxAmountPerPayment },
-      { type: 'payment.budget', currency: 'USDC', max: terms.totalAmount },
+      { type: 'payment.amount_range', currency: 'USDC', max: '20000000' },
+      { type: 'payment.budget', currency: 'USDC', max: '100000000' },
     ];
     expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: await issue({ constraints: [...constraints, { type: 'payment.agent_recurrence', frequency: 'daily' }] }) }, terms, ctx))).toBe('unknown_constraint');
     expect(await reason(verifyMandateCredential({ format: 'sd-jwt', token: await issue({ constraints: [constraints[0], { ...constraints[1], currency: 'USD' }, constraints[2]] }) }, terms, ctx))).toBe('unsupported_currency');

@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, KeyObject, randomBytes, verify as verifySignature } from 'node:crypto';
 import { SDJwtInstance } from '@sd-jwt/core';
 import { computeAddress, getAddress, hexlify, isAddress, isHexString, verifyTypedData } from 'ethers';
+import { parseAmount } from '@lib/money';
 import { AppError } from '../../common/errors/app-error';
 
 /** EIP-712 domain name and version of our profile of the AP2 v0.1 IntentMandate (docs/architecture.md §14). */
@@ -26,13 +27,26 @@ export const SD_JWT_MANDATE_VCT = 'mandate.payment.open.1';
 /** The constraint types of an open payment mandate this service evaluates; any other → 400 (AP2 v0.2: unknown constraints fail). */
 export const SD_JWT_CONSTRAINTS = ['payment.allowed_payees', 'payment.amount_range', 'payment.budget'] as const;
 
-/** The terms of a mandate as the request body states them: amounts are USDC base units as decimal strings, expiresAt ISO-8601. */
+/**
+ * The terms of a mandate as the request body states them: amounts are USDC decimal text ("20.00",
+ * docs/architecture.md §6, §17), expiresAt ISO-8601. The EIP-712 message states the amounts as the
+ * same decimal text; an SD-JWT credential states them in base units (AP2 v0.2 constraints).
+ */
 export interface MandateTerms {
   payees: string[];
   maxAmountPerPayment: string;
   totalAmount: string;
   expiresAt: string;
   description: string;
+}
+
+/** Base units of a decimal-text amount as a decimal string, or null when it is not canonical decimal text. */
+function decimalUnits(v: unknown): string | null {
+  try {
+    return parseAmount(v).toString();
+  } catch {
+    return null;
+  }
 }
 
 /** What a credential is checked against: our chain, the agent's slug and its owner wallet. */
@@ -110,7 +124,12 @@ export function verifyEip712Mandate(cred: Record<string, unknown>, terms: Mandat
   if (message.currency !== 'USDC') reject('unsupported_currency', 'credential.message.currency must be "USDC"');
   if (message.agent !== ctx.agentSlug) reject('terms_mismatch', 'credential.message.agent must be this agent’s slug', { field: 'agent' });
   if (!sameList(message.payees, terms.payees)) reject('terms_mismatch', 'credential.message.payees differ from payees', { field: 'payees' });
-  for (const field of ['maxAmountPerPayment', 'totalAmount', 'expiresAt', 'description'] as const) {
+  for (const field of ['maxAmountPerPayment', 'totalAmount'] as const) {
+    const signed = decimalUnits(message[field]);
+    if (signed === null) reject('malformed', `credential.message.${field} must be USDC decimal text, e.g. "20.00"`, { field });
+    if (signed !== decimalUnits(terms[field])) reject('terms_mismatch', `credential.message.${field} differs from ${field}`, { field });
+  }
+  for (const field of ['expiresAt', 'description'] as const) {
     if (message[field] !== terms[field]) reject('terms_mismatch', `credential.message.${field} differs from ${field}`, { field });
   }
   if (typeof signer !== 'string' || !isAddress(signer)) reject('malformed', 'credential.signer must be an address');
@@ -245,7 +264,7 @@ export async function verifySdJwtMandate(token: unknown, terms: MandateTerms, ct
     const c = found.get(type);
     if (!c) reject('terms_mismatch', `constraint ${type} is required`, { field });
     if (c.currency !== 'USDC') reject('unsupported_currency', `${type}.currency must be "USDC"`);
-    if (baseUnits(c.max) !== terms[field]) reject('terms_mismatch', `${type}.max differs from ${field}`, { field });
+    if (baseUnits(c.max) !== decimalUnits(terms[field])) reject('terms_mismatch', `${type}.max differs from ${field}`, { field });
   }
   return { format: 'sd-jwt', nonce: claims.jti };
 }

@@ -1,5 +1,6 @@
 import { createPrivateKey, sign as signData } from 'node:crypto';
 import { SDJwtInstance } from '@sd-jwt/core';
+import { parseAmount } from '@lib/money';
 import { type BaseWallet, computeAddress, hexlify, randomBytes, SigningKey } from 'ethers';
 import { didPkh, INTENT_MANDATE_DOMAIN_NAME, INTENT_MANDATE_DOMAIN_VERSION, INTENT_MANDATE_TYPES, MandateTerms, SD_JWT_MANDATE_VCT, sdJwtHasher, sdJwtSalt } from './mandate-credentials';
 
@@ -39,7 +40,7 @@ export function secp256k1Jwk(privateKey: string, withPrivate: boolean): Record<s
 /**
  * Issues an AP2 v0.2 open payment mandate as an SD-JWT signed ES256K with `privateKey` (the owner),
  * `iss` = did:pkh of its address, the public key in the header `jwk`, `description` selectively
- * disclosed. `claims` overrides or adds claims (tests use it to break one rule at a time).
+ * disclosed; the terms' decimal-text amounts become base-unit constraints. `claims` overrides or adds claims (tests use it to break one rule at a time).
  */
 export async function issueSdJwtMandate(
   privateKey: string,
@@ -65,8 +66,8 @@ export async function issueSdJwtMandate(
     description: terms.description,
     constraints: [
       { type: 'payment.allowed_payees', allowed: terms.payees },
-      { type: 'payment.amount_range', currency: 'USDC', max: terms.maxAmountPerPayment },
-      { type: 'payment.budget', currency: 'USDC', max: terms.totalAmount },
+      { type: 'payment.amount_range', currency: 'USDC', max: parseAmount(terms.maxAmountPerPayment).toString() },
+      { type: 'payment.budget', currency: 'USDC', max: parseAmount(terms.totalAmount).toString() },
     ],
     ...claims,
   };

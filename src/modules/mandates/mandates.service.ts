@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { getAddress, isHexString, verifyTypedData } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
+import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
@@ -27,7 +28,7 @@ export const REVOKE_MANDATE_TYPES = {
 /** Longest validity of an owner's revocation signature, as the other owner messages (one hour). */
 const OWNER_MESSAGE_MAX_SECONDS = 3600;
 
-/** A mandate as the API renders it: amounts are USDC base units as decimal strings; usedAmount and status are computed. */
+/** A mandate as the API renders it: amounts are USDC decimal text ("20.00"); usedAmount and status are computed. */
 export interface MandateView {
   id: string;
   payees: string[];
@@ -91,8 +92,8 @@ export class MandatesService {
       agentId: agent.id,
       organizationId: agent.organizationId,
       payees: terms.payees.map((p) => p.toLowerCase()),
-      maxAmountPerPayment: BigInt(terms.maxAmountPerPayment),
-      totalAmount: BigInt(terms.totalAmount),
+      maxAmountPerPayment: parseAmount(terms.maxAmountPerPayment),
+      totalAmount: parseAmount(terms.totalAmount),
       expiresAt: new Date(terms.expiresAt),
       description: terms.description,
       format: verified.format,
@@ -190,14 +191,26 @@ export class MandatesService {
     return agent;
   }
 
-  /** Validates the body's terms beyond the DTO: amounts positive base-unit integers, max ≤ total, expiresAt ISO-8601. */
+  /**
+   * Validates the body's terms beyond the DTO: amounts canonical USDC decimal text, > 0 and ≤
+   * MAX_AMOUNT (docs/architecture.md §6), max ≤ total, expiresAt ISO-8601.
+   * @throws AppError 400 invalid_request naming the field.
+   */
   private terms(input: CreateMandateInput): MandateTerms {
-    const units = /^[1-9]\d{0,29}$/;
-    if (!units.test(input.maxAmountPerPayment)) throw AppError.invalidParam('maxAmountPerPayment', 'must be a positive integer of USDC base units as a string');
-    if (!units.test(input.totalAmount)) throw AppError.invalidParam('totalAmount', 'must be a positive integer of USDC base units as a string');
-    if (BigInt(input.maxAmountPerPayment) > BigInt(input.totalAmount)) throw AppError.invalidParam('maxAmountPerPayment', 'must not exceed totalAmount');
+    const max = this.amount('maxAmountPerPayment', input.maxAmountPerPayment);
+    const total = this.amount('totalAmount', input.totalAmount);
+    if (max > total) throw AppError.invalidParam('maxAmountPerPayment', 'must not exceed totalAmount');
     if (Number.isNaN(Date.parse(input.expiresAt))) throw AppError.invalidParam('expiresAt', 'must be an ISO-8601 time');
     return { payees: input.payees, maxAmountPerPayment: input.maxAmountPerPayment, totalAmount: input.totalAmount, expiresAt: input.expiresAt, description: input.description };
+  }
+
+  private amount(param: string, text: string): bigint {
+    try {
+      return parseAmount(text, this.config.maxAmountUnits);
+    } catch (err) {
+      if (err instanceof AmountFormatError) throw AppError.invalidParam(param, err.message);
+      throw err;
+    }
   }
 
   private render(m: Mandate, used: bigint, now: Date): MandateView {
@@ -205,9 +218,9 @@ export class MandatesService {
     return {
       id: m.id,
       payees: m.payees,
-      maxAmountPerPayment: m.maxAmountPerPayment.toString(),
-      totalAmount: m.totalAmount.toString(),
-      usedAmount: used.toString(),
+      maxAmountPerPayment: formatAmount(m.maxAmountPerPayment),
+      totalAmount: formatAmount(m.totalAmount),
+      usedAmount: formatAmount(used),
       currency: 'USDC',
       expiresAt: m.expiresAt.toISOString(),
       description: m.description,

@@ -9,6 +9,7 @@ import { toAppError } from '../../common/errors/all-exceptions.filter';
 import { requestIdOf } from '../../common/errors/request-id';
 import { AuthFailureLimiter } from '../../common/rate-limit/auth-failure.limiter';
 import { AppConfig } from '../../config/app-config';
+import { AUTHORIZATION_SERVER_METADATA, authorizationServerMetadata, oauthIssuer } from '../orgs/oauth-metadata';
 import { McpService } from './mcp.service';
 
 /** Where the MCP endpoint lives on its listener. */
@@ -44,7 +45,7 @@ export function mcpRouter(app: INestApplicationContext): Router {
 
   const protectedResource = {
     resource: `${mcpBase}${MCP_PATH}`,
-    authorization_servers: [apiBase],
+    authorization_servers: [oauthIssuer(config)],
     scopes_supported: scopes,
     bearer_methods_supported: ['header'],
     resource_name: 'Payments control plane (MCP)',
@@ -53,16 +54,11 @@ export function mcpRouter(app: INestApplicationContext): Router {
   router.get([`${RESOURCE_METADATA_PATH}${MCP_PATH}`, RESOURCE_METADATA_PATH], (_req, res) => {
     res.json(protectedResource);
   });
-  router.get('/.well-known/oauth-authorization-server', (_req, res) => {
-    res.json({
-      issuer: apiBase,
-      token_endpoint: `${apiBase}/oauth/token`,
-      grant_types_supported: ['client_credentials'],
-      token_endpoint_auth_methods_supported: ['client_secret_post'],
-      response_types_supported: [],
-      scopes_supported: scopes,
-      service_documentation: `${apiBase}/docs`,
-    });
+  // The MCP listener's copy of the authorization server metadata; the api listener serves it where
+  // RFC 8414 puts it for the issuer (authorizationServerMetadataRouter).
+  const authorizationServer = authorizationServerMetadata(config);
+  router.get(AUTHORIZATION_SERVER_METADATA, (_req, res) => {
+    res.json(authorizationServer);
   });
 
   router.post(MCP_PATH, (req: Request, res: Response, next: NextFunction) => {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupAddress, LookupOptions } from 'node:dns';
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import { AppConfig } from '../../config/app-config';
 import { WebhookErrors } from './webhooks.errors';
 
@@ -20,6 +20,7 @@ export type AddressClass =
   | 'reserved'
   | 'invalid';
 
+/** IPv4 blocks that are not public unicast destinations (RFC 6890 and the RFCs it lists). */
 const V4_BLOCKS: Array<[string, number, AddressClass]> = [
   ['0.0.0.0', 8, 'this_network'],
   ['10.0.0.0', 8, 'private'],
@@ -38,59 +39,53 @@ const V4_BLOCKS: Array<[string, number, AddressClass]> = [
   ['240.0.0.0', 4, 'reserved'],
 ];
 
-function parseV4(text: string): number | null {
-  const parts = text.split('.');
-  if (parts.length !== 4 || !parts.every((p) => /^(0|[1-9]\d{0,2})$/.test(p) && Number(p) <= 255)) return null;
-  return parts.reduce((acc, p) => acc * 256 + Number(p), 0);
+/** IPv6 blocks, most specific first (RFC 4291, RFC 6890). */
+const V6_BLOCKS: Array<[string, number, AddressClass]> = [
+  ['::', 128, 'unspecified'],
+  ['::1', 128, 'loopback'],
+  ['::', 96, 'reserved'],
+  ['fc00::', 7, 'unique_local'],
+  ['fe80::', 10, 'link_local'],
+  ['fec0::', 10, 'private'],
+  ['ff00::', 8, 'multicast'],
+  ['2001:db8::', 32, 'documentation'],
+  ['100::', 64, 'reserved'],
+  ['64:ff9b:1::', 48, 'reserved'],
+];
+
+/** The IPv4 block as two hex words, to place it inside an IPv6 prefix (NAT64 RFC 6052, 6to4 RFC 3056). */
+function hexWords(v4: string): [string, string] {
+  const [a, b, c, d] = v4.split('.').map(Number);
+  return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
 }
 
-function classifyV4(n: number): AddressClass | null {
-  for (const [base, bits, cls] of V4_BLOCKS) {
-    const size = 2 ** (32 - bits);
-    const start = parseV4(base)!;
-    if (n >= start && n < start + size) return cls;
-  }
-  return null;
-}
+/**
+ * One Node `net.BlockList` per listed block, in the order they are checked. An IPv4 rule also
+ * matches the IPv4-mapped IPv6 form (::ffff:a.b.c.d); each IPv4 block is listed again inside the
+ * NAT64 (64:ff9b::/96) and 6to4 (2002::/16) prefixes, so an embedded address is judged as IPv4.
+ */
+const BLOCKS: Array<[BlockList, AddressClass]> = [
+  ...V4_BLOCKS.map(([address, bits, cls]): [BlockList, AddressClass] => {
+    const list = new BlockList();
+    const [high, low] = hexWords(address);
+    list.addSubnet(address, bits, 'ipv4');
+    list.addSubnet(`64:ff9b::${high}:${low}`, 96 + bits, 'ipv6');
+    list.addSubnet(`2002:${high}:${low}::`, 16 + bits, 'ipv6');
+    return [list, cls];
+  }),
+  ...V6_BLOCKS.map(([address, bits, cls]): [BlockList, AddressClass] => {
+    const list = new BlockList();
+    list.addSubnet(address, bits, 'ipv6');
+    return [list, cls];
+  }),
+];
 
-function parseV6(text: string): bigint | null {
-  let s = text.toLowerCase();
-  if (s.includes('.')) {
-    const cut = s.lastIndexOf(':');
-    const v4 = parseV4(s.slice(cut + 1));
-    if (v4 === null) return null;
-    s = `${s.slice(0, cut + 1)}${Math.floor(v4 / 65536).toString(16)}:${(v4 % 65536).toString(16)}`;
-  }
-  const halves = s.split('::');
-  if (halves.length > 2) return null;
-  const head = halves[0] ? halves[0].split(':') : [];
-  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
-  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
-  if (fill < 0 || (halves.length === 1 && head.length !== 8)) return null;
-  const groups = [...head, ...Array<string>(fill).fill('0'), ...tail];
-  if (groups.length !== 8 || !groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return null;
-  return groups.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
-}
-
-const inV6 = (n: bigint, prefix: string, bits: number) => n >> BigInt(128 - bits) === parseV6(prefix)! >> BigInt(128 - bits);
-const low32 = (n: bigint) => Number(n & 0xffffffffn);
-
-function classifyV6(n: bigint): AddressClass | null {
-  if (n === 0n) return 'unspecified';
-  if (n === 1n) return 'loopback';
-  if (inV6(n, '::ffff:0:0', 96)) return classifyV4(low32(n));
-  if (inV6(n, '64:ff9b::', 96)) return classifyV4(low32(n));
-  if (inV6(n, '2002::', 16)) return classifyV4(Number((n >> 80n) & 0xffffffffn));
-  if (inV6(n, '::', 96)) return 'reserved';
-  if (inV6(n, 'fc00::', 7)) return 'unique_local';
-  if (inV6(n, 'fe80::', 10)) return 'link_local';
-  if (inV6(n, 'fec0::', 10)) return 'private';
-  if (inV6(n, 'ff00::', 8)) return 'multicast';
-  if (inV6(n, '2001:db8::', 32)) return 'documentation';
-  if (inV6(n, '100::', 64) || inV6(n, '64:ff9b:1::', 48)) return 'reserved';
-  if (!inV6(n, '2000::', 3)) return 'reserved';
-  return null;
-}
+/** Prefixes whose unlisted addresses are public IPv4 destinations (mapped, NAT64), though outside 2000::/3. */
+const EMBEDDED_V4 = new BlockList();
+EMBEDDED_V4.addSubnet('::ffff:0:0', 96, 'ipv6');
+EMBEDDED_V4.addSubnet('64:ff9b::', 96, 'ipv6');
+const GLOBAL_UNICAST = new BlockList();
+GLOBAL_UNICAST.addSubnet('2000::', 3, 'ipv6');
 
 /**
  * Classifies an IP address literal for the SSRF guard (docs/architecture.md §8; docs/decisions.md): loopback
@@ -98,19 +93,20 @@ function classifyV6(n: bigint): AddressClass | null {
  * (100.64/10), 0/8, unique-local (fc00::/7, incl. fd00:ec2::254), multicast, documentation and
  * reserved ranges, and IPv6 outside 2000::/3. IPv4 embedded in IPv6 (mapped ::ffff:a.b.c.d,
  * NAT64 64:ff9b::/96, 6to4 2002::/16) is judged by its IPv4 address. A bracketed literal or a
- * zone id (`fe80::1%eth0`) is accepted.
+ * zone id (`fe80::1%eth0`) is accepted. Only strict literals count (Node's `isIP`: no `127.1`
+ * or hex octets); parsing and matching are Node's `net.BlockList`.
  * @returns null for a public unicast address, otherwise the class that makes it non-public
  *   (`invalid` for text that is not an IP address).
  */
 export function classifyAddress(address: string): AddressClass | null {
   const bare = address.replace(/^\[|\]$/g, '').split('%')[0];
   const family = isIP(bare);
-  if (family === 4) return classifyV4(parseV4(bare)!);
-  if (family === 6) {
-    const n = parseV6(bare);
-    return n === null ? 'invalid' : classifyV6(n);
-  }
-  return 'invalid';
+  if (family === 0) return 'invalid';
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  const listed = BLOCKS.find(([list]) => list.check(bare, type));
+  if (listed) return listed[1];
+  if (family === 4 || EMBEDDED_V4.check(bare, 'ipv6') || GLOBAL_UNICAST.check(bare, 'ipv6')) return null;
+  return 'reserved';
 }
 
 /** Why a webhook URL is refused (docs/architecture.md §8). */

@@ -39,11 +39,13 @@ export class AgentEscrowActionDto {
 export class AgentEscrowDto {
   @ApiProperty({ format: 'uuid', description: 'The payment id (mode escrow)' }) id: string;
   @ApiProperty({ enum: ['pending', 'submitted', 'succeeded', 'failed'], description: 'The funding payment: succeeded once the escrow is funded on chain' }) status: string;
-  @ApiProperty() to: string;
-  @ApiProperty() toAddress: string;
+  @ApiProperty({ description: 'The seller: an organisation handle' }) to: string;
+  @ApiProperty({ description: "The seller's payout address (the escrow's seller)" }) toAddress: string;
+  @ApiProperty({ description: "The buyer: the agent's session signer, which funds the escrow" }) buyerAddress: string;
   @ApiProperty({ example: '25.00' }) amount: string;
   @ApiProperty({ format: 'uuid' }) checkoutSessionId: string;
-  @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'The escrow, once the funding is indexed' }) escrowId: string | null;
+  @ApiProperty({ type: String, nullable: true, format: 'uuid', description: 'The escrow (GET /escrows/{id}), once the funding is indexed' }) escrowId: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'The bytes32 escrow id on the contract, once the funding is indexed' }) escrowKey: string | null;
   @ApiProperty({ description: 'The checkout/escrow status (open until funded, then funded, accepted, delivered, released, …)' }) escrowStatus: string;
   @ApiProperty({ type: String, nullable: true }) txHash: string | null;
   @ApiProperty({ type: String, nullable: true }) failureReason: string | null;

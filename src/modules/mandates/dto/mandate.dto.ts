@@ -1,13 +1,12 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsInt, IsISO8601, IsObject, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { ListEnvelopeDto } from '../../../common/http/list.dto';
+import { IsAmount } from '../../../common/validation/validators';
 import { MANDATE_STATUSES } from '../mandates.service';
 
-const BASE_UNITS = /^[1-9]\d{0,29}$/;
-
 /**
- * POST /mandates body (docs/architecture.md §14): the terms, amounts as USDC base units in decimal
- * strings, and the owner-signed credential that states exactly these terms.
+ * POST /mandates body (docs/architecture.md §14, §17): the terms, amounts as USDC decimal text,
+ * and the owner-signed credential that states exactly these terms.
  */
 export class CreateMandateDto {
   @ApiProperty({ type: [String], description: 'Payees covered: organisation handles, agent slugs or addresses (case-insensitive)', example: ['acme'] })
@@ -19,14 +18,10 @@ export class CreateMandateDto {
   @MaxLength(128, { each: true })
   payees: string[];
 
-  @ApiProperty({ description: 'Largest single payment, USDC base units (6 decimals) as a decimal string', example: '20000000' })
-  @IsString()
-  @Matches(BASE_UNITS, { message: 'maxAmountPerPayment must be a positive integer of USDC base units as a string' })
+  @IsAmount('Largest single payment, USDC decimal text (as signed in the credential), e.g. "20.00"')
   maxAmountPerPayment: string;
 
-  @ApiProperty({ description: 'Budget over the mandate’s life, USDC base units as a decimal string', example: '100000000' })
-  @IsString()
-  @Matches(BASE_UNITS, { message: 'totalAmount must be a positive integer of USDC base units as a string' })
+  @IsAmount('Budget over the mandate’s life, USDC decimal text, e.g. "100.00"')
   totalAmount: string;
 
   @ApiProperty({ format: 'date-time', description: 'ISO-8601; must be in the future and equal the signed value', example: '2026-12-31T00:00:00.000Z' })
@@ -44,7 +39,7 @@ export class CreateMandateDto {
     additionalProperties: true,
     description:
       'Either {format: "eip712", domain: {name: "AP2 Intent Mandate", version: "0.1", chainId}, types: {IntentMandate: [agent string, payees string[], maxAmountPerPayment string, totalAmount string, currency string, expiresAt string, description string, nonce bytes32]}, primaryType: "IntentMandate", message, signature, signer, intentMandate} ' +
-      'or {format: "sd-jwt", token}: an AP2 v0.2 open payment mandate (vct mandate.payment.open.1) signed ES256K by the owner (iss did:pkh:eip155:<chainId>:<owner>, header jwk), claims sub = agent slug, jti = nonce, exp, description, constraints payment.allowed_payees / payment.amount_range / payment.budget in USDC base units.',
+      '(message amounts as the same decimal text) or {format: "sd-jwt", token}: an AP2 v0.2 open payment mandate (vct mandate.payment.open.1) signed ES256K by the owner (iss did:pkh:eip155:<chainId>:<owner>, header jwk), claims sub = agent slug, jti = nonce, exp, description, constraints payment.allowed_payees / payment.amount_range / payment.budget in USDC base units.',
   })
   @IsObject()
   credential: Record<string, unknown>;
@@ -71,9 +66,9 @@ export class RevokeMandateDto {
 export class MandateDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ type: [String], description: 'Lower-cased' }) payees: string[];
-  @ApiProperty({ example: '20000000', description: 'USDC base units' }) maxAmountPerPayment: string;
-  @ApiProperty({ example: '100000000', description: 'USDC base units' }) totalAmount: string;
-  @ApiProperty({ example: '0', description: 'Sum of the mandate’s pending, submitted and succeeded payments, USDC base units' }) usedAmount: string;
+  @ApiProperty({ example: '20.00', description: 'USDC decimal text' }) maxAmountPerPayment: string;
+  @ApiProperty({ example: '100.00', description: 'USDC decimal text' }) totalAmount: string;
+  @ApiProperty({ example: '0.00', description: 'Sum of the mandate’s pending, submitted and succeeded payments, USDC decimal text' }) usedAmount: string;
   @ApiProperty({ enum: ['USDC'] }) currency: string;
   @ApiProperty({ format: 'date-time' }) expiresAt: string;
   @ApiProperty() description: string;
