@@ -7,6 +7,7 @@ import { AppConfig } from './config/app-config';
 import type { ProcessSecrets } from './config/secrets';
 import { OutboxModule } from './common/outbox/outbox.module';
 import { RedisModule } from './common/redis/redis.module';
+import { TracingShutdown } from './common/tracing/tracing-shutdown';
 import { DatabaseModule } from './database/database.module';
 import { FeesModule } from './modules/fees/fees.module';
 
@@ -57,6 +58,7 @@ function logDestination(nodeEnv: string): pino.DestinationStream {
     OutboxModule,
     FeesModule,
   ],
+  providers: [TracingShutdown],
   exports: [DatabaseModule, RedisModule, OutboxModule, FeesModule, LoggerModule],
 })
 export class CoreModule {

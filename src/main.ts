@@ -1,3 +1,4 @@
+import './tracing/register-api'; // first: starts OpenTelemetry (when OTEL_* asks for it) before what it instruments loads
 import 'reflect-metadata';
 import { createApiApp, createCheckoutHostApp, createMcpApp } from './app.factory';
 import { AppConfig } from './config/app-config';

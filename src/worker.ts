@@ -1,3 +1,4 @@
+import './tracing/register-worker'; // first: starts OpenTelemetry (when OTEL_* asks for it) before what it instruments loads
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';

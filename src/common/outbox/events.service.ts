@@ -3,6 +3,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import { createHash } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { TransactionHost, TxHost } from '../../database/transaction';
+import { currentTraceparent } from '../tracing/trace-context';
 import { OutboxEvent } from './outbox-event.entity';
 import { WebhookEvent } from './webhook-event';
 
@@ -38,7 +39,7 @@ export function derivedEventId(sourceId: string, type: WebhookEvent): string {
 /**
  * Writes events to the outbox inside the caller's transaction (docs/architecture.md §8,
  * transactional outbox). Emitting checkout.released also writes its legacy twin checkout.paid
- * with the same data.
+ * with the same data. Each row keeps the `traceparent` of the span active here (DESIGN §20).
  */
 @Injectable()
 export class EventsService {
@@ -63,6 +64,7 @@ export class EventsService {
     const txHost = this.txHost as TxHost;
     if (!txHost.isTransactionActive()) throw new Error(`event ${type} emitted outside a transaction`);
     const types = type === WebhookEvent.CheckoutReleased ? [type, WebhookEvent.CheckoutPaid] : [type];
+    const traceparent = currentTraceparent();
     const rows = types.map((t) =>
       Object.assign(new OutboxEvent(), {
         id: opts.sourceId ? derivedEventId(opts.sourceId, t) : uuidv7(),
@@ -71,6 +73,7 @@ export class EventsService {
         data: { object: JSON.parse(JSON.stringify(object)) as Record<string, unknown> },
         extraTargetUrl,
         relayedAt: null,
+        traceparent,
       }),
     );
     if (!opts.sourceId) {

@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ChainTxError, EscrowChainEvent } from '@lib/chain';
 import { QueryFailedError } from 'typeorm';
+import { continueTrace, tracing } from '../../common/tracing/trace-context';
 import { AppConfig } from '../../config/app-config';
 import { ClusterLock } from '../../database/cluster-lock';
 import { TransactionHost, TxHost } from '../../database/transaction';
@@ -51,6 +52,9 @@ export interface PollResult {
  * - {@link autoReleaseDue} releases delivered escrows whose inspection window has passed (by chain
  *   time), sending the release through the relayer queue; one that fails is logged, counted and skipped.
  * - {@link expireCheckouts} records expiry of open checkouts.
+ * - Traced (DESIGN §20), each applied log is an `escrow apply <action>` span; when our relayer sent its
+ *   transaction, the span continues the trace of the request that queued it (stored on the relayer
+ *   row) and links to this pass, so that request's trace goes on to the events and their webhooks.
  */
 /** How long an auto-release waits for its relayed transaction to be mined before the next pass retries. */
 const AUTO_RELEASE_MINE_TIMEOUT_MS = 60_000;
@@ -135,11 +139,14 @@ export class EscrowIndexer implements OnModuleDestroy {
     const toBlock = Math.min(target, cursor + MAX_RANGE);
     if (toBlock < fromBlock) return { fromBlock, toBlock: cursor, events: 0, applied: 0, setAside: 0, reorgForkBlock };
     const events = await gateway.getEscrowEvents(fromBlock, toBlock);
+    // Traced: applying a log continues the trace of the request that had our relayer send its transaction.
+    const origins = tracing() ? await this.repo.relayTraceparents(events.map((e) => e.txHash)) : null;
     let applied = 0;
     let setAside = 0;
     for (const e of events) {
       try {
-        if ((await this.ledger.apply(e)).applied) applied++;
+        const attributes = { 'escrow.action': e.action, 'chain.tx_hash': e.txHash.toLowerCase(), 'chain.log_index': e.logIndex, 'chain.block_number': e.blockNumber };
+        if ((await continueTrace(`escrow apply ${e.action}`, origins?.get(e.txHash.toLowerCase()), { attributes }, () => this.ledger.apply(e))).applied) applied++;
       } catch (err) {
         if (!isPoison(err)) throw err;
         if (await this.setAside(e, err as Error)) setAside++;

@@ -137,6 +137,19 @@ export class EscrowRepository {
   }
 
   /** The indexer cursor: last block fully applied, or null before the first run. */
+  /**
+   * The `traceparent` each of `txHashes` was queued under by our relayer (DESIGN §20: the request
+   * that submitted it), keyed by lower-case hash; hashes we did not send, or sent untraced, are absent.
+   */
+  async relayTraceparents(txHashes: string[]): Promise<Map<string, string>> {
+    if (txHashes.length === 0) return new Map();
+    const rows: Array<{ tx_hash: string; traceparent: string }> = await this.em.query(
+      `SELECT tx_hash, traceparent FROM relayer_transactions WHERE tx_hash = ANY($1::text[]) AND traceparent IS NOT NULL`,
+      [[...new Set(txHashes.map((h) => h.toLowerCase()))]],
+    );
+    return new Map(rows.map((r) => [r.tx_hash.toLowerCase(), r.traceparent]));
+  }
+
   async getCursor(name: string): Promise<number | null> {
     const rows: Array<{ block_number: string }> = await this.em.query('SELECT block_number FROM chain_cursors WHERE name = $1', [name]);
     return rows.length ? Number(rows[0].block_number) : null;

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { currentTraceparent } from '../../common/tracing/trace-context';
 import { TransactionHost, TxHost } from '../../database/transaction';
 
 /** A relayer_transactions row. `nonce` is null until allocated; `data` is 0x calldata. */
@@ -26,10 +27,11 @@ export class RelayerRepository {
     return (this.txHost as TxHost).tx;
   }
 
+  /** Inserts a queued row with the `traceparent` of the request that queued it (DESIGN §20; null when untraced). */
   async insert(row: Pick<RelayTxRow, 'id' | 'address' | 'toAddress' | 'data' | 'purpose' | 'reference'>): Promise<void> {
     await this.em.query(
-      `INSERT INTO relayer_transactions (id, address, to_address, data, purpose, reference, status) VALUES ($1, $2, $3, $4, $5, $6, 'queued')`,
-      [row.id, row.address.toLowerCase(), row.toAddress, row.data, row.purpose, row.reference],
+      `INSERT INTO relayer_transactions (id, address, to_address, data, purpose, reference, status, traceparent) VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7)`,
+      [row.id, row.address.toLowerCase(), row.toAddress, row.data, row.purpose, row.reference, currentTraceparent()],
     );
   }
 

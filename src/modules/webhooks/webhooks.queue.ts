@@ -40,14 +40,24 @@ const JOB_OPTIONS: JobsOptions = {
 export class DeliveryQueue {
   constructor(@InjectQueue(WEBHOOK_DELIVERY_QUEUE) readonly queue: Queue<DeliveryJob>) {}
 
-  /** Enqueues attempts now (or after `delayMs`); an existing job with the same id is left alone. */
-  async enqueue(jobs: Array<DeliveryJob & { delayMs?: number }>): Promise<void> {
+  /**
+   * Enqueues attempts now (or after `delayMs`); an existing job with the same id is left alone. A
+   * job's `traceparent` (its event's trace, DESIGN §20) becomes its BullMQ telemetry context, so
+   * with tracing on the attempt continues that trace; without one, the job continues the caller's.
+   */
+  async enqueue(jobs: Array<DeliveryJob & { delayMs?: number; traceparent?: string | null }>): Promise<void> {
     if (jobs.length === 0) return;
     await this.queue.addBulk(
-      jobs.map(({ delayMs, ...data }) => ({
+      jobs.map(({ delayMs, traceparent, ...data }) => ({
         name: DELIVER_JOB,
         data,
-        opts: { ...JOB_OPTIONS, jobId: deliveryJobId(data), ...(delayMs && delayMs > 0 ? { delay: Math.round(delayMs) } : {}) },
+        opts: {
+          ...JOB_OPTIONS,
+          jobId: deliveryJobId(data),
+          ...(delayMs && delayMs > 0 ? { delay: Math.round(delayMs) } : {}),
+          // bullmq-otel's carrier format: the propagation headers as JSON.
+          ...(traceparent ? { telemetry: { metadata: JSON.stringify({ traceparent }) } } : {}),
+        },
       })),
     );
   }

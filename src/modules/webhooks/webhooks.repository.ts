@@ -45,6 +45,8 @@ export interface ClaimedEvent {
   type: string;
   extraTargetUrl: string | null;
   endpoint: { url: string; enabled: boolean; events: string[] | null } | null;
+  /** W3C trace context of the transaction that wrote the event (DESIGN §20). */
+  traceparent?: string | null;
 }
 
 /** A new delivery row built by the relay. */
@@ -258,8 +260,8 @@ export class WebhooksRepository {
    * commit (and then releases the rows the relay held). The event data is not read.
    */
   async claimPendingEvents(limit: number): Promise<ClaimedEvent[]> {
-    const rows: Array<{ id: string; organization_id: string; type: string; extra_target_url: string | null }> = await this.manager.query(
-      `SELECT e.id, e.organization_id, e.type, e.extra_target_url
+    const rows: Array<{ id: string; organization_id: string; type: string; extra_target_url: string | null; traceparent: string | null }> = await this.manager.query(
+      `SELECT e.id, e.organization_id, e.type, e.extra_target_url, e.traceparent
          FROM outbox_events e
         WHERE e.relayed_at IS NULL
         ORDER BY e.created_at, e.id
@@ -281,6 +283,7 @@ export class WebhooksRepository {
       type: r.type,
       extraTargetUrl: r.extra_target_url,
       endpoint: byOrg.get(r.organization_id) ?? null,
+      traceparent: r.traceparent,
     }));
   }
 

@@ -1,9 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { SpanKind } from '@opentelemetry/api';
 import { v7 as uuidv7 } from 'uuid';
+import { contextFromTraceparent, currentTraceparent, tracer } from '../../../common/tracing/trace-context';
 import { TransactionHost, TxHost } from '../../../database/transaction';
 import { DeliveryJob, DeliveryQueue } from '../webhooks.queue';
 import { ClaimedEvent, NewDelivery, WebhooksRepository } from '../webhooks.repository';
 import { WebhookMetrics } from './webhooks.metrics';
+
+/** A delivery job with the trace context of its event, if it was traced. */
+export type RelayedJob = DeliveryJob & { traceparent?: string | null };
 
 const NO_SECRET =
   'not sent: the organisation has no webhook endpoint, so there is no signing secret (PUT /api/v1/webhook-endpoints, then retry)';
@@ -54,21 +59,49 @@ export class OutboxRelayService {
    * committed; a crash in between leaves due `pending` rows that the recovery pass enqueues.
    * @returns how many events were relayed (0 when none were waiting) and the jobs to enqueue.
    */
-  async relayInTransaction(limit: number): Promise<{ count: number; jobs: DeliveryJob[] }> {
+  async relayInTransaction(limit: number): Promise<{ count: number; jobs: RelayedJob[] }> {
+    const claimedAt = new Date();
     const out = await (this.txHost as TxHost).withTransaction(async () => {
       const events = await this.repo.claimPendingEvents(limit);
-      if (events.length === 0) return { count: 0, jobs: [] as DeliveryJob[] };
+      if (events.length === 0) return { count: 0, jobs: [] as RelayedJob[] };
       const rows: NewDelivery[] = [];
       for (const ev of events) rows.push(...deliveriesFor(ev));
       const inserted = await this.repo.insertDeliveriesAndMarkRelayed(rows, events.map((e) => e.id));
-      return { count: events.length, jobs: inserted.filter((r) => r.status === 'pending').map((r) => ({ deliveryId: r.id, attempt: 0 })) };
+      const eventOf = new Map(rows.map((r) => [r.id, r.eventId]));
+      const context = this.relaySpans(events, claimedAt);
+      return {
+        count: events.length,
+        jobs: inserted.filter((r) => r.status === 'pending').map((r) => ({ deliveryId: r.id, attempt: 0, traceparent: context.get(eventOf.get(r.id)!) ?? null })),
+      };
     });
     if (out.count) this.metrics.relayed.inc(out.count);
     return out;
   }
 
+  /**
+   * One `outbox relay` span per traced event, continuing the trace its writer stored (DESIGN §20),
+   * from the claim to now; its context is what the event's delivery jobs carry.
+   * @returns event id → the traceparent its jobs continue (events written untraced are absent).
+   */
+  private relaySpans(events: ClaimedEvent[], claimedAt: Date): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const ev of events) {
+      if (!ev.traceparent) continue;
+      tracer.startActiveSpan(
+        'outbox relay',
+        { kind: SpanKind.CONSUMER, startTime: claimedAt, attributes: { 'webhook.event_id': ev.id, 'webhook.event_type': ev.type } },
+        contextFromTraceparent(ev.traceparent),
+        (span) => {
+          out.set(ev.id, currentTraceparent() ?? ev.traceparent!);
+          span.end();
+        },
+      );
+    }
+    return out;
+  }
+
   /** Enqueues relayed deliveries; a failure is logged and left to the recovery pass (the rows are committed). */
-  async enqueue(jobs: DeliveryJob[]): Promise<void> {
+  async enqueue(jobs: RelayedJob[]): Promise<void> {
     try {
       await this.queue.enqueue(jobs);
     } catch (err) {

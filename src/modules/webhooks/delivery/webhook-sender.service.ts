@@ -1,5 +1,7 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Agent, request } from 'undici';
+import { tracer, tracing } from '../../../common/tracing/trace-context';
 import { AppConfig } from '../../../config/app-config';
 import { UrlRefusedError, WebhookUrlService } from '../webhook-url.service';
 
@@ -50,6 +52,8 @@ function classify(err: unknown): { errorClass: SendErrorClass; message: string }
  * followed (a 3xx is a failure), at most 64 KiB of the answer read and 4 KiB kept. Connections
  * go through an undici Agent whose `lookup` is the SSRF guard's, so every new socket connects
  * only to a vetted address; the URL's scheme, userinfo and literal IP are checked first.
+ * Inside a trace the POST is a client span and carries its W3C `traceparent` header (DESIGN §20),
+ * so a receiver that traces sees the delivery as part of the payment's trace.
  */
 @Injectable()
 export class WebhookSender implements OnModuleDestroy {
@@ -76,8 +80,20 @@ export class WebhookSender implements OnModuleDestroy {
     await this.agent?.close().catch(() => undefined);
   }
 
-  /** Sends `body` to `url` with `headers`; never throws. */
+  /** Sends `body` to `url` with `headers` (plus `traceparent` inside a trace); never throws. */
   async send(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
+    if (!tracing()) return this.post(url, body, headers);
+    const span = tracer.startSpan('webhook POST', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'POST', 'url.full': withoutQuery(url) } });
+    const traced = { ...headers };
+    propagation.inject(trace.setSpan(context.active(), span), traced);
+    const res = await this.post(url, body, traced);
+    if (res.status !== null) span.setAttribute('http.response.status_code', res.status);
+    if (!res.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: res.error ?? undefined });
+    span.end();
+    return res;
+  }
+
+  private async post(url: string, body: string, headers: Record<string, string>): Promise<SendResult> {
     const started = performance.now();
     const done = (r: Omit<SendResult, 'durationMs'>): SendResult => ({ ...r, durationMs: performance.now() - started });
     try {
@@ -120,6 +136,16 @@ export class WebhookSender implements OnModuleDestroy {
       const { errorClass, message } = classify(err);
       return done({ ok: false, status: null, bodySnippet: null, error: `${errorClass}: ${message}`, errorClass, retryAfterSeconds: null });
     }
+  }
+}
+
+/** The URL without userinfo, query or fragment (where merchants put tokens), for span attributes. */
+function withoutQuery(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return 'invalid';
   }
 }
 

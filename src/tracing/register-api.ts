@@ -1,0 +1,4 @@
+// Imported first by src/main.ts: the SDK must patch http, express, pg, ioredis and pino before they load.
+import { startTracing } from './tracing';
+
+startTracing('payments-api');
