@@ -59,15 +59,15 @@ describe('the served OpenAPI document, docs/api.md and the SDK', () => {
     expect(served).toEqual(committed);
   });
 
-  it('money is decimal text in every schema: no number-typed amount, price, fee, total, balance or limit', () => {
+  it('money is decimal text in every schema: no number-typed amount, price, fee, total, balance, budget or *Limit (the page `limit` is a count)', () => {
     const numeric: string[] = [];
     const walk = (node: unknown, at: string) => {
       if (!node || typeof node !== 'object') return;
       const schema = node as { type?: string; properties?: Record<string, unknown>; in?: string; name?: string; schema?: unknown };
       const fields = { ...schema.properties, ...(schema.in && schema.name ? { [schema.name]: schema.schema } : {}) };
       for (const [name, prop] of Object.entries(fields)) {
-        const type = (prop as { type?: string }).type;
-        if ((type === 'number' || type === 'integer') && /amount|price|fee|total|balance|limit|budget|float/i.test(name)) numeric.push(`${at}.${name}`);
+        const type = (prop as { type?: string } | undefined)?.type;
+        if ((type === 'number' || type === 'integer') && (/amount|price|fee|total|balance|budget|float/i.test(name) || /Limit/.test(name))) numeric.push(`${at}.${name}`);
       }
       for (const [k, v] of Object.entries(node)) walk(v, `${at}.${k}`);
     };
