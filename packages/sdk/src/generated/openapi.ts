@@ -1847,7 +1847,7 @@ export interface components {
         };
         AgentEscrowActionDto: {
             /** @description Must be true on release and dispute (they move or lock money) */
-            confirm?: Record<string, never>;
+            confirm?: boolean;
         };
         AgentEscrowActionResultDto: {
             escrow: components["schemas"]["AgentEscrowDto"];
