@@ -76,6 +76,17 @@ describe('the served OpenAPI document, docs/api.md and the SDK', () => {
     expect(numeric).toEqual([]);
   });
 
+  it('every schema property is typed: no bare `type: object` (what Nest writes for a `string | null` or `unknown` field without `type`)', () => {
+    const bare: string[] = [];
+    const schemas = (served as unknown as { components: { schemas: Record<string, { properties?: Record<string, Record<string, unknown>> }> } }).components.schemas;
+    for (const [name, schema] of Object.entries(schemas)) {
+      for (const [prop, p] of Object.entries(schema.properties ?? {})) {
+        if (p.type === 'object' && !p.properties && !p.additionalProperties && !p.allOf && !p.oneOf && !p.anyOf && `${name}.${prop}` !== 'ErrorBody.details') bare.push(`${name}.${prop}`);
+      }
+    }
+    expect(bare).toEqual([]);
+  });
+
   it('docs/api.md documents no route the api does not serve', () => {
     const servedRoutes = new Set(Object.entries(served.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)));
     const extra = [...documentedRoutes(readFileSync(path.join(root, 'docs/api.md'), 'utf8'), OUTSIDE_OPENAPI)].filter((r) => !servedRoutes.has(r));

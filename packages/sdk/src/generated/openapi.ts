@@ -1375,7 +1375,7 @@ export interface components {
              */
             txHash: string;
             /** @description Required and must be true for release and dispute */
-            confirm?: Record<string, never>;
+            confirm?: boolean;
         };
         ConfirmedEscrowActionDto: {
             /**
@@ -1933,7 +1933,7 @@ export interface components {
             /** @example Logo design */
             name: string;
             /** @example Three concepts, two revision rounds */
-            description?: Record<string, never>;
+            description?: string;
             /**
              * @description Unit price in USDC as decimal text, e.g. "250.00" (max 6 decimals)
              * @example 12.50
@@ -2068,9 +2068,9 @@ export interface components {
              * Format: date-time
              * @example 2026-12-31T23:59:59.000Z
              */
-            dueAt?: Record<string, never>;
+            dueAt?: string;
             /** @example Thank you for your business. */
-            memo?: Record<string, never>;
+            memo?: string;
             /** @description Up to 50 keys, 8 kB as JSON */
             metadata?: {
                 [key: string]: unknown;
