@@ -3,7 +3,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'libs/contracts/src/generated/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'libs/contracts/src/generated/**', 'packages/*/src/generated/**', 'packages/*/dist/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
   {
     files: ['**/*.ts'],
     extends: [tseslint.configs.recommendedTypeChecked],

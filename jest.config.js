@@ -20,13 +20,13 @@ const common = {
   rootDir: '.',
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': swc },
-  moduleNameMapper: { '^@lib/(.*)$': '<rootDir>/libs/$1/src' },
+  moduleNameMapper: { '^@lib/(.*)$': '<rootDir>/libs/$1/src', '^@pcp/sdk$': '<rootDir>/packages/sdk/src/index.ts' },
 };
 module.exports = {
   testTimeout: 60000,
   reporters: ['default', '<rootDir>/test/setup/summary-reporter.js'],
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/libs/**/*.spec.ts'] },
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/libs/**/*.spec.ts', '<rootDir>/packages/*/src/**/*.spec.ts'] },
     {
       ...common,
       displayName: 'e2e',

@@ -30,7 +30,7 @@ export class CreateAgentEscrowDto {
 
 /** Body of release and dispute (cancel takes none). */
 export class AgentEscrowActionDto {
-  @ApiPropertyOptional({ description: 'Must be true on release and dispute (they move or lock money)' })
+  @ApiPropertyOptional({ type: Boolean, description: 'Must be true on release and dispute (they move or lock money)' })
   @IsOptional()
   confirm?: unknown;
 }

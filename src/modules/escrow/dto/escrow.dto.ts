@@ -87,7 +87,7 @@ export class EscrowActionDto {
   @Matches(TX_HASH, { message: 'txHash must be a 0x-prefixed 32-byte hex transaction hash' })
   txHash: string;
 
-  @ApiPropertyOptional({ description: 'Required and must be true for release and dispute' })
+  @ApiPropertyOptional({ type: Boolean, description: 'Required and must be true for release and dispute' })
   @IsOptional()
   confirm?: unknown;
 }

@@ -94,12 +94,12 @@ export class CreateInvoiceDto {
   @Type(() => InvoiceLineInputDto)
   lineItems: InvoiceLineInputDto[];
 
-  @ApiPropertyOptional({ format: 'date-time', example: '2026-12-31T23:59:59.000Z' })
+  @ApiPropertyOptional({ type: String, format: 'date-time', example: '2026-12-31T23:59:59.000Z' })
   @IsOptional()
   @IsDateString({ strict: true }, { message: 'dueAt must be an ISO-8601 timestamp' })
   dueAt?: string | null;
 
-  @ApiPropertyOptional({ maxLength: 2000, example: 'Thank you for your business.' })
+  @ApiPropertyOptional({ type: String, maxLength: 2000, example: 'Thank you for your business.' })
   @IsOptional()
   @IsString({ message: 'memo must be a string' })
   @MaxLength(2000, { message: 'memo must be at most 2000 characters' })

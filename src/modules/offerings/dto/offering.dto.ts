@@ -43,7 +43,7 @@ export class CreateOfferingDto {
   @MaxLength(200, { message: 'name must be at most 200 characters' })
   name: string;
 
-  @ApiPropertyOptional({ maxLength: 1000, example: 'Three concepts, two revision rounds' })
+  @ApiPropertyOptional({ type: String, maxLength: 1000, example: 'Three concepts, two revision rounds' })
   @IsOptional()
   @IsString({ message: 'description must be a string' })
   @MaxLength(1000, { message: 'description must be at most 1000 characters' })
