@@ -1535,13 +1535,13 @@ export interface components {
              */
             payees: string[];
             /**
-             * @description Largest single payment, USDC base units (6 decimals) as a decimal string
-             * @example 20000000
+             * @description Largest single payment, USDC decimal text (as signed in the credential), e.g. "20.00"
+             * @example 12.50
              */
             maxAmountPerPayment: string;
             /**
-             * @description Budget over the mandate’s life, USDC base units as a decimal string
-             * @example 100000000
+             * @description Budget over the mandate’s life, USDC decimal text, e.g. "100.00"
+             * @example 12.50
              */
             totalAmount: string;
             /**
@@ -1555,7 +1555,7 @@ export interface components {
              * @example API credits from acme
              */
             description: string;
-            /** @description Either {format: "eip712", domain: {name: "AP2 Intent Mandate", version: "0.1", chainId}, types: {IntentMandate: [agent string, payees string[], maxAmountPerPayment string, totalAmount string, currency string, expiresAt string, description string, nonce bytes32]}, primaryType: "IntentMandate", message, signature, signer, intentMandate} or {format: "sd-jwt", token}: an AP2 v0.2 open payment mandate (vct mandate.payment.open.1) signed ES256K by the owner (iss did:pkh:eip155:<chainId>:<owner>, header jwk), claims sub = agent slug, jti = nonce, exp, description, constraints payment.allowed_payees / payment.amount_range / payment.budget in USDC base units. */
+            /** @description Either {format: "eip712", domain: {name: "AP2 Intent Mandate", version: "0.1", chainId}, types: {IntentMandate: [agent string, payees string[], maxAmountPerPayment string, totalAmount string, currency string, expiresAt string, description string, nonce bytes32]}, primaryType: "IntentMandate", message, signature, signer, intentMandate} (message amounts as the same decimal text) or {format: "sd-jwt", token}: an AP2 v0.2 open payment mandate (vct mandate.payment.open.1) signed ES256K by the owner (iss did:pkh:eip155:<chainId>:<owner>, header jwk), claims sub = agent slug, jti = nonce, exp, description, constraints payment.allowed_payees / payment.amount_range / payment.budget in USDC base units. */
             credential: {
                 [key: string]: unknown;
             };
@@ -1566,18 +1566,18 @@ export interface components {
             /** @description Lower-cased */
             payees: string[];
             /**
-             * @description USDC base units
-             * @example 20000000
+             * @description USDC decimal text
+             * @example 20.00
              */
             maxAmountPerPayment: string;
             /**
-             * @description USDC base units
-             * @example 100000000
+             * @description USDC decimal text
+             * @example 100.00
              */
             totalAmount: string;
             /**
-             * @description Sum of the mandate’s pending, submitted and succeeded payments, USDC base units
-             * @example 0
+             * @description Sum of the mandate’s pending, submitted and succeeded payments, USDC decimal text
+             * @example 0.00
              */
             usedAmount: string;
             /** @enum {string} */
@@ -1819,17 +1819,23 @@ export interface components {
              * @enum {string}
              */
             status: "pending" | "submitted" | "succeeded" | "failed";
+            /** @description The seller: an organisation handle */
             to: string;
+            /** @description The seller's payout address (the escrow's seller) */
             toAddress: string;
+            /** @description The buyer: the agent's session signer, which funds the escrow */
+            buyerAddress: string;
             /** @example 25.00 */
             amount: string;
             /** Format: uuid */
             checkoutSessionId: string;
             /**
              * Format: uuid
-             * @description The escrow, once the funding is indexed
+             * @description The escrow (GET /escrows/{id}), once the funding is indexed
              */
             escrowId: string | null;
+            /** @description The bytes32 escrow id on the contract, once the funding is indexed */
+            escrowKey: string | null;
             /** @description The checkout/escrow status (open until funded, then funded, accepted, delivered, released, …) */
             escrowStatus: string;
             txHash: string | null;
