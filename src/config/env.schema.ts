@@ -180,6 +180,10 @@ export class EnvSchema {
   // Agents and the relayer queue (docs/architecture.md §5, §13).
   /** ETH (decimal, 18 decimals) below which the relayer makes /health/ready fail. */
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,18})?$/, { message: 'must be a decimal ETH amount' }) RELAYER_MIN_BALANCE = '0.05';
+  /** Highest maxFeePerGas (gwei, decimal) the relayer ever signs; node fees and bumps are capped here (DESIGN §18). */
+  @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,9})?$/, { message: 'must be a decimal gwei amount' }) RELAYER_MAX_FEE_GWEI = '100';
+  /** A relayer transaction not mined this long after its last send is replaced at the same nonce with fees +12.5 % (DESIGN §18). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(3600) RELAYER_BUMP_AFTER_S = 30;
   /** Most USDC (decimal) an agent's session signer may hold; agent:fund refuses to top it up beyond. */
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) SIGNER_FLOAT_MAX = '10000';
   /** How long the api waits for the relayer queue to broadcast before answering with the payment still pending. */

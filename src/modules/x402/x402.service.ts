@@ -164,9 +164,11 @@ export class X402Service {
         nonce: auth.nonce,
         signature,
       });
-      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'x402', reference: id });
-      const receipt = await this.chain.provider.waitForTransaction(txHash, 1, 60_000);
-      if (!receipt || receipt.status !== 1) throw new ChainTxError(`x402 settlement ${txHash} reverted`, null, [], null, txHash);
+      const relayed = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'x402', reference: id });
+      // Any hash the relay signed (fee bumps replace it), mined at the confirmation depth (DESIGN §18).
+      const receipt = await this.relayer.waitMined(relayed.relayTxId, 60_000);
+      if (!receipt || receipt.status !== 1) throw new ChainTxError(`x402 settlement ${relayed.txHash} reverted`, null, [], null, relayed.txHash);
+      const txHash = receipt.hash;
       await this.em().query(`UPDATE x402_settlements SET status = 'settled', tx_hash = $2, updated_at = now() WHERE id = $1`, [id, txHash]);
       const settlement = { success: true, transaction: txHash, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
       return {
