@@ -1,6 +1,10 @@
+import type { INestApplicationContext } from '@nestjs/common';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
+import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
+import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
-import { createCheckout, createParties, fundOnChain, getCheckout, TestChain } from '../support/chain';
+import { createCheckout, createParties, fundOnChain, getCheckout, TestChain, USDC } from '../support/chain';
+import { waitFor } from '../support/wait';
 
 jest.setTimeout(120_000);
 
@@ -12,12 +16,15 @@ jest.setTimeout(120_000);
 describe('confirmations: one rule for every reader of the chain', () => {
   let t: TestApp;
   let chain: TestChain;
+  let worker: INestApplicationContext;
 
   beforeAll(async () => {
     t = await createTestApp({ CONFIRMATIONS: '2' });
     chain = new TestChain();
+    worker = await startRelayerWorker();
   });
   afterAll(async () => {
+    await worker?.close();
     await t?.close();
     chain?.close();
   });
@@ -43,5 +50,28 @@ describe('confirmations: one rule for every reader of the chain', () => {
     await chain.mine(1); // head − 2 = fundBlock
     expect((await indexer.pollOnce()).toBlock).toBe(fundBlock);
     expect((await getCheckout(t, seller.org, checkout.id)).status).toBe('funded');
+  });
+
+  it('an agent payment mined at block b stays submitted until head = b + 2, then succeeds (payment settlement)', async () => {
+    const settlement = t.app.get(PaymentSettlement);
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 10n * USDC, policy: { dailyLimit: '100.00' } });
+    const res = await pay(t, agent, { to: payee.handle, amount: '1.25' });
+    expect(res.status).toBe(200);
+    await waitFor(async () => (await chain.usdcBalance(payee.address)) === 1_250_000n, { label: 'the transfer mined' });
+    const minedBlock = await chain.headBlock();
+
+    let pass = await settlement.pollOnce();
+    while (pass.toBlock < (await chain.headBlock()) - 2) pass = await settlement.pollOnce();
+    expect(pass.toBlock).toBe(minedBlock - 2);
+    expect((await paymentRows(t, agent.agentId)).map((p) => p.status)).toEqual(['submitted']);
+
+    await chain.mine(1);
+    await settlement.pollOnce();
+    expect((await paymentRows(t, agent.agentId)).map((p) => p.status)).toEqual(['submitted']);
+
+    await chain.mine(1);
+    expect((await settlement.pollOnce()).toBlock).toBe(minedBlock);
+    expect((await paymentRows(t, agent.agentId)).map((p) => p.status)).toEqual(['succeeded']);
   });
 });

@@ -4,6 +4,8 @@ import { TestUSDCArtifact } from '@lib/contracts';
 import { metricsRegistry } from '../../src/modules/health/metrics';
 import { RelayerProcessor } from '../../src/modules/relayer/relayer.worker.module';
 import { RelayerService } from '../../src/modules/relayer/relayer.service';
+import { RelayerSender, RelayerUnfundedError } from '../../src/modules/relayer/relayer-sender.service';
+import { v7 as uuidv7 } from 'uuid';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { checkoutEvents, createCheckout, createParties, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
@@ -204,6 +206,16 @@ describe('relayer on a public-like chain: fee bumps, drops and low balance', () 
       expect(await t.dataSource.query(`SELECT * FROM checkout_relays WHERE checkout_session_id = $1`, [checkout.id])).toEqual([]);
       expect(await fundingRelayRows(checkout.id)).toEqual([]);
       expect(await metricsRegistry.getSingleMetricAsString('relayer_balance_low')).toMatch(new RegExp(`relayer_balance_low\\{address="${chain.relayer.address}"\\} 1`));
+      // A row queued before the balance fell is not failed at send time: it stays queued, without a nonce.
+      const queuedId = uuidv7();
+      await t.dataSource.query(`INSERT INTO relayer_transactions (id, address, to_address, data, purpose, status) VALUES ($1, lower($2), $3, $4, 'test', 'queued')`, [
+        queuedId,
+        chain.relayer.address,
+        chain.gateway.usdcAddress,
+        USDC_IFACE.encodeFunctionData('approve', [chain.gateway.escrowAddress, 3n]),
+      ]);
+      await expect(worker.get(RelayerSender).send(queuedId)).rejects.toBeInstanceOf(RelayerUnfundedError);
+      expect(await relayRow(queuedId)).toMatchObject({ status: 'queued', nonce: null, tx_hashes: [] });
     } finally {
       await chain.setEth(chain.relayer.address, before);
     }

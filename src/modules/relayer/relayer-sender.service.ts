@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ChainTxError, toTxError } from '@lib/chain';
-import { Transaction } from 'ethers';
+import { parseEther, Transaction } from 'ethers';
+import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from './chain-access.service';
 import { RelayerTender } from './relayer-tender.service';
@@ -16,6 +17,13 @@ export class RelayerFaults {
 
   hit(point: 'after_signed'): void {
     if (this.at === point) throw new Error(`fault injected at ${point}`);
+  }
+}
+
+/** The relayer's ETH is below RELAYER_MIN_BALANCE: the row was left queued (no nonce, not failed). */
+export class RelayerUnfundedError extends Error {
+  constructor(readonly relayTxId: string) {
+    super(`relayer ETH below RELAYER_MIN_BALANCE; relayer transaction ${relayTxId} stays queued`);
   }
 }
 
@@ -38,11 +46,13 @@ export class RelayerSender {
     private readonly txHost: TransactionHost,
     private readonly faults: RelayerFaults,
     private readonly tender: RelayerTender,
+    private readonly config: AppConfig,
   ) {}
 
   /**
    * @returns the broadcast transaction hash (the stored one when this row was sent before).
    * @throws ChainTxError when the call would revert or the node refuses it (the row is marked failed);
+   *   RelayerUnfundedError when the relayer's ETH is below RELAYER_MIN_BALANCE (the row stays queued);
    *   Error when the row does not exist.
    */
   async send(relayTxId: string): Promise<string> {
@@ -70,6 +80,10 @@ export class RelayerSender {
       const e = toTxError(row.purpose, err, null);
       await this.repo.markFailed(row.id, e.message);
       throw e;
+    }
+    // Out of gas money: the row stays queued without a nonce (never failed for it) and goes out once refilled.
+    if ((await provider.getBalance(wallet.address)) < parseEther(this.config.env.RELAYER_MIN_BALANCE)) {
+      throw new RelayerUnfundedError(relayTxId);
     }
     const fees = await this.tender.fees();
     let pending = await provider.getTransactionCount(wallet.address, 'pending');
