@@ -1,6 +1,10 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Interface, parseEther, toBeHex, Transaction, Wallet } from 'ethers';
 import { TestUSDCArtifact } from '@lib/contracts';
+import { x402Client } from '@x402/core/client';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
+import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
+import { privateKeyToAccount } from 'viem/accounts';
 import { metricsRegistry } from '../../src/modules/health/metrics';
 import { RelayerProcessor } from '../../src/modules/relayer/relayer.worker.module';
 import { RelayerService } from '../../src/modules/relayer/relayer.service';
@@ -8,6 +12,7 @@ import { RelayerSender, RelayerUnfundedError } from '../../src/modules/relayer/r
 import { v7 as uuidv7 } from 'uuid';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
+import { createPayee } from '../support/agents';
 import { checkoutEvents, createCheckout, createParties, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
 import { expectError } from '../support/errors';
 import { waitFor } from '../support/wait';
@@ -226,5 +231,37 @@ describe('relayer on a public-like chain: fee bumps, drops and low balance', () 
     await indexUntilStatus(t, seller.org, checkout.id, 'funded');
     expect(await chain.usdcBalance(buyer.address)).toBe(5n * USDC - 1_500_000n);
     expect(await metricsRegistry.getSingleMetricAsString('relayer_balance_low')).toMatch(new RegExp(`relayer_balance_low\\{address="${chain.relayer.address}"\\} 0`));
+  });
+
+  it('x402 while the relayer is low on ETH: 503 unavailable before the reservation, nothing stored or failed; refilled, the same header pays once', async () => {
+    // The x402 client takes "now" from Date.now(), the chain from its blocks (other suites move anvil's clock): one clock.
+    const skewMs = (await chain.headTimestamp()) * 1000 - Date.now();
+    const realNow = Date.now.bind(Date);
+    const spy = skewMs > 0 ? jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs) : null;
+    try {
+      const payee = await createPayee(t, chain);
+      const payer = await chain.wallet({ usdc: 5n * USDC, eth: false });
+      const url = `/api/v1/x402/challenge?to=${payee.handle}&amount=0.40`;
+      const challenge = await t.http.get(url);
+      expect(challenge.status).toBe(402);
+      const client = new x402Client().register('eip155:31337', new ClientExactEvmScheme(privateKeyToAccount(payer.privateKey as `0x${string}`))).setSpendControls(false);
+      const payload = await client.createPaymentPayload(decodePaymentRequiredHeader(challenge.headers['payment-required']));
+      const header = Buffer.from(JSON.stringify(payload)).toString('base64');
+      const before = await chain.provider.getBalance(chain.relayer.address);
+      await chain.setEth(chain.relayer.address, parseEther('0.01'));
+      try {
+        const refused = await t.http.get(url).set('PAYMENT-SIGNATURE', header);
+        expect(expectError(refused, 503, 'unavailable')).toMatchObject({ reason: 'relayer_low_balance' });
+        expect(await t.dataSource.query(`SELECT * FROM x402_settlements WHERE payer = lower($1)`, [payer.address])).toEqual([]);
+      } finally {
+        await chain.setEth(chain.relayer.address, before);
+      }
+      const paid = await t.http.get(url).set('PAYMENT-SIGNATURE', header);
+      expect(paid.status).toBe(200);
+      expect(await chain.usdcBalance(payee.address)).toBe(400_000n);
+      expect(await chain.usdcBalance(payer.address)).toBe(5n * USDC - 400_000n);
+    } finally {
+      spy?.mockRestore();
+    }
   });
 });

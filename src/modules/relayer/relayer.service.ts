@@ -154,7 +154,7 @@ export class RelayerService implements OnApplicationShutdown {
       }
       if (row.status === 'failed') throw new ChainTxError(row.error ?? 'relay failed', parseErrorName(row.error), [], null, row.txHash);
       if (Date.now() >= deadline) return null;
-      await new Promise((r) => setTimeout(r, Math.min(this.config.env.CHAIN_POLL_MS, 500)));
+      await new Promise((r) => setTimeout(r, Math.min(this.config.env.CHAIN_POLL_MS, 200)));
     }
   }
 

@@ -147,6 +147,7 @@ export class X402Service {
     if (!verified.isValid) return refuse(verified.invalidMessage ?? verified.invalidReason ?? 'The payment does not verify', verified.invalidReason ?? 'invalid_payment');
     const auth = (payload.payload as { authorization: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }; signature: string }).authorization;
     const signature = (payload.payload as { signature: string }).signature;
+    await this.relayer.assertFunded(); // 503 unavailable before the reservation (DESIGN §18): nothing stored, nothing failed
     const id = uuidv7();
     const reserved: unknown[] = await this.em().query(
       `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status)
