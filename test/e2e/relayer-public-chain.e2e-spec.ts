@@ -194,6 +194,35 @@ describe('relayer on a public-like chain: fee bumps, drops and low balance', () 
     expect(await chain.usdcBalance(payee)).toBe(0n);
   });
 
+  it('a send that finds a gap below it (the node dropped the row holding that nonce) revives that row instead of taking its nonce', async () => {
+    const relayer = t.app.get(RelayerService);
+    const processor = worker.get(RelayerProcessor);
+    const approve = (n: bigint) => USDC_IFACE.encodeFunctionData('approve', [chain.gateway.escrowAddress, n]);
+    let a: { relayTxId: string; txHash: string };
+    const bId = uuidv7();
+    await automine(false);
+    try {
+      a = await relayer.relay({ to: chain.gateway.usdcAddress, data: approve(11n), purpose: 'test', reference: 'gap-a' });
+      await processor.worker.pause(); // no tender pass: the send itself meets the gap
+      await chain.rpc('anvil_dropTransaction', [a.txHash]);
+      await t.dataSource.query(`INSERT INTO relayer_transactions (id, address, to_address, data, purpose, status) VALUES ($1, lower($2), $3, $4, 'test', 'queued')`, [
+        bId,
+        chain.relayer.address,
+        chain.gateway.usdcAddress,
+        approve(12n),
+      ]);
+      const bHash = await worker.get(RelayerSender).send(bId);
+      expect(await chain.provider.getTransaction(a.txHash)).not.toBeNull(); // resent, same bytes
+      expect((await chain.provider.getTransaction(bHash))!.nonce).toBe((await chain.provider.getTransaction(a.txHash))!.nonce + 1);
+      await mineOne();
+      expect((await chain.provider.getTransactionReceipt(a.txHash))!.status).toBe(1);
+      expect((await chain.provider.getTransactionReceipt(bHash))!.status).toBe(1);
+    } finally {
+      if (processor.worker.isPaused()) await processor.worker.resume();
+      await automine(true);
+    }
+  });
+
   it('a relayer below RELAYER_MIN_BALANCE: readiness and the gauge report it, a relay answers 503 unavailable and stores nothing; refilled, it works', async () => {
     const checkout = await createCheckout(t, seller.org, { amount: '1.50' });
     const buyer = await chain.wallet({ usdc: 5n * USDC, eth: false });
