@@ -13,6 +13,7 @@ import { Mandates1795300040000 } from './1795300040000-Mandates';
 import { CheckoutRelays1795300050000 } from './1795300050000-CheckoutRelays';
 import { CheckoutEscrowAttempts1795300060000 } from './1795300060000-CheckoutEscrowAttempts';
 import { TraceContext1795300072000 } from './1795300072000-TraceContext';
+import { RelayerReplacements1795300075000 } from './1795300075000-RelayerReplacements';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   CheckoutRelays1795300050000,
   CheckoutEscrowAttempts1795300060000,
   TraceContext1795300072000,
+  RelayerReplacements1795300075000,
 ];

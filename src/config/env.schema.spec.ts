@@ -36,6 +36,19 @@ describe('validateEnv', () => {
   });
 });
 
+describe('CONFIRMATIONS (DESIGN §18)', () => {
+  it('defaults to 0 on the local chain and 2 on any other chain', () => {
+    expect(validateEnv({}).CONFIRMATIONS).toBe(0);
+    expect(validateEnv({ CHAIN_ID: '84532' }).CONFIRMATIONS).toBe(2);
+  });
+
+  it('refuses fewer than 1 outside chain 31337, naming the variable', () => {
+    expect(() => validateEnv({ CHAIN_ID: '8453', CONFIRMATIONS: '0' })).toThrow(/CONFIRMATIONS=0: must be at least 1/);
+    expect(validateEnv({ CHAIN_ID: '8453', CONFIRMATIONS: '1' }).CONFIRMATIONS).toBe(1);
+    expect(validateEnv({ CHAIN_ID: '31337', CONFIRMATIONS: '0' }).CONFIRMATIONS).toBe(0);
+  });
+});
+
 describe('TRUSTED_PROXIES', () => {
   it('defaults to loopback only', () => {
     expect(validateEnv({}).TRUSTED_PROXIES).toEqual(['loopback']);

@@ -19,6 +19,7 @@ import {
   ValidatorConstraint,
   ValidatorConstraintInterface,
 } from 'class-validator';
+import { defaultConfirmations } from '../../libs/chain/src/confirmations';
 import { DEV_SECRETS, isKnownSecret, isLocalChain, SECRET_NAMES, SecretName } from './secrets';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
@@ -100,7 +101,11 @@ export class EnvSchema {
   @Matches(EVM_ADDRESS, { message: 'must be a 0x-prefixed 20-byte address' })
   ESCROW_ADDRESS = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
   @Transform(toInt) @IsInt() @Min(0) ESCROW_DEPLOY_BLOCK = 0;
-  @Transform(toInt) @IsInt() @Min(0) @Max(1000) CONFIRMATIONS = 0;
+  /**
+   * Blocks on top of an event's block before it counts (DESIGN §18: `head − CONFIRMATIONS ≥ block`).
+   * Unset → 0 on the local chain (31337), 2 elsewhere; below 1 is refused outside the local chain.
+   */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(1000) CONFIRMATIONS!: number;
   @Transform(toInt) @IsInt() @Min(100) CHAIN_POLL_MS = 1000;
   /** Per JSON-RPC request; a slow node fails the call instead of stalling the API (docs/architecture.md §5). */
   @Transform(toInt) @IsInt() @Min(100) @Max(120000) RPC_TIMEOUT_MS = 5000;
@@ -175,6 +180,10 @@ export class EnvSchema {
   // Agents and the relayer queue (docs/architecture.md §5, §13).
   /** ETH (decimal, 18 decimals) below which the relayer makes /health/ready fail. */
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,18})?$/, { message: 'must be a decimal ETH amount' }) RELAYER_MIN_BALANCE = '0.05';
+  /** Highest maxFeePerGas (gwei, decimal) the relayer ever signs; node fees and bumps are capped here (DESIGN §18). */
+  @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,9})?$/, { message: 'must be a decimal gwei amount' }) RELAYER_MAX_FEE_GWEI = '100';
+  /** A relayer transaction not mined this long after its last send is replaced at the same nonce with fees +12.5 % (DESIGN §18). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(3600) RELAYER_BUMP_AFTER_S = 30;
   /** Most USDC (decimal) an agent's session signer may hold; agent:fund refuses to top it up beyond. */
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) SIGNER_FLOAT_MAX = '10000';
   /** How long the api waits for the relayer queue to broadcast before answering with the payment still pending. */
@@ -226,7 +235,13 @@ export function validateEnv(
       lines.push(`  ${name}=<hidden>: is a publicly known value (an anvil account key or a development default); set a secret of your own`);
     }
   }
-  if (errors.length === 0) lines.push(...extraChecks(env));
+  if (errors.length === 0) {
+    env.CONFIRMATIONS ??= defaultConfirmations(env.CHAIN_ID);
+    if (!local && env.CONFIRMATIONS < 1) {
+      lines.push(`  CONFIRMATIONS=${env.CONFIRMATIONS}: must be at least 1 outside the local chain (CHAIN_ID 31337); a reorg of the head block would otherwise undo settled money`);
+    }
+    lines.push(...extraChecks(env));
+  }
   if (lines.length > 0) throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   return env;
 }

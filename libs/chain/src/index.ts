@@ -60,3 +60,4 @@ export {
 } from './escrow-types';
 export { ERC20_TRANSFER_TOPIC, readTokenTransfers, type MinedTokenTransfers, type TokenTransfer } from './usdc-transfers';
 export { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';
+export { defaultConfirmations, isConfirmed, lastConfirmedBlock } from './confirmations';

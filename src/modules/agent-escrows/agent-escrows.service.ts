@@ -111,14 +111,16 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     const gateway = this.escrowChain.gateway;
     const signed = await gateway.signEscrowAction(signer, action as EscrowPartyAction, escrowKey, { now: await gateway.headTimestamp() });
     let txHash: string;
+    let relayTxId: string;
     try {
-      ({ txHash } = await this.relayer.relay({ to: gateway.escrowAddress, data: gateway.encodeActBySig(signed), purpose: `agent_escrow_${action}`, reference: payment.id }));
+      ({ txHash, relayTxId } = await this.relayer.relay({ to: gateway.escrowAddress, data: gateway.encodeActBySig(signed), purpose: `agent_escrow_${action}`, reference: payment.id }));
     } catch (err) {
       if (err instanceof RelayTimeoutError) throw new AppError('invalid_request', 'The relayer did not broadcast in time; retry with the same key', { reason: 'pending' }, 409);
       if (err instanceof ChainTxError) throw new AppError('invalid_request', `The escrow contract refused ${action}: ${err.message}`, { reason: 'chain_refused', error: err.errorName }, 409);
       throw err;
     }
-    await this.escrowChain.provider.waitForTransaction(txHash);
+    // Any hash the relay signed (a fee bump replaces the first; DESIGN §18).
+    txHash = (await this.relayer.waitMined(relayTxId, 120_000))?.hash ?? txHash;
     const verified = await this.escrowChain.verify(txHash, escrowKey, rule.event, [payment.fromAddress]);
     await this.ledger.apply(verified.event, verified.by);
     const result = { escrow: await this.render(payment), txHash };

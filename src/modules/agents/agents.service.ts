@@ -59,6 +59,8 @@ export interface OwnerSigned {
 
 /** Seconds before a payment authorization's validBefore; also the longest owner-message validity accepted. */
 const OWNER_MESSAGE_MAX_SECONDS = 3600;
+/** Longest wait for a float transfer the relayer sent to be mined (any of its hashes; DESIGN §18). */
+const RELAY_MINE_TIMEOUT_MS = 120_000;
 
 /**
  * Agents and their session signers (docs/architecture.md §13): identity and usage, the policy, pause,
@@ -275,8 +277,8 @@ export class AgentsService {
     const signer = await this.vault.wallet(agent.id);
     const now = await this.chain.headTimestamp();
     const auth = await this.chain.gateway.signTransferAuthorization(signer, { to, value: amount, validBefore: BigInt(now + 600), nonce: hexlify(randomBytes(32)) });
-    const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.chain.gateway.encodeTransferWithAuthorization(auth), purpose, reference: agent.id });
-    await this.chain.provider.waitForTransaction(txHash);
+    const relayed = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.chain.gateway.encodeTransferWithAuthorization(auth), purpose, reference: agent.id });
+    const txHash = (await this.relayer.waitMined(relayed.relayTxId, RELAY_MINE_TIMEOUT_MS))?.hash ?? relayed.txHash;
     this.logger.log({ agentId: agent.id, purpose, txHash }, 'float moved to the owner');
     return txHash;
   }

@@ -167,6 +167,7 @@ export class CheckoutRelayService {
       return this.answer(existing, body);
     }
     const prepared = await this.prepareFunding(id, body);
+    await this.relayer.assertFunded(); // 503 unavailable before anything is stored (DESIGN §18)
     const rowId = uuidv7();
     const created = await this.repo.reserve({
       id: rowId,

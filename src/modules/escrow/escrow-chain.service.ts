@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { ChainVerificationError, createProvider, EscrowChainEvent, EscrowGateway, FundingTerms, VerifiedAction } from '@lib/chain';
+import { ChainVerificationError, createProvider, EscrowChainEvent, EscrowGateway, FundingTerms, isConfirmed, VerifiedAction } from '@lib/chain';
 import { isError, JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import type { SecretName } from '../../config/secrets';
 import { AppError } from '../../common/errors/app-error';
-import { lastConfirmedBlock } from './escrow.state';
 
 /**
  * The service's view of the chain (docs/architecture.md §7): one provider and {@link EscrowGateway} from config,
@@ -57,7 +56,7 @@ export class EscrowChainService {
 
   /**
    * Verifies that `txHash` performed `action` on the escrow, sent by one of `senders`, and is
-   * confirmed by the indexer's rule ({@link lastConfirmedBlock}: CONFIRMATIONS blocks below head).
+   * confirmed by the one rule ({@link isConfirmed}: `head − CONFIRMATIONS ≥ block`, DESIGN §18).
    * Network calls only: the caller must hold no database transaction or pooled connection
    * (docs/architecture.md §5); each RPC request times out after RPC_TIMEOUT_MS.
    * @throws AppError 400 invalid_request with `details.reason` (not_found, failed, wrong_contract,
@@ -81,7 +80,7 @@ export class EscrowChainService {
       const head = await this.gateway.headBlock().catch((err: unknown) => {
         throw this.unavailable(err);
       });
-      if (verified.blockNumber > lastConfirmedBlock(head, confirmations)) {
+      if (!isConfirmed(verified.blockNumber, head, confirmations)) {
         throw new AppError('invalid_request', `transaction ${txHash} has not reached ${confirmations} confirmations`, { reason: 'pending', txHash }, 409);
       }
     }

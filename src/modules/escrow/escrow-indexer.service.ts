@@ -195,13 +195,15 @@ export class EscrowIndexer implements OnModuleDestroy {
       try {
         // Through the relayer queue, the one sender of the relayer key (its nonces are allocated in
         // Postgres, docs/architecture.md §5); the queue refuses a call that would revert.
-        const { txHash } = await this.relayer.relay({
+        const relayed = await this.relayer.relay({
           to: this.chain.gateway.escrowAddress,
           data: this.chain.gateway.encodeAct('release', escrow.escrowKey),
           purpose: 'auto-release',
           reference: escrow.id,
         });
-        await this.chain.provider.waitForTransaction(txHash, 1, AUTO_RELEASE_MINE_TIMEOUT_MS);
+        const receipt = await this.relayer.waitMined(relayed.relayTxId, AUTO_RELEASE_MINE_TIMEOUT_MS);
+        if (!receipt) throw new Error(`auto-release ${relayed.txHash} not mined in ${AUTO_RELEASE_MINE_TIMEOUT_MS} ms`);
+        const txHash = receipt.hash;
         const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: escrow.escrowKey, action: 'released' });
         await this.ledger.apply(verified.event, verified.from);
         released.push(escrow.id);

@@ -225,8 +225,8 @@ export class EscrowService {
     const terms = EscrowService.toChainTerms(funding);
     const auth = await this.chain.gateway.signReceiveAuthorization(buyer.connect(this.chain.provider), terms);
     const data = this.chain.gateway.encodeFundWithAuthorization(terms, funding.termsSignature!, auth);
-    const { txHash } = await this.relayer.relay({ to: this.chain.gateway.escrowAddress, data, purpose: 'demo-funding', reference: checkoutId });
-    await this.chain.provider.waitForTransaction(txHash);
+    const relayed = await this.relayer.relay({ to: this.chain.gateway.escrowAddress, data, purpose: 'demo-funding', reference: checkoutId });
+    const txHash = (await this.relayer.waitMined(relayed.relayTxId, 120_000))?.hash ?? relayed.txHash;
     const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: terms.escrowKey, action: 'funded' });
     const { escrow } = await this.ledger.apply(verified.event, verified.from);
     if (!escrow) throw new AppError('internal', 'funding was mined but not recorded');

@@ -85,11 +85,5 @@ export const ESCROW_ACTIONS = {
 >;
 export type EscrowApiAction = keyof typeof ESCROW_ACTIONS;
 
-/**
- * The highest block whose logs count as confirmed (docs/architecture.md §7: `CONFIRMATIONS`
- * blocks behind head; 0 on anvil). The one rule for the API's verification of a reported action
- * and the indexer's reading range, so neither applies a log the other would not.
- */
-export function lastConfirmedBlock(head: number, confirmations: number): number {
-  return head - confirmations;
-}
+/** The one confirmation rule (DESIGN §18), re-exported where the escrow code has always found it. */
+export { lastConfirmedBlock } from '@lib/chain';

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { lastConfirmedBlock } from '@lib/chain';
 import { AppConfig } from '../../config/app-config';
 import { AUTHORIZATION_CURSOR } from '../agents/signer-balance';
 import { TransactionHost, TxHost } from '../../database/transaction';
@@ -32,7 +33,7 @@ export class PaymentSettlement {
   /** One indexer pass. @returns the blocks read and how many payments changed. */
   async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number }> {
     const em = (this.txHost as TxHost).tx;
-    const head = (await this.chain.provider.getBlockNumber()) - this.config.env.CONFIRMATIONS;
+    const head = lastConfirmedBlock(await this.chain.provider.getBlockNumber(), this.config.env.CONFIRMATIONS);
     const rows: Array<{ block_number: string }> = await em.query('SELECT block_number FROM chain_cursors WHERE name = $1', [AUTHORIZATION_CURSOR]);
     const fromBlock = rows[0] ? Number(rows[0].block_number) + 1 : this.config.env.ESCROW_DEPLOY_BLOCK;
     if (fromBlock > head) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0 };

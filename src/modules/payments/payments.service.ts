@@ -179,6 +179,9 @@ export class PaymentsService {
     this.checkAgent(agent);
     // Read before the transaction (no RPC while it is open); exact once combined with the usage under the lock.
     const signerBalance = await this.agents.signerBalance(agent.signerAddress!);
+    // A relayer without gas money refuses before the payment exists (DESIGN §18): a 503 never leaves a
+    // payment behind that the sweep would still send.
+    if (!holdsAuthorization({ mode, toHandle: opts.payToAddress ? input.to : '' })) await this.relayer.assertFunded();
 
     let outcome: { payment: Payment; created: boolean };
     try {
@@ -369,8 +372,8 @@ export class PaymentsService {
     const signer = await this.vault.wallet(p.agentId);
     const data = await this.chain.gateway.encodeCancelAuthorization(signer, p.authNonce!);
     try {
-      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'cancel_authorization', reference: p.id });
-      await this.chain.provider.waitForTransaction(txHash);
+      const { relayTxId } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'cancel_authorization', reference: p.id });
+      await this.relayer.waitMined(relayTxId, 60_000);
     } catch (err) {
       if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError)) throw err;
       this.logger.warn({ paymentId: p.id, error: err.message }, 'cancelAuthorization failed');

@@ -1,8 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ChainTxError, toTxError } from '@lib/chain';
-import { Transaction } from 'ethers';
+import { parseEther, Transaction } from 'ethers';
+import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from './chain-access.service';
+import { RelayerTender } from './relayer-tender.service';
 import { RelayerRepository } from './relayer.repository';
 
 /**
@@ -18,12 +20,20 @@ export class RelayerFaults {
   }
 }
 
+/** The relayer's ETH is below RELAYER_MIN_BALANCE: the row was left queued (no nonce, not failed). */
+export class RelayerUnfundedError extends Error {
+  constructor(readonly relayTxId: string) {
+    super(`relayer ETH below RELAYER_MIN_BALANCE; relayer transaction ${relayTxId} stays queued`);
+  }
+}
+
 /**
  * Signs and broadcasts one queued relayer transaction (docs/architecture.md §5): the gas estimate
  * runs first (a call that would revert fails the job without using a nonce), the nonce is allocated
  * in Postgres in a short transaction, the signed hash is committed before the broadcast, and a
  * refused broadcast gives the nonce back. A row signed before but not known to be broadcast (the
- * process stopped in between) is sent again with the same signed bytes: same nonce, same hash. Runs only inside the relayer queue's processor
+ * process stopped in between) is sent again with the same signed bytes: same nonce, same hash. Fees are
+ * EIP-1559 from the node, capped at RELAYER_MAX_FEE_GWEI ({@link RelayerTender.fees}). Runs only inside the relayer queue's processor
  * (concurrency 1, global), so nonces of the relayer key are handed out one at a time.
  */
 @Injectable()
@@ -35,11 +45,14 @@ export class RelayerSender {
     private readonly repo: RelayerRepository,
     private readonly txHost: TransactionHost,
     private readonly faults: RelayerFaults,
+    private readonly tender: RelayerTender,
+    private readonly config: AppConfig,
   ) {}
 
   /**
    * @returns the broadcast transaction hash (the stored one when this row was sent before).
    * @throws ChainTxError when the call would revert or the node refuses it (the row is marked failed);
+   *   RelayerUnfundedError when the relayer's ETH is below RELAYER_MIN_BALANCE (the row stays queued);
    *   Error when the row does not exist.
    */
   async send(relayTxId: string): Promise<string> {
@@ -68,14 +81,24 @@ export class RelayerSender {
       await this.repo.markFailed(row.id, e.message);
       throw e;
     }
-    const [pending, feeData] = await Promise.all([provider.getTransactionCount(wallet.address, 'pending'), provider.getFeeData()]);
+    // Out of gas money: the row stays queued without a nonce (never failed for it) and goes out once refilled.
+    if ((await provider.getBalance(wallet.address)) < parseEther(this.config.env.RELAYER_MIN_BALANCE)) {
+      throw new RelayerUnfundedError(relayTxId);
+    }
+    const fees = await this.tender.fees();
+    let pending = await provider.getTransactionCount(wallet.address, 'pending');
     // A stored next nonce above the node's pending count means transactions the node never kept (dropped,
-    // or a local chain restarted): if the one at `pending` is unknown to the node, start again from there.
+    // or a local chain restarted). A row of ours holding that nonce is revived (resent, or filled when its
+    // call would now revert) so the nonces above it still go through; with none, start again from `pending`.
     const peek = await this.repo.peek(wallet.address, pending);
     let resetTo: number | undefined;
     if (peek.next !== null && peek.next > pending) {
       const known = peek.txHashAtNonce ? await provider.getTransaction(peek.txHashAtNonce).catch(() => null) : null;
-      if (!known) resetTo = pending;
+      if (!known && (await this.tender.repairAt(pending))) {
+        pending = await provider.getTransactionCount(wallet.address, 'pending');
+      } else if (!known) {
+        resetTo = pending;
+      }
     }
     const nonce = await (this.txHost as TxHost).withTransaction(() => this.repo.allocateNonce(wallet.address, pending, resetTo));
     const rawTx = await wallet.signTransaction({
@@ -85,8 +108,7 @@ export class RelayerSender {
       gasLimit,
       chainId: this.chain.chainId,
       type: 2,
-      maxFeePerGas: feeData.maxFeePerGas ?? undefined,
-      maxPriorityFeePerGas: feeData.maxPriorityFeePerGas ?? undefined,
+      ...fees,
     });
     const txHash = Transaction.from(rawTx).hash!;
     await this.repo.markSigned(row.id, nonce, txHash, rawTx);

@@ -6,6 +6,7 @@ import { RELAYER_QUEUE } from './relayer.queue';
 import { RelayerRepository } from './relayer.repository';
 import { RelayerFaults, RelayerSender } from './relayer-sender.service';
 import { RelayerService } from './relayer.service';
+import { RelayerTender } from './relayer-tender.service';
 
 /**
  * The relayer queue's producer side and the shared chain access (docs/architecture.md §5): any
@@ -13,7 +14,7 @@ import { RelayerService } from './relayer.service';
  */
 @Module({
   imports: [QueueModule, BullModule.registerQueue({ name: RELAYER_QUEUE })],
-  providers: [ChainAccess, RelayerRepository, RelayerSender, RelayerFaults, RelayerService],
-  exports: [ChainAccess, RelayerService, RelayerSender, RelayerFaults, BullModule],
+  providers: [ChainAccess, RelayerRepository, RelayerSender, RelayerTender, RelayerFaults, RelayerService],
+  exports: [ChainAccess, RelayerService, RelayerSender, RelayerTender, RelayerFaults, BullModule],
 })
 export class RelayerModule {}

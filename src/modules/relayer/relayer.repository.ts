@@ -16,6 +16,16 @@ export interface RelayTxRow {
   rawTx: string | null;
   status: 'queued' | 'broadcast' | 'failed';
   error: string | null;
+  /** Every hash signed for this row's nonce, oldest first (first send, fee bumps, re-signs); DESIGN §18. */
+  txHashes: string[];
+  /** The hash that was mined, once the tender saw its receipt. */
+  minedTxHash: string | null;
+  minedBlock: number | null;
+  /** When the current signed bytes were last sent (the bump clock). */
+  sentAt: Date | null;
+  replacements: number;
+  /** The 0-value self-transfer row that fills this nonce after the payload died while dropped. */
+  filledBy: string | null;
 }
 
 /** Postgres I/O of relayer transactions and nonces (docs/architecture.md §5); runs in the caller's transaction. */
@@ -37,21 +47,66 @@ export class RelayerRepository {
 
   async find(id: string): Promise<RelayTxRow | null> {
     const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT * FROM relayer_transactions WHERE id = $1`, [id]);
-    const r = rows[0];
-    if (!r) return null;
-    return {
-      id: r.id as string,
-      address: r.address as string,
-      nonce: r.nonce === null ? null : Number(r.nonce),
-      toAddress: r.to_address as string,
-      data: r.data as string,
-      purpose: r.purpose as string,
-      reference: r.reference as string | null,
-      txHash: r.tx_hash as string | null,
-      rawTx: (r.raw_tx as string | null) ?? null,
-      status: r.status as RelayTxRow['status'],
-      error: r.error as string | null,
-    };
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  /** Broadcast rows of `address` whose mined hash is not known yet, lowest nonce first (at most `limit`). */
+  async unmined(address: string, limit = 100): Promise<RelayTxRow[]> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(
+      `SELECT * FROM relayer_transactions WHERE address = $1 AND status = 'broadcast' AND mined_tx_hash IS NULL AND nonce IS NOT NULL
+        ORDER BY nonce, created_at LIMIT $2`,
+      [address.toLowerCase(), limit],
+    );
+    return rows.map(toRow);
+  }
+
+  /** The row's hash `txHash` was mined in `block`. */
+  async markMined(id: string, txHash: string, block: number): Promise<void> {
+    await this.em.query(`UPDATE relayer_transactions SET mined_tx_hash = $2, mined_block = $3, updated_at = now() WHERE id = $1`, [id, txHash, block]);
+  }
+
+  /**
+   * A replacement (same nonce, new fees) signed: it becomes the row's current bytes and joins `tx_hashes`,
+   * committed before the broadcast so a crash cannot lose a hash that may be mined.
+   */
+  async markReplaced(id: string, txHash: string, rawTx: string): Promise<void> {
+    await this.em.query(
+      `UPDATE relayer_transactions SET tx_hash = $2, raw_tx = $3, tx_hashes = array_append(tx_hashes, $2), sent_at = now(),
+              replacements = replacements + 1, updated_at = now() WHERE id = $1`,
+      [id, txHash, rawTx],
+    );
+  }
+
+  /** A replacement the node refused: the previous bytes stay current (the refused hash stays listed, it was signed). */
+  async restoreCurrent(id: string, txHash: string, rawTx: string): Promise<void> {
+    await this.em.query(`UPDATE relayer_transactions SET tx_hash = $2, raw_tx = $3, updated_at = now() WHERE id = $1`, [id, txHash, rawTx]);
+  }
+
+  /** The current bytes were sent again (a dropped transaction resent): restarts the bump clock. */
+  async touchSent(id: string): Promise<void> {
+    await this.em.query(`UPDATE relayer_transactions SET sent_at = now(), updated_at = now() WHERE id = $1`, [id]);
+  }
+
+  /**
+   * Records the 0-value self-transfer that fills `row`'s nonce (its payload died while dropped): a
+   * broadcast row of its own, signed bytes included, linked from `row.filled_by`. Call in a transaction.
+   */
+  async insertFill(row: RelayTxRow, fillId: string, txHash: string, rawTx: string): Promise<void> {
+    await this.em.query(
+      `INSERT INTO relayer_transactions (id, address, nonce, to_address, data, purpose, reference, tx_hash, raw_tx, tx_hashes, sent_at, status)
+       VALUES ($1, $2, $3, $2, '0x', 'nonce-fill', $4, $5, $6, ARRAY[$5], now(), 'broadcast')`,
+      [fillId, row.address, row.nonce, row.id, txHash, rawTx],
+    );
+    await this.em.query(`UPDATE relayer_transactions SET filled_by = $2, updated_at = now() WHERE id = $1`, [row.id, fillId]);
+  }
+
+  /** Oldest send (age in seconds) among rows not known to be mined: the reconciliation's "gap older than the bump time". */
+  async oldestUnminedAgeSeconds(address: string): Promise<number | null> {
+    const rows: Array<{ age: string | null }> = await this.em.query(
+      `SELECT EXTRACT(EPOCH FROM now() - min(sent_at))::text AS age FROM relayer_transactions WHERE address = $1 AND status = 'broadcast' AND mined_tx_hash IS NULL`,
+      [address.toLowerCase()],
+    );
+    return rows[0]?.age ? Number(rows[0].age) : null;
   }
 
   /** The stored next nonce of `address` (null before its first send) and the hash last sent with `nonce`, if any. */
@@ -87,7 +142,10 @@ export class RelayerRepository {
 
   /** Recovery point "signed": the nonce, the hash and the signed bytes, committed before the broadcast. */
   async markSigned(id: string, nonce: number, txHash: string, rawTx: string): Promise<void> {
-    await this.em.query(`UPDATE relayer_transactions SET nonce = $2, tx_hash = $3, raw_tx = $4, updated_at = now() WHERE id = $1`, [id, nonce, txHash, rawTx]);
+    await this.em.query(
+      `UPDATE relayer_transactions SET nonce = $2, tx_hash = $3, raw_tx = $4, tx_hashes = array_append(tx_hashes, $3), sent_at = now(), updated_at = now() WHERE id = $1`,
+      [id, nonce, txHash, rawTx],
+    );
   }
 
   /** Forgets a signed transaction the node will never take (its nonce was used by another): the next send signs anew. */
@@ -102,4 +160,26 @@ export class RelayerRepository {
   async markFailed(id: string, error: string): Promise<void> {
     await this.em.query(`UPDATE relayer_transactions SET status = 'failed', error = $2, updated_at = now() WHERE id = $1`, [id, error.slice(0, 500)]);
   }
+}
+
+function toRow(r: Record<string, unknown>): RelayTxRow {
+  return {
+    id: r.id as string,
+    address: r.address as string,
+    nonce: r.nonce === null ? null : Number(r.nonce),
+    toAddress: r.to_address as string,
+    data: r.data as string,
+    purpose: r.purpose as string,
+    reference: r.reference as string | null,
+    txHash: r.tx_hash as string | null,
+    rawTx: (r.raw_tx as string | null) ?? null,
+    status: r.status as RelayTxRow['status'],
+    error: r.error as string | null,
+    txHashes: (r.tx_hashes as string[] | null) ?? [],
+    minedTxHash: (r.mined_tx_hash as string | null) ?? null,
+    minedBlock: r.mined_block === null || r.mined_block === undefined ? null : Number(r.mined_block),
+    sentAt: (r.sent_at as Date | null) ?? null,
+    replacements: Number(r.replacements ?? 0),
+    filledBy: (r.filled_by as string | null) ?? null,
+  };
 }

@@ -1,14 +1,16 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { ChainTxError } from '@lib/chain';
+import { ChainTxError, isConfirmed } from '@lib/chain';
 import { Queue, QueueEvents } from 'bullmq';
-import { formatEther, parseEther } from 'ethers';
+import { formatEther, parseEther, type TransactionReceipt } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
+import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from './chain-access.service';
 import { RELAYER_QUEUE, RelayerJobData, RelayerJobResult } from './relayer.queue';
 import { RelayerRepository } from './relayer.repository';
+import { relayerBalance, relayerBalanceLow } from './relayer-metrics';
 
 /** What to relay: calldata for `to`, a purpose label and a reference (e.g. the payment id) for operators. */
 export interface RelayRequest {
@@ -45,10 +47,16 @@ export class RelayerService implements OnApplicationShutdown {
 
   /**
    * Queues `req` and waits until it is broadcast. Must not be called inside a database transaction.
-   * @returns the relayer row id and the transaction hash.
-   * @throws ChainTxError when the call would revert or the node refused it; RelayTimeoutError after RELAYER_WAIT_MS.
+   * Refused before anything is stored while the relayer's ETH is below RELAYER_MIN_BALANCE (DESIGN §18):
+   * a relay is never queued to fail at broadcast for want of gas money.
+   * @returns the relayer row id and the transaction hash (the first signed; a replacement may be mined
+   *   instead: wait with {@link waitMined}).
+   * @throws AppError 503 `unavailable` (`details.reason: "relayer_low_balance"`, `Retry-After`) when the
+   *   relayer's ETH is below RELAYER_MIN_BALANCE; ChainTxError when the call would revert or the node
+   *   refused it; RelayTimeoutError after RELAYER_WAIT_MS.
    */
   async relay(req: RelayRequest): Promise<{ relayTxId: string; txHash: string }> {
+    await this.assertFunded();
     const relayTxId = uuidv7();
     await (this.txHost as TxHost).withTransaction(() =>
       this.repo.insert({ id: relayTxId, address: this.chain.relayer.address, toAddress: req.to, data: req.data, purpose: req.purpose, reference: req.reference ?? null }),
@@ -93,10 +101,61 @@ export class RelayerService implements OnApplicationShutdown {
     }
   }
 
-  /** The relayer's address and ETH balance (wei), and whether it is at least RELAYER_MIN_BALANCE. */
+  /**
+   * The relayer's address and ETH balance (decimal ETH), and whether it is at least RELAYER_MIN_BALANCE;
+   * sets the `relayer_balance_wei` and `relayer_balance_low` gauges.
+   */
   async balance(): Promise<{ address: string; balance: string; ok: boolean }> {
-    const wei = await this.chain.provider.getBalance(this.chain.relayer.address);
-    return { address: this.chain.relayer.address, balance: formatEther(wei), ok: wei >= parseEther(this.config.env.RELAYER_MIN_BALANCE) };
+    const address = this.chain.relayer.address;
+    const wei = await this.chain.provider.getBalance(address);
+    const ok = wei >= parseEther(this.config.env.RELAYER_MIN_BALANCE);
+    relayerBalance.set({ address }, Number(wei));
+    relayerBalanceLow.set({ address }, ok ? 0 : 1);
+    return { address, balance: formatEther(wei), ok };
+  }
+
+  /**
+   * Refuses work while the relayer cannot pay for gas (DESIGN §18: 503 `unavailable` before the balance
+   * runs out, not after a failed broadcast).
+   * @throws AppError 503 unavailable with `details.reason: "relayer_low_balance"` and `Retry-After: 30`.
+   */
+  async assertFunded(): Promise<void> {
+    const b = await this.balance();
+    if (!b.ok) {
+      throw new AppError(
+        'unavailable',
+        'The service cannot send transactions right now (its relayer is low on gas money); nothing was submitted, retry later',
+        { reason: 'relayer_low_balance' },
+        503,
+        { 'Retry-After': '30' },
+      );
+    }
+  }
+
+  /**
+   * Waits, at most `timeoutMs`, until one of the hashes the relay signed (its first send, fee bumps,
+   * re-signs; DESIGN §18) is mined and confirmed by the one rule (`head − CONFIRMATIONS ≥ block`).
+   * Polls the chain itself for every stored hash, so it does not depend on the worker's tender.
+   * Must not be called inside a database transaction.
+   * @returns the receipt of the mined hash (status 0 when it reverted), or null when the time ran out
+   *   (still pending: never report that as failed).
+   * @throws ChainTxError when the relay failed for good (refused, or its nonce was used by its fill).
+   */
+  async waitMined(relayTxId: string, timeoutMs: number): Promise<TransactionReceipt | null> {
+    const deadline = Date.now() + timeoutMs;
+    const provider = this.chain.provider;
+    for (;;) {
+      const row = await this.repo.find(relayTxId);
+      if (!row) throw new Error(`relayer transaction ${relayTxId} does not exist`);
+      const hashes = row.minedTxHash ? [row.minedTxHash] : row.txHashes;
+      for (const h of hashes) {
+        const receipt = await provider.getTransactionReceipt(h);
+        if (receipt && isConfirmed(receipt.blockNumber, await provider.getBlockNumber(), this.config.env.CONFIRMATIONS)) return receipt;
+      }
+      if (row.status === 'failed') throw new ChainTxError(row.error ?? 'relay failed', parseErrorName(row.error), [], null, row.txHash);
+      if (Date.now() >= deadline) return null;
+      await new Promise((r) => setTimeout(r, Math.min(this.config.env.CHAIN_POLL_MS, 200)));
+    }
   }
 
   private async queueEvents(): Promise<QueueEvents> {

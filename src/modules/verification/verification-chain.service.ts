@@ -1,10 +1,9 @@
 import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { ANVIL_CHAIN_ID, ChainVerificationError, createProvider, type MinedTokenTransfers, readTokenTransfers } from '@lib/chain';
+import { ANVIL_CHAIN_ID, ChainVerificationError, createProvider, isConfirmed, type MinedTokenTransfers, readTokenTransfers } from '@lib/chain';
 import { TestUSDCArtifact } from '@lib/contracts';
 import { Contract, type ContractTransactionResponse, type JsonRpcProvider, Wallet } from 'ethers';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
-import { lastConfirmedBlock } from '../escrow/escrow.state';
 
 /**
  * The wallet check's view of the chain (docs/architecture.md §12): the head (block number and
@@ -45,7 +44,7 @@ export class VerificationChain implements OnApplicationShutdown {
       throw new AppError('invalid_request', err.message, { reason: err.reason, txHash, fields: [{ param: 'txHash', message: err.message }] });
     }
     const confirmations = this.config.env.CONFIRMATIONS;
-    if (confirmations > 0 && mined.blockNumber > lastConfirmedBlock(await this.provider.getBlockNumber(), confirmations)) {
+    if (confirmations > 0 && !isConfirmed(mined.blockNumber, await this.provider.getBlockNumber(), confirmations)) {
       throw new AppError('invalid_request', `transaction ${txHash} has not reached ${confirmations} confirmations`, { reason: 'pending', txHash }, 409);
     }
     return mined;

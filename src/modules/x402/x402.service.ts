@@ -147,6 +147,7 @@ export class X402Service {
     if (!verified.isValid) return refuse(verified.invalidMessage ?? verified.invalidReason ?? 'The payment does not verify', verified.invalidReason ?? 'invalid_payment');
     const auth = (payload.payload as { authorization: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }; signature: string }).authorization;
     const signature = (payload.payload as { signature: string }).signature;
+    await this.relayer.assertFunded(); // 503 unavailable before the reservation (DESIGN §18): nothing stored, nothing failed
     const id = uuidv7();
     const reserved: unknown[] = await this.em().query(
       `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status)
@@ -164,9 +165,11 @@ export class X402Service {
         nonce: auth.nonce,
         signature,
       });
-      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'x402', reference: id });
-      const receipt = await this.chain.provider.waitForTransaction(txHash, 1, 60_000);
-      if (!receipt || receipt.status !== 1) throw new ChainTxError(`x402 settlement ${txHash} reverted`, null, [], null, txHash);
+      const relayed = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'x402', reference: id });
+      // Any hash the relay signed (fee bumps replace it), mined at the confirmation depth (DESIGN §18).
+      const receipt = await this.relayer.waitMined(relayed.relayTxId, 60_000);
+      if (!receipt || receipt.status !== 1) throw new ChainTxError(`x402 settlement ${relayed.txHash} reverted`, null, [], null, relayed.txHash);
+      const txHash = receipt.hash;
       await this.em().query(`UPDATE x402_settlements SET status = 'settled', tx_hash = $2, updated_at = now() WHERE id = $1`, [id, txHash]);
       const settlement = { success: true, transaction: txHash, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
       return {
