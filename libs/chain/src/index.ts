@@ -17,8 +17,11 @@ export {
 } from './anvil';
 export {
   codeMatches,
+  deployEscrowContract,
   deployLocalContracts,
   hasLocalContracts,
+  type DeployedEscrow,
+  type DeployEscrowOptions,
   type DeployLocalContractsOptions,
   type LocalContracts,
 } from './deploy';
