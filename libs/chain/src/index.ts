@@ -62,4 +62,4 @@ export {
   type VerifiedAction,
 } from './escrow-types';
 export { ERC20_TRANSFER_TOPIC, readTokenTransfers, type MinedTokenTransfers, type TokenTransfer } from './usdc-transfers';
-export { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';
+export { ChainTxError, ChainVerificationError, tokenRefusal, type ChainVerificationReason, type TokenRefusal } from './errors';
