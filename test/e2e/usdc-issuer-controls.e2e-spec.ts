@@ -4,7 +4,8 @@ import { Contract, Wallet } from 'ethers';
 import { TestUSDCArtifact } from '@lib/contracts';
 import { anvilKey } from '@lib/chain';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
-import { startRelayerWorker } from '../support/agents';
+import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
+import { createAgent, createPayee, pay, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import {
   cliJson,
@@ -146,5 +147,32 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
     expect(relayed.body).toMatchObject({ status: 'broadcast', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
     await indexUntilStatus(t, seller.org, checkout.id, 'funded');
     expect(await chain.usdcBalance(buyer.address)).toBe(30n * USDC);
+  });
+
+  it('a paused token: an agent payment is not failed; it stays pending and settles once after the pause', async () => {
+    const agent = await createAgent(t, chain, { float: 50n * USDC, policy: { dailyLimit: '100.00' } });
+    const payee = await createPayee(t, chain);
+
+    await (await issuer.getFunction('pause')()).wait();
+    let paymentId: string;
+    try {
+      const res = await pay(t, agent, { to: payee.handle, amount: '7.00' });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ status: 'pending' });
+      paymentId = res.body.id as string;
+      // The indexer and the sweep during the pause fail nothing.
+      const settlement = t.app.get(PaymentSettlement);
+      await settlement.pollOnce();
+      await settlement.sweepOnce(0);
+      expect((await paymentRows(t, agent.agentId)).map((p) => p.status)).toEqual(['pending']);
+      expect(await chain.usdcBalance(payee.address)).toBe(0n);
+    } finally {
+      await (await issuer.getFunction('unpause')()).wait();
+    }
+
+    await t.app.get(PaymentSettlement).sweepOnce(0);
+    await settleUntil(t, async () => (await paymentRows(t, agent.agentId))[0].status === 'succeeded');
+    expect((await paymentRows(t, agent.agentId)).map((p) => [p.id, p.status])).toEqual([[paymentId, 'succeeded']]);
+    expect(await chain.usdcBalance(payee.address)).toBe(7n * USDC);
   });
 });
