@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hexlify, randomBytes, Wallet } from 'ethers';
+import { createAgent, createPayee, pay, paymentRows, settleUntil } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { cliJson, createCheckout, createParties, fundOnChain, pollToHead, requireBuiltCli, runCli, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
@@ -143,13 +144,14 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
   it('x402 settlements: settled but unused, failed but used → x402_authorization; failed and cancelled, settled and used → fine', async () => {
     const payer = await chain.wallet({ usdc: 10n * USDC });
     const payTo = (await chain.wallet()).address;
+    const submitter = await chain.wallet(); // not the relayer: its nonces are the relayer queue's
     const validBefore = BigInt(await chain.headTimestamp()) + 3600n;
     const used = await chain.gateway.signTransferAuthorization(payer, { to: payTo, value: 1n * USDC, validBefore });
-    await (await chain.relayer.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(used) })).wait();
+    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(used) })).wait();
     const usedToo = await chain.gateway.signTransferAuthorization(payer, { to: payTo, value: 1n * USDC, validBefore });
-    await (await chain.relayer.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(usedToo) })).wait();
+    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(usedToo) })).wait();
     const cancelledNonce = hexlify(randomBytes(32));
-    await (await chain.relayer.sendTransaction({ to: chain.gateway.usdcAddress, data: await chain.gateway.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
+    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: await chain.gateway.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
 
     const insert = (status: string, nonce: string) =>
       t.dataSource
@@ -201,19 +203,39 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     await t.dataSource.query(`DELETE FROM relayer_nonces WHERE address = ANY($1)`, [[gapped, young, exact]]);
   });
 
-  it('the worker runs the pass on its schedule (RECONCILE_INTERVAL_S) and its /metrics counts the mismatch', async () => {
-    const previous = await svc.lastReport();
+  it('the worker runs the pass on its schedule (RECONCILE_INTERVAL_S); a relayed agent payment reconciles; a payment row edited to failed → payment_authorization', async () => {
     let worker: TestWorker | undefined;
     try {
       worker = await startTestWorker({ ...env, RECONCILE_INTERVAL_S: '5' });
+      // An agent payment relayed through the worker's relayer queue, settled from its AuthorizationUsed log.
+      const agent = await createAgent(t, chain, { float: 20n * USDC, policy: { dailyLimit: '100.00' } });
+      const payee = await createPayee(t, chain);
+      const paid = await pay(t, agent, { to: payee.handle, amount: '5.00' });
+      expect(paid.status).toBe(200);
+      await settleUntil(t, async () => (await paymentRows(t, agent.agentId))[0]?.status === 'succeeded');
+      const settled = await svc.run();
+      expect(settled.checked.payments).toBe(1);
+      expect(byKind(settled, 'payment_authorization')).toEqual([]);
+      expect(byKind(settled, 'relayer_nonce')).toEqual([]);
+
+      await t.dataSource.query(`UPDATE payments SET status = 'failed' WHERE id = $1`, [paid.body.id]);
+      const edited = await svc.run();
+      expect(byKind(edited, 'payment_authorization')).toEqual([
+        { kind: 'payment_authorization', ids: [paid.body.id], expected: 'authorization unused or cancelled', actual: 'used on chain' },
+      ]);
+      expect((await paymentRows(t, agent.agentId))[0].status).toBe('failed');
+      await t.dataSource.query(`UPDATE payments SET status = 'succeeded' WHERE id = $1`, [paid.body.id]);
+
+      const since = new Date().toISOString();
       const report = await waitFor(
         async () => {
           const r = await svc.lastReport();
-          return r && r.ranAt !== previous?.ranAt ? r : null;
+          return r && r.ranAt > since ? r : null;
         },
         { timeoutMs: 30_000, label: 'a scheduled reconciliation pass' },
       );
       expect(report.counts).toEqual({ escrow_balance: 1 });
+      expect(report.checked.relayers).toBe(1);
       const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
       expect(metrics).toMatch(/reconcile_mismatches_total\{kind="escrow_balance"\} [1-9]/);
     } finally {
