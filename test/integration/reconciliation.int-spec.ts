@@ -99,6 +99,16 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     expect(ready.body.details.reconciliation).toMatchObject({ status: 'up', clean: true, mismatches: {} });
   });
 
+  it('a configured USDC domain that is not the token’s (a wrong CHAIN profile) → usdc_domain', async () => {
+    const run = await runCli(['reconcile', '--json'], { ...env, USDC_EIP712_NAME: 'USDC', USDC_EIP712_VERSION: '2' });
+    expect(run.code).toBe(0);
+    const report = cliJson(run) as unknown as ReconcileReport;
+    expect(report.counts).toEqual({ usdc_domain: 1 });
+    expect(byKind(report, 'usdc_domain')).toEqual([
+      { kind: 'usdc_domain', ids: [process.env.USDC_ADDRESS], expected: expect.stringMatching(/^DOMAIN_SEPARATOR 0x[0-9a-f]{64}$/), actual: expect.stringMatching(/\(USDC, 2\)$/) },
+    ]);
+  });
+
   it('two passes at once: one runs, the other is skipped (cluster-wide lock)', async () => {
     const results = await Promise.all([svc.runExclusive(), svc.runExclusive()]);
     expect(results.filter((r) => r === null)).toHaveLength(1);
