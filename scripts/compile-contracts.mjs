@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CONTRACTS_DIR = join(ROOT, 'libs/contracts');
 const OUT_FILE = join(CONTRACTS_DIR, 'src/generated/artifacts.ts');
-const CONTRACTS = ['TestUSDC', 'CheckoutEscrow'];
+const CONTRACTS = ['TestUSDC', 'CheckoutEscrow', 'TestSmartWallet'];
 const SETTINGS = {
   optimizer: { enabled: true, runs: 200 },
   evmVersion: 'cancun',

@@ -9,12 +9,13 @@ import { MandatesModule } from './modules/mandates/mandates.module';
 import { RelayerModule } from './modules/relayer/relayer.module';
 import { VerificationModule } from './modules/verification/verification.module';
 import { InvoicesModule } from './modules/invoices/invoices.module';
+import { ReconciliationModule } from './modules/reconciliation/reconciliation.module';
 
 /**
  * Providers the operator CLI uses: the features' service modules, never their `*.http.module.ts`,
  * so the CLI's application context instantiates no controllers.
  */
-@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, RelayerModule, VerificationModule, InvoicesModule, MandatesModule] })
+@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, RelayerModule, VerificationModule, InvoicesModule, MandatesModule, ReconciliationModule] })
 export class CliModule {
   /** The CLI for one command, loading only the secrets that command uses (docs/architecture.md §10). */
   static forCommand(secrets: readonly SecretName[]): DynamicModule {

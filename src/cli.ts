@@ -40,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const result = await command.run(app, args);
     if (json) console.log(JSON.stringify(result));
+    else if (command.text) console.log(command.text(result));
     else for (const [k, v] of Object.entries(result)) console.log(`${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
     return 0;
   } catch (err) {

@@ -22,6 +22,7 @@ import { PAYMENTS_QUEUE, PaymentsWorkerModule } from './modules/payments/payment
 import { RELAYER_QUEUE } from './modules/relayer/relayer.queue';
 import { RelayerWorkerModule } from './modules/relayer/relayer.worker.module';
 import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
+import { RECONCILE_QUEUE, ReconciliationWorkerModule } from './modules/reconciliation/reconciliation.worker.module';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -36,7 +37,8 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
  * auto-release, checkout expiry), the hourly idempotency reaper, the relayer queue (every
  * relayer transaction, docs/architecture.md §5), the payment jobs (USDC authorization indexer,
  * idle-payment sweep) and invoice email delivery (which also registers the invoices' listener of
- * the checkout changes the indexer applies). It imports no `*.http.module.ts` (a
+ * the checkout changes the indexer applies), and reconciliation of the ledger against the chain
+ * every RECONCILE_INTERVAL_S (DESIGN §18). It imports no `*.http.module.ts` (a
  * dependency-cruiser rule holds it to that), so its HTTP port (WORKER_PORT) serves only
  * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
  * OPERATOR_TOKEN.
@@ -51,6 +53,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     RelayerWorkerModule,
     PaymentsWorkerModule,
     InvoicesWorkerModule,
+    ReconciliationWorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       inject: [AppConfig],
@@ -68,6 +71,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: RELAYER_QUEUE, adapter: BullMQAdapter },
       { name: PAYMENTS_QUEUE, adapter: BullMQAdapter },
       { name: INVOICES_QUEUE, adapter: BullMQAdapter },
+      { name: RECONCILE_QUEUE, adapter: BullMQAdapter },
     ),
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor, WebhookRetentionProcessor],

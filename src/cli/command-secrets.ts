@@ -14,4 +14,6 @@ export const COMMAND_SECRETS: Readonly<Record<string, readonly SecretName[]>> = 
   // Disabling sweeps the float back to the owner: the signer signs, the relayer broadcasts.
   'agent:signer:disable': ['SIGNER_ENCRYPTION_KEY', 'RELAYER_PRIVATE_KEY'],
   'agent:fund': ['SIGNER_ENCRYPTION_KEY', 'RELAYER_PRIVATE_KEY'],
+  // The escrow's terms signer and arbiter are the addresses of the configured keys unless given as flags.
+  'chain:deploy': ['DEPLOYER_PRIVATE_KEY', 'TERMS_SIGNER_PRIVATE_KEY', 'ARBITER_PRIVATE_KEY'],
 };

@@ -12,7 +12,9 @@ import { ChainAccess } from '../modules/relayer/chain-access.service';
 import { formatAmount } from '@lib/money';
 import { OPERATOR_DECISIONS, OperatorDecision } from '../modules/verification/verification.state';
 import { VerificationService } from '../modules/verification/verification.service';
-import { ANVIL_KEYS, anvilKey } from '@lib/chain';
+import { ANVIL_KEYS, anvilKey, deployEscrowContract } from '@lib/chain';
+import { EscrowChainService } from '../modules/escrow/escrow-chain.service';
+import { ReconciliationService } from '../modules/reconciliation/reconciliation.service';
 import { Wallet } from 'ethers';
 import { listOption, ParsedArgs, requireOption, UsageError } from './args';
 
@@ -26,8 +28,19 @@ export function inTransaction<T>(app: INestApplicationContext, fn: () => Promise
   return (app.get(TransactionHost) as TxHost).withTransaction(fn);
 }
 
-/** Operator commands (docs/architecture.md §9); each returns one JSON-able object. */
-export const COMMANDS: Record<string, { usage: string; run: Command }> = {
+/** An address option, or `fallback` when absent. @throws UsageError when the value is not a 0x address. */
+function addressOption(args: ParsedArgs, name: string, fallback: () => string): string {
+  const v = args.options[name];
+  if (v === undefined) return fallback();
+  if (typeof v !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(v)) throw new UsageError(`--${name} must be a 0x address`);
+  return v;
+}
+
+/**
+ * Operator commands (docs/architecture.md §9); each returns one JSON-able object. `text`, when present,
+ * is what the command prints without --json (instead of `key: value` lines).
+ */
+export const COMMANDS: Record<string, { usage: string; run: Command; text?: (result: CommandResult) => string }> = {
   'org:create': {
     usage: 'org:create --name N --handle H [--payout-address 0x…]',
     run: async (app, args) => {
@@ -257,6 +270,50 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         checkoutBaseUrl: config.env.CHECKOUT_BASE_URL,
         curl,
       };
+    },
+  },
+  'chain:deploy': {
+    usage:
+      'chain:deploy [--terms-signer 0x…] [--arbiter 0x…]   (deploys CheckoutEscrow on RPC_URL for USDC_ADDRESS with DEPLOYER_PRIVATE_KEY; prints the env lines to keep)',
+    run: async (app, args) => {
+      const config = app.get(AppConfig);
+      const chain = app.get(EscrowChainService);
+      const chainId = Number(await chain.provider.send('eth_chainId', []));
+      if (chainId !== config.env.CHAIN_ID) {
+        throw new UsageError(`the node at RPC_URL is chain ${chainId}, not CHAIN_ID ${config.env.CHAIN_ID}: nothing deployed`);
+      }
+      const termsSigner = addressOption(args, 'terms-signer', () => new Wallet(config.secret('TERMS_SIGNER_PRIVATE_KEY')).address);
+      const arbiter = addressOption(args, 'arbiter', () => new Wallet(config.secret('ARBITER_PRIVATE_KEY')).address);
+      const deployed = await deployEscrowContract({
+        provider: chain.provider,
+        deployerKey: config.secret('DEPLOYER_PRIVATE_KEY'),
+        usdcAddress: config.env.USDC_ADDRESS,
+        termsSigner,
+        arbiter,
+      });
+      return {
+        ESCROW_ADDRESS: deployed.escrowAddress,
+        ESCROW_DEPLOY_BLOCK: deployed.deployBlock,
+        txHash: deployed.txHash,
+        chainId,
+        usdcAddress: config.env.USDC_ADDRESS,
+        termsSigner,
+        arbiter,
+        admin: deployed.admin,
+      };
+    },
+    text: (r) =>
+      [
+        `# CheckoutEscrow on chain ${String(r.chainId)} (tx ${String(r.txHash)}); admin ${String(r.admin)}, terms signer ${String(r.termsSigner)}, arbiter ${String(r.arbiter)}, USDC ${String(r.usdcAddress)}`,
+        `ESCROW_ADDRESS=${String(r.ESCROW_ADDRESS)}`,
+        `ESCROW_DEPLOY_BLOCK=${String(r.ESCROW_DEPLOY_BLOCK)}`,
+      ].join('\n'),
+  },
+  reconcile: {
+    usage: 'reconcile   (one reconciliation pass of the ledger against the chain now; reports, never fixes; DESIGN §18)',
+    run: async (app) => {
+      const report = await app.get(ReconciliationService).run();
+      return { ...report };
     },
   },
   'key:revoke': {

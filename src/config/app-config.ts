@@ -23,6 +23,15 @@ export class AppConfig {
     this.maxAmountUnits = parseAmount(this.env.MAX_AMOUNT);
   }
 
+  /**
+   * USDC's EIP-712 domain name and version when configured (a CHAIN profile or USDC_EIP712_NAME/VERSION,
+   * DESIGN §18); undefined = the gateway reads them from the token.
+   */
+  get usdcDomain(): { name: string; version: string } | undefined {
+    const { USDC_EIP712_NAME: name, USDC_EIP712_VERSION: version } = this.env;
+    return name !== undefined && version !== undefined ? { name, version } : undefined;
+  }
+
   get isTest(): boolean {
     return this.env.NODE_ENV === 'test';
   }

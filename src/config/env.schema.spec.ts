@@ -71,6 +71,7 @@ describe('secrets', () => {
     RELAYER_PRIVATE_KEY: fresh(),
     TERMS_SIGNER_PRIVATE_KEY: fresh(),
     ARBITER_PRIVATE_KEY: fresh(),
+    DEPLOYER_PRIVATE_KEY: fresh(),
     SIGNER_ENCRYPTION_KEY: 'a-real-secret-of-at-least-32-characters-0123',
     OPERATOR_TOKEN: 'a-real-operator-token-0123456789',
     ...extra,

@@ -20,6 +20,7 @@ import {
   ValidatorConstraintInterface,
 } from 'class-validator';
 import { defaultConfirmations } from '../../libs/chain/src/confirmations';
+import { applyChainProfile, CHAIN_NAMES } from './chain-profiles';
 import { DEV_SECRETS, isKnownSecret, isLocalChain, SECRET_NAMES, SecretName } from './secrets';
 
 const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
@@ -95,12 +96,18 @@ export class EnvSchema {
   @IsString() @MinLength(1) REDIS_PREFIX = 'pcp';
 
   @IsUrl(urlOpts) RPC_URL = 'http://127.0.0.1:8545';
+  /** Chain profile (DESIGN §18, src/config/chain-profiles.ts): fills CHAIN_ID, USDC_ADDRESS and USDC's EIP-712 domain; explicit env wins. */
+  @IsOptional() @IsIn(CHAIN_NAMES) CHAIN?: string;
   @Transform(toInt) @IsInt() @Min(1) CHAIN_ID = 31337;
   @Matches(EVM_ADDRESS, { message: 'must be a 0x-prefixed 20-byte address' })
   USDC_ADDRESS = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
   @Matches(EVM_ADDRESS, { message: 'must be a 0x-prefixed 20-byte address' })
   ESCROW_ADDRESS = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
   @Transform(toInt) @IsInt() @Min(0) ESCROW_DEPLOY_BLOCK = 0;
+  /** USDC's EIP-712 domain name ("USD Coin" on Base, "USDC" on Base Sepolia); unset = read from the token's name(). */
+  @IsOptional() @IsString() @MinLength(1) USDC_EIP712_NAME?: string;
+  /** USDC's EIP-712 domain version ("2" for FiatToken v2.x); unset = read from the token's version(). */
+  @IsOptional() @IsString() @MinLength(1) USDC_EIP712_VERSION?: string;
   /**
    * Blocks on top of an event's block before it counts (DESIGN §18: `head − CONFIRMATIONS ≥ block`).
    * Unset → 0 on the local chain (31337), 2 elsewhere; below 1 is refused outside the local chain.
@@ -117,6 +124,9 @@ export class EnvSchema {
   TERMS_SIGNER_PRIVATE_KEY?: string;
   @IsOptional() @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
   ARBITER_PRIVATE_KEY?: string;
+  /** Pays for `cli chain:deploy` and becomes the escrow's admin; loaded by that command only. */
+  @IsOptional() @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
+  DEPLOYER_PRIVATE_KEY?: string;
   @IsOptional() @IsString() @MinLength(32, { message: 'must be at least 32 characters' })
   SIGNER_ENCRYPTION_KEY?: string;
   @IsOptional() @IsString() @MinLength(16, { message: 'must be at least 16 characters' })
@@ -190,6 +200,8 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(1000) @Max(120000) RELAYER_WAIT_MS = 30000;
   /** Payments idle this long in pending or submitted are resumed or settled by the worker's sweep. */
   @Transform(toInt) @IsInt() @Min(1) @Max(3600) PAYMENT_SWEEP_IDLE_SECONDS = 30;
+  /** Seconds between two reconciliation passes of the ledger against the chain (DESIGN §18); each pass runs on one worker. */
+  @Transform(toInt) @IsInt() @Min(5) @Max(86400) RECONCILE_INTERVAL_S = 300;
   // Invoice email (docs/architecture.md §11): unset SMTP_URL = invoices are sent without email.
   @IsOptional()
   @IsString()
@@ -217,7 +229,7 @@ export function validateEnv(
 ): EnvSchema {
   const wanted = new Set<string>(secrets);
   const defined = Object.fromEntries(
-    Object.entries(source).filter(([k, v]) => v !== undefined && v !== '' && (!(SECRET_NAMES as readonly string[]).includes(k) || wanted.has(k))),
+    Object.entries(applyChainProfile(source)).filter(([k, v]) => v !== undefined && v !== '' && (!(SECRET_NAMES as readonly string[]).includes(k) || wanted.has(k))),
   );
   const env = plainToInstance(EnvSchema, defined, { exposeDefaultValues: true });
   const errors = validateSync(env, { whitelist: false });
@@ -225,6 +237,9 @@ export function validateEnv(
     const shown = HIDDEN.has(e.property) ? '<hidden>' : JSON.stringify(e.value);
     return `  ${e.property}=${shown}: ${Object.values(e.constraints ?? {}).join('; ')}`;
   });
+  if ((env.USDC_EIP712_NAME === undefined) !== (env.USDC_EIP712_VERSION === undefined)) {
+    lines.push('  USDC_EIP712_NAME and USDC_EIP712_VERSION: set both (or neither, to read them from the token, or CHAIN for a profile)');
+  }
   const local = isLocalChain(env.CHAIN_ID);
   for (const name of secrets) {
     const value = env[name];

@@ -6,7 +6,14 @@ import { ANVIL_CHAIN_ID, ANVIL_KEYS, anvilKey } from '../../libs/chain/src/anvil
  * The secrets a process may hold (docs/architecture.md §10). None of them is ever printed: a
  * refusal names the variable only.
  */
-export const SECRET_NAMES = ['RELAYER_PRIVATE_KEY', 'TERMS_SIGNER_PRIVATE_KEY', 'ARBITER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY', 'OPERATOR_TOKEN'] as const;
+export const SECRET_NAMES = [
+  'RELAYER_PRIVATE_KEY',
+  'TERMS_SIGNER_PRIVATE_KEY',
+  'ARBITER_PRIVATE_KEY',
+  'DEPLOYER_PRIVATE_KEY',
+  'SIGNER_ENCRYPTION_KEY',
+  'OPERATOR_TOKEN',
+] as const;
 export type SecretName = (typeof SECRET_NAMES)[number];
 
 /** A process and the secrets it loads; every other secret stays out of its memory, even when set. */
@@ -35,6 +42,7 @@ export const DEV_SECRETS: Record<SecretName, string> = {
   RELAYER_PRIVATE_KEY: anvilKey('relayer'),
   TERMS_SIGNER_PRIVATE_KEY: anvilKey('termsSigner'),
   ARBITER_PRIVATE_KEY: anvilKey('arbiter'),
+  DEPLOYER_PRIVATE_KEY: anvilKey('deployer'),
   SIGNER_ENCRYPTION_KEY: 'dev-only-signer-encryption-key-change-me',
   OPERATOR_TOKEN: 'dev-operator-token-change-me',
 };

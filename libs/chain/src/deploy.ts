@@ -8,6 +8,8 @@ export interface DeployLocalContractsOptions {
   termsSigner: string;
   arbiter: string;
   mint?: ReadonlyArray<{ to: string; amount: bigint }>;
+  /** EIP-712 domain of the test token; default ("USD Coin", "2"), the domain of USDC on Base mainnet. */
+  usdcDomain?: { name: string; version: string };
 }
 
 /** Where the local contracts live; `deployBlock` is the escrow's deployment block (indexer start). */
@@ -26,7 +28,10 @@ export async function deployLocalContracts(options: DeployLocalContractsOptions)
   const deployer = new Wallet(options.deployerKey, options.provider);
   let nonce = await options.provider.getTransactionCount(deployer.address, 'pending');
 
-  const usdc = await new ContractFactory(TestUSDCArtifact.abi, TestUSDCArtifact.bytecode, deployer).deploy({ nonce: nonce++ });
+  const domain = options.usdcDomain ?? { name: 'USD Coin', version: '2' };
+  const usdc = await new ContractFactory(TestUSDCArtifact.abi, TestUSDCArtifact.bytecode, deployer).deploy(domain.name, domain.version, {
+    nonce: nonce++,
+  });
   const usdcAddress = await usdc.getAddress();
   const escrow = await new ContractFactory(CheckoutEscrowArtifact.abi, CheckoutEscrowArtifact.bytecode, deployer).deploy(
     usdcAddress,
@@ -48,6 +53,54 @@ export async function deployLocalContracts(options: DeployLocalContractsOptions)
     usdcAddress: getAddress(usdcAddress),
     escrowAddress: getAddress(await escrow.getAddress()),
     deployBlock: escrowReceipt!.blockNumber,
+  };
+}
+
+/** Inputs of deployEscrowContract: the token (any chain's USDC) and the two roles; addresses any case. */
+export interface DeployEscrowOptions {
+  provider: Provider;
+  deployerKey: string;
+  usdcAddress: string;
+  termsSigner: string;
+  arbiter: string;
+  /** Bound on the receipt wait, ms (default 5 min: a public chain may be slow, never unbounded). */
+  timeoutMs?: number;
+}
+
+/** Where the escrow landed: checksummed address, deployment block (ESCROW_DEPLOY_BLOCK), transaction hash. */
+export interface DeployedEscrow {
+  escrowAddress: string;
+  deployBlock: number;
+  txHash: string;
+  admin: string;
+}
+
+/**
+ * Deploys CheckoutEscrow(usdc, termsSigner, admin = deployer, arbiter) alone, for `cli chain:deploy` against any
+ * RPC (DESIGN §18). Refuses a `usdcAddress` without code (a wrong address on this chain). Waits for one
+ * confirmation, bounded by `timeoutMs`.
+ * @throws Error when the token address holds no code, the deployment reverts, or the wait times out.
+ */
+export async function deployEscrowContract(options: DeployEscrowOptions): Promise<DeployedEscrow> {
+  const deployer = new Wallet(options.deployerKey, options.provider);
+  const usdcAddress = getAddress(options.usdcAddress);
+  if ((await options.provider.getCode(usdcAddress)) === '0x') {
+    throw new Error(`USDC_ADDRESS ${usdcAddress} has no contract code on this chain`);
+  }
+  const escrow = await new ContractFactory(CheckoutEscrowArtifact.abi, CheckoutEscrowArtifact.bytecode, deployer).deploy(
+    usdcAddress,
+    getAddress(options.termsSigner),
+    deployer.address,
+    getAddress(options.arbiter),
+  );
+  const tx = escrow.deploymentTransaction()!;
+  const receipt = await tx.wait(1, options.timeoutMs ?? 300_000);
+  if (!receipt || receipt.status !== 1) throw new Error(`escrow deployment ${tx.hash} failed`);
+  return {
+    escrowAddress: getAddress(await escrow.getAddress()),
+    deployBlock: receipt.blockNumber,
+    txHash: tx.hash,
+    admin: deployer.address,
   };
 }
 

@@ -45,3 +45,24 @@ export class ChainTxError extends Error {
     super(message, options);
   }
 }
+
+/** Why USDC itself refused a transfer (FiatToken v2.2, DESIGN §18): a global pause, or a blacklisted party. */
+export type TokenRefusal = 'paused' | 'blacklisted';
+
+/** FiatToken v2.2's revert reasons (require strings), which TestUSDC reproduces. */
+const TOKEN_REFUSALS: ReadonlyArray<[string, TokenRefusal]> = [
+  ['Pausable: paused', 'paused'],
+  ['Blacklistable: account is blacklisted', 'blacklisted'],
+];
+
+/**
+ * Classifies a ChainTxError (estimate, eth_call or mined revert) as USDC's own refusal: `paused` while the
+ * issuer has paused the token, `blacklisted` when a party of the transfer is listed; null for anything else
+ * (including non-ChainTxError values). Reads the decoded `Error(string)` reason, else the message.
+ */
+export function tokenRefusal(err: unknown): TokenRefusal | null {
+  if (!(err instanceof ChainTxError)) return null;
+  const reason = err.errorName === 'Error' && typeof err.errorArgs[0] === 'string' ? err.errorArgs[0] : err.message;
+  for (const [text, kind] of TOKEN_REFUSALS) if (reason.includes(text)) return kind;
+  return null;
+}

@@ -116,6 +116,8 @@ export interface AuthorizationUsedLog {
 export interface EscrowGatewayConfig {
   escrowAddress: string;
   usdcAddress: string;
+  /** USDC's EIP-712 name and version (a chain profile, DESIGN §18); absent = read from the token's name() and version(). */
+  usdcDomain?: { name: string; version: string };
 }
 
 /**
@@ -200,12 +202,14 @@ export class EscrowGateway {
   private readonly usdc: Contract;
   private readonly sendQueues = new Map<string, Promise<unknown>>();
   private usdcDomainCache?: Promise<Eip712Domain>;
+  private readonly configuredUsdcDomain?: { name: string; version: string };
 
   /** Throws TypeError on an invalid address. */
   constructor(
     readonly provider: Provider,
     config: EscrowGatewayConfig,
   ) {
+    this.configuredUsdcDomain = config.usdcDomain;
     this.escrowAddress = getAddress(config.escrowAddress);
     this.usdcAddress = getAddress(config.usdcAddress);
     this.escrow = new Contract(this.escrowAddress, ESCROW_IFACE, provider);
@@ -661,6 +665,11 @@ export class EscrowGateway {
 
   private usdcDomain(): Promise<Eip712Domain> {
     this.usdcDomainCache ??= (async () => {
+      const configured = this.configuredUsdcDomain;
+      if (configured) {
+        const network = await this.provider.getNetwork();
+        return { ...configured, chainId: Number(network.chainId), verifyingContract: this.usdcAddress };
+      }
       const [name, version, network] = await Promise.all([
         this.usdc.getFunction('name').staticCall() as Promise<string>,
         this.usdc.getFunction('version').staticCall() as Promise<string>,

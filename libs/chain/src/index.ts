@@ -17,8 +17,11 @@ export {
 } from './anvil';
 export {
   codeMatches,
+  deployEscrowContract,
   deployLocalContracts,
   hasLocalContracts,
+  type DeployedEscrow,
+  type DeployEscrowOptions,
   type DeployLocalContractsOptions,
   type LocalContracts,
 } from './deploy';
@@ -59,5 +62,5 @@ export {
   type VerifiedAction,
 } from './escrow-types';
 export { ERC20_TRANSFER_TOPIC, readTokenTransfers, type MinedTokenTransfers, type TokenTransfer } from './usdc-transfers';
-export { ChainTxError, ChainVerificationError, type ChainVerificationReason } from './errors';
+export { ChainTxError, ChainVerificationError, tokenRefusal, type ChainVerificationReason, type TokenRefusal } from './errors';
 export { defaultConfirmations, isConfirmed, lastConfirmedBlock } from './confirmations';

@@ -4,7 +4,7 @@
  * Each artifact is `{ contractName, abi, bytecode, deployedBytecode, immutableReferences }`; bytecode is
  * 0x-prefixed hex, immutableReferences are byte ranges `{ start, length }` of the deployed code.
  */
-export { CheckoutEscrowArtifact, SOURCES_HASH, TestUSDCArtifact } from './generated/artifacts';
+export { CheckoutEscrowArtifact, SOURCES_HASH, TestSmartWalletArtifact, TestUSDCArtifact } from './generated/artifacts';
 
 /** Shape shared by every generated artifact. */
 export interface ContractArtifact {

@@ -4,6 +4,7 @@ import { formatAmount } from '@lib/money';
 import { getAddress, hexlify, randomBytes, verifyTypedData } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '../../common/errors/app-error';
+import { tokenRefusalError } from '../../common/errors/token-refusal';
 import { AppConfig } from '../../config/app-config';
 import { CheckoutMapper } from '../checkout/checkout.mapper';
 import { CheckoutService } from '../checkout/checkout.service';
@@ -56,6 +57,8 @@ function jsonSafe<T>(value: T): Record<string, unknown> {
  */
 function buyerRefusal(err: unknown): AppError {
   if (!(err instanceof ChainTxError)) throw err;
+  const token = tokenRefusalError(err);
+  if (token) return token;
   const name = err.errorName ?? '';
   if (name === 'ERC20InsufficientBalance' || /exceeds balance/i.test(err.message)) {
     return new AppError('invalid_request', 'The wallet does not hold enough USDC for this payment', { reason: 'insufficient_balance' });

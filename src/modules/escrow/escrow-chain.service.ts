@@ -21,7 +21,7 @@ export class EscrowChainService {
   constructor(readonly config: AppConfig) {
     const env = config.env;
     this.provider = createProvider(env.RPC_URL, env.CHAIN_ID, { timeoutMs: env.RPC_TIMEOUT_MS });
-    this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS });
+    this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS, usdcDomain: config.usdcDomain });
   }
 
   get termsSigner(): Wallet {

@@ -5,6 +5,7 @@ import Redis from 'ioredis';
 import { OperatorRoute, Public } from '../../common/auth/auth.decorators';
 import { AppError } from '../../common/errors/app-error';
 import { REDIS } from '../../common/redis/redis.module';
+import { ReconciliationHealthIndicator } from '../reconciliation/reconciliation.health';
 import { RelayerService } from '../relayer/relayer.service';
 import { metricsRegistry } from './metrics';
 
@@ -55,6 +56,7 @@ export class HealthController {
     private readonly db: TypeOrmHealthIndicator,
     private readonly redis: RedisHealthIndicator,
     private readonly relayer: RelayerHealthIndicator,
+    private readonly reconciliation: ReconciliationHealthIndicator,
   ) {}
 
   @Get('health/live')
@@ -68,12 +70,17 @@ export class HealthController {
   @HealthCheck()
   async ready() {
     try {
-      return await this.health.check([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy(), () => this.relayer.isHealthy()]);
+      return await this.health.check([
+        () => this.db.pingCheck('database', { timeout: 2000 }),
+        () => this.redis.isHealthy(),
+        () => this.relayer.isHealthy(),
+        () => this.reconciliation.isHealthy(),
+      ]);
     } catch (err) {
       if (!(err instanceof ServiceUnavailableException)) throw err;
       // 503 (not the filter's generic 500), so load balancers take the replica out; only check names, states and our own messages.
       const report = err.getResponse() as { details?: Record<string, { status: string; message?: string }> };
-      const checks = Object.fromEntries(Object.entries(report.details ?? {}).map(([name, c]) => [name, name === 'relayer' ? c : { status: c.status }]));
+      const checks = Object.fromEntries(Object.entries(report.details ?? {}).map(([name, c]) => [name, name === 'relayer' || name === 'reconciliation' ? c : { status: c.status }]));
       throw new AppError('unavailable', 'Not ready', { checks }, 503, { 'Retry-After': '2' });
     }
   }

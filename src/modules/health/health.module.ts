@@ -1,7 +1,13 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { ReconciliationModule } from '../reconciliation/reconciliation.module';
+import { ReconciliationHealthIndicator } from '../reconciliation/reconciliation.health';
 import { RelayerModule } from '../relayer/relayer.module';
 import { HealthController, RedisHealthIndicator, RelayerHealthIndicator } from './health.controller';
 
-@Module({ imports: [TerminusModule, RelayerModule], controllers: [HealthController], providers: [RedisHealthIndicator, RelayerHealthIndicator] })
+@Module({
+  imports: [TerminusModule, RelayerModule, ReconciliationModule],
+  controllers: [HealthController],
+  providers: [RedisHealthIndicator, RelayerHealthIndicator, ReconciliationHealthIndicator],
+})
 export class HealthModule {}

@@ -18,7 +18,7 @@ export class ChainAccess implements OnApplicationShutdown {
     const env = config.env;
     this.chainId = env.CHAIN_ID;
     this.provider = createProvider(env.RPC_URL, env.CHAIN_ID);
-    this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS });
+    this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS, usdcDomain: config.usdcDomain });
   }
 
   /**
