@@ -21,6 +21,47 @@ import { ethersVerifySigner } from './evm-facilitator-signer';
 const MAX_TIMEOUT_SECONDS = 600;
 const CHALLENGE_PATH = '/api/v1/x402/challenge';
 
+/** The EIP-3009 authorization of an x402 "exact" payload, as signed (decimal and hex text). */
+interface Eip3009Authorization {
+  from: string;
+  to: string;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: string;
+}
+
+const AUTHORIZATION_KEYS = ['from', 'nonce', 'to', 'validAfter', 'validBefore', 'value'];
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const HEX_32 = /^0x[0-9a-fA-F]{64}$/;
+const UINT = /^\d{1,78}$/;
+
+/**
+ * The payload of the exact EIP-3009 scheme, or why it is not one. `@x402/evm`'s verifier picks its
+ * Permit2 branch whenever `permit2Authorization` is present, while settlement relays
+ * `authorization`: so anything but exactly `{authorization, signature}` (and the six EIP-3009
+ * fields, well formed) is refused before verification, and what was verified is what is relayed
+ * (docs/architecture.md §14; EIP-3009 `transferWithAuthorization`).
+ */
+export function exactEip3009Payload(payload: PaymentPayload): { authorization: Eip3009Authorization; signature: string } | string {
+  if (payload.accepted?.scheme !== 'exact') return 'Only the "exact" scheme is accepted';
+  const inner = payload.payload as Record<string, unknown> | null;
+  if (!inner || typeof inner !== 'object' || Array.isArray(inner)) return 'The payload must be {authorization, signature}';
+  const keys = Object.keys(inner).sort();
+  if (keys.length !== 2 || keys[0] !== 'authorization' || keys[1] !== 'signature') return 'The payload must be exactly {authorization, signature} of the EIP-3009 exact scheme';
+  const auth = inner.authorization as Record<string, unknown> | null;
+  if (!auth || typeof auth !== 'object' || Array.isArray(auth) || Object.keys(auth).sort().join() !== AUTHORIZATION_KEYS.join()) {
+    return `The authorization must have exactly ${AUTHORIZATION_KEYS.join(', ')}`;
+  }
+  const ok =
+    typeof auth.from === 'string' && HEX_ADDRESS.test(auth.from) && typeof auth.to === 'string' && HEX_ADDRESS.test(auth.to) &&
+    typeof auth.nonce === 'string' && HEX_32.test(auth.nonce) &&
+    [auth.value, auth.validAfter, auth.validBefore].every((v) => typeof v === 'string' && UINT.test(v)) &&
+    typeof inner.signature === 'string' && /^0x[0-9a-fA-F]+$/.test(inner.signature);
+  if (!ok) return 'The authorization fields are not well formed (addresses, a 32-byte nonce, decimal integers, a hex signature)';
+  return { authorization: auth as unknown as Eip3009Authorization, signature: inner.signature as string };
+}
+
 /** A challenge's terms: what `?to=&amount=&resource=` asks for, resolved. Amount in base units. */
 interface ChallengeTerms {
   payeeHandle: string;
@@ -138,15 +179,14 @@ export class X402Service {
       return refuse('The payment header is not a base64 JSON x402 payment payload', 'invalid_payload');
     }
     if (payload.x402Version !== 2) return refuse(`x402 v1 payments need a named network; this chain is ${this.caip2}: pay with x402 v2 (PAYMENT-SIGNATURE)`, 'unsupported_version');
-    const claimed = (payload.payload as { authorization?: { from?: unknown; nonce?: unknown } }).authorization;
-    if (typeof claimed?.from === 'string' && typeof claimed.nonce === 'string') {
-      const used: unknown[] = await this.em().query(`SELECT 1 FROM x402_settlements WHERE payer = $1 AND nonce = $2`, [claimed.from.toLowerCase(), claimed.nonce.toLowerCase()]);
-      if (used.length) return refuse('This payment was already used: one payment buys one response', 'payment_already_used');
-    }
+    const shape = exactEip3009Payload(payload);
+    if (typeof shape === 'string') return refuse(shape, 'invalid_payload');
+    const claimed = shape.authorization;
+    const used: unknown[] = await this.em().query(`SELECT 1 FROM x402_settlements WHERE payer = $1 AND nonce = $2`, [claimed.from.toLowerCase(), claimed.nonce.toLowerCase()]);
+    if (used.length) return refuse('This payment was already used: one payment buys one response', 'payment_already_used');
     const verified = await this.verifierScheme().verify(payload, requirements);
     if (!verified.isValid) return refuse(verified.invalidMessage ?? verified.invalidReason ?? 'The payment does not verify', verified.invalidReason ?? 'invalid_payment');
-    const auth = (payload.payload as { authorization: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }; signature: string }).authorization;
-    const signature = (payload.payload as { signature: string }).signature;
+    const { authorization: auth, signature } = shape;
     const id = uuidv7();
     const reserved: unknown[] = await this.em().query(
       `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status)

@@ -1,0 +1,135 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { x402Client } from '@x402/core/client';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
+import type { PaymentPayload } from '@x402/core/types';
+import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
+import { Wallet, hexlify, randomBytes } from 'ethers';
+import { createServer } from 'node:net';
+import { privateKeyToAccount } from 'viem/accounts';
+import { createTestApp, TestApp } from '../support/app';
+import { createPayee, startRelayerWorker } from '../support/agents';
+import { TestChain, USDC } from '../support/chain';
+
+jest.setTimeout(180_000);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** `@x402/evm`'s exact-scheme Permit2 proxy and the canonical Permit2 contract (its verify branch). */
+const X402_PERMIT2_PROXY = '0x402085c248EeA27D92E8b30b2C58ed07f9E20001';
+const PERMIT2 = '0x000000000022D473030F116dDEE9F6B43aC78BA3';
+
+/**
+ * x402 settlement outcomes on a chain that does not mine at once (docs/architecture.md §14, §18):
+ * what the service verified is what it relays; "pending" is never "failed"; settle's success means mined.
+ */
+describe('x402 settlement on a real chain', () => {
+  let t: TestApp;
+  let chain: TestChain;
+  let worker: INestApplicationContext;
+  let base: string;
+  let restoreClock = () => {};
+
+  beforeAll(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    t = await createTestApp({ API_BASE_URL: base, X402_MIN_AMOUNT: '0.01' });
+    await t.app.listen(port, '127.0.0.1');
+    chain = new TestChain();
+    worker = await startRelayerWorker();
+    // As in x402.e2e-spec: the x402 client and verifier take "now" from Date.now(), the chain from its blocks.
+    const skewMs = (await chain.headTimestamp()) * 1000 - Date.now();
+    if (skewMs > 0) {
+      const realNow = Date.now.bind(Date);
+      const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
+      restoreClock = () => spy.mockRestore();
+    }
+  });
+  afterAll(async () => {
+    restoreClock();
+    chain?.close();
+    await worker?.close();
+    await t?.close();
+  });
+
+  const challengeUrl = (to: string, amount: string) => `${base}/api/v1/x402/challenge?to=${to}&amount=${amount}`;
+  const clientFor = (payer: Wallet) => new x402Client().register('eip155:31337', new ClientExactEvmScheme(privateKeyToAccount(payer.privateKey as `0x${string}`))).setSpendControls(false);
+  const payloadFor = async (payer: Wallet, url: string): Promise<PaymentPayload> => {
+    const challenge = await fetch(url);
+    return clientFor(payer).createPaymentPayload(decodePaymentRequiredHeader(challenge.headers.get('payment-required')!));
+  };
+  const encode = (payload: unknown) => Buffer.from(JSON.stringify(payload)).toString('base64');
+  const relayCount = async (): Promise<number> => Number((await t.dataSource.query(`SELECT count(*)::int AS n FROM relayer_transactions WHERE purpose = 'x402'`))[0].n);
+
+  it('finding 2: a payload carrying a Permit2 authorization beside the EIP-3009 one is refused before verification; nothing is relayed or reserved', async () => {
+    const payee = await createPayee(t, chain);
+    const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
+    const url = challengeUrl(payee.handle, '1.00');
+    const payload = await payloadFor(payer, url);
+    const eip3009 = payload.payload as { authorization: Record<string, string>; signature: string };
+    // The Permit2 part verifies on its own (signed by the payer; the proxy answers the settle simulation),
+    // so a verifier that picks the Permit2 branch accepts the payload, while the EIP-3009 part is what
+    // a relay of `payload.authorization` would send.
+    const now = (await chain.headTimestamp()) - 5;
+    const permit2Authorization = {
+      from: payer.address,
+      permitted: { token: chain.gateway.usdcAddress, amount: '1000000' },
+      spender: X402_PERMIT2_PROXY,
+      nonce: BigInt(hexlify(randomBytes(16))).toString(),
+      deadline: String(now + 600),
+      witness: { to: payee.address, validAfter: String(now) },
+    };
+    const permit2Signature = await payer.signTypedData(
+      { name: 'Permit2', chainId: 31337, verifyingContract: PERMIT2 },
+      {
+        PermitWitnessTransferFrom: [
+          { name: 'permitted', type: 'TokenPermissions' },
+          { name: 'spender', type: 'address' },
+          { name: 'nonce', type: 'uint256' },
+          { name: 'deadline', type: 'uint256' },
+          { name: 'witness', type: 'Witness' },
+        ],
+        TokenPermissions: [
+          { name: 'token', type: 'address' },
+          { name: 'amount', type: 'uint256' },
+        ],
+        Witness: [
+          { name: 'to', type: 'address' },
+          { name: 'validAfter', type: 'uint256' },
+        ],
+      },
+      permit2Authorization,
+    );
+    const twoKeys = { ...payload, payload: { authorization: eip3009.authorization, permit2Authorization, signature: permit2Signature } };
+    const relaysBefore = await relayCount();
+    const balanceBefore = await chain.usdcBalance(payee.address);
+    await chain.rpc('anvil_setCode', [X402_PERMIT2_PROXY, '0x00']);
+    try {
+      const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': encode(twoKeys) } });
+      const body = (await res.json()) as { reason: string };
+      expect(res.status).toBe(402);
+      expect(body.reason).toBe('invalid_payload');
+      // The EIP-3009 part alone would also have to be exactly {authorization, signature}: extra keys beside it are refused too.
+      const extra = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': encode({ ...payload, payload: { ...eip3009, extra: 1 } }) } });
+      expect(extra.status).toBe(402);
+      expect(((await extra.json()) as { reason: string }).reason).toBe('invalid_payload');
+    } finally {
+      await chain.rpc('anvil_setCode', [X402_PERMIT2_PROXY, '0x']);
+    }
+    expect(await relayCount()).toBe(relaysBefore);
+    expect(await t.dataSource.query(`SELECT id FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()])).toEqual([]);
+    expect(await chain.usdcBalance(payee.address)).toBe(balanceBefore);
+    // The plain EIP-3009 payload of the same payer still pays.
+    const ok = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': encode(payload) } });
+    expect(ok.status).toBe(200);
+    expect(decodePaymentResponseHeader(ok.headers.get('payment-response')!)).toMatchObject({ success: true });
+    expect(await chain.usdcBalance(payee.address)).toBe(balanceBefore + USDC);
+  });
+});
