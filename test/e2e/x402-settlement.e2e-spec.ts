@@ -4,10 +4,11 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/
 import type { PaymentPayload } from '@x402/core/types';
 import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
 import { Wallet, hexlify, randomBytes } from 'ethers';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createTestApp, TestApp } from '../support/app';
-import { createPayee, startRelayerWorker } from '../support/agents';
+import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 
 jest.setTimeout(180_000);
@@ -40,7 +41,7 @@ describe('x402 settlement on a real chain', () => {
   beforeAll(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ API_BASE_URL: base, X402_MIN_AMOUNT: '0.01' });
+    t = await createTestApp({ API_BASE_URL: base, X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000' });
     await t.app.listen(port, '127.0.0.1');
     chain = new TestChain();
     worker = await startRelayerWorker();
@@ -131,5 +132,34 @@ describe('x402 settlement on a real chain', () => {
     expect(ok.status).toBe(200);
     expect(decodePaymentResponseHeader(ok.headers.get('payment-response')!)).toMatchObject({ success: true });
     expect(await chain.usdcBalance(payee.address)).toBe(balanceBefore + USDC);
+  });
+
+  it('finding 10: POST /x402/settle says success only once the transfer is mined; with mining stopped it says submitted, and the payment succeeds exactly once when mining resumes', async () => {
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 20n * USDC, policy: { dailyLimit: '100.00' } });
+    const challenge = await fetch(challengeUrl(payee.handle, '4.00'));
+    const paymentRequired = challenge.headers.get('payment-required')!;
+    const key = `x402-${randomUUID()}`;
+    const settle = () => t.http.post('/api/v1/x402/settle').set('X-Api-Key', agent.key).set('Idempotency-Key', key).send({ paymentRequired });
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const res = await settle();
+      expect(res.status).toBe(200);
+      expect(res.body.settlement.success).toBe(false);
+      expect(['pending', 'submitted']).toContain(res.body.payment.status);
+      const again = await settle();
+      expect(again.body.payment.id).toBe(res.body.payment.id);
+      expect(again.body.settlement.success).toBe(false);
+      expect(await chain.usdcBalance(payee.address)).toBe(0n);
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+    await chain.mine();
+    await settleUntil(t, async () => (await paymentRows(t, agent.agentId)).every((p) => p.status === 'succeeded'));
+    const done = await settle();
+    expect(done.body.settlement).toMatchObject({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(done.body.payment).toMatchObject({ status: 'succeeded' });
+    expect(await chain.usdcBalance(payee.address)).toBe(4n * USDC);
+    expect(await paymentRows(t, agent.agentId)).toHaveLength(1);
   });
 });

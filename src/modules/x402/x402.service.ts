@@ -12,6 +12,7 @@ import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { AgentSpendGate } from '../agents/agent-spend.service';
+import { PaymentSettlement } from '../payments/payment-settlement.service';
 import { PaymentsService } from '../payments/payments.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService } from '../relayer/relayer.service';
@@ -106,6 +107,7 @@ export class X402Service {
     private readonly agents: AgentSpendGate,
     private readonly relayer: RelayerService,
     private readonly payments: PaymentsService,
+    private readonly settlement: PaymentSettlement,
     private readonly txHost: TransactionHost,
   ) {}
 
@@ -243,9 +245,16 @@ export class X402Service {
       if (terms.payTo.toLowerCase() !== String(requirement.payTo).toLowerCase() || terms.amount !== amount) {
         throw unsupported('it does not match the challenge it names (payTo or amount differ)');
       }
-      const payment = await this.payments.spend(principal, { to: terms.payeeHandle, amount: formatAmount(amount), mode: 'x402' }, key, { path: '/api/v1/x402/settle', extra: { resource } });
-      const dto = this.payments.toDto(payment);
-      return { payment: dto, settlement: { success: payment.status === 'submitted' || payment.status === 'succeeded', transaction: payment.txHash ?? payment.relayTxHashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress } };
+      let payment = await this.payments.spend(principal, { to: terms.payeeHandle, amount: formatAmount(amount), mode: 'x402' }, key, { path: '/api/v1/x402/settle', extra: { resource } });
+      // x402's `success: true` means the transfer is on chain (§18): a broadcast relay is waited for,
+      // bounded, at the confirmation depth; until then the answer is `success: false` with the payment submitted.
+      if (payment.status === 'submitted' && payment.authNonce && payment.relayTxHashes.length) {
+        const mined = await this.settlement.confirmUse(payment.fromAddress, payment.authNonce, payment.relayTxHashes, this.config.env.X402_RECEIPT_WAIT_MS);
+        if (mined) payment = (await this.payments.findForAgent(payment.agentId, payment.id)) ?? payment;
+      }
+      const success = payment.status === 'succeeded';
+      const settlement = { success, transaction: payment.txHash ?? payment.relayTxHashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress };
+      return { payment: this.payments.toDto(payment), settlement };
     }
     const payment = await this.payments.spend(principal, { to: String(requirement.payTo), amount: formatAmount(amount), mode: 'x402' }, key, {
       path: '/api/v1/x402/settle',
