@@ -22,6 +22,7 @@ import { PAYMENTS_QUEUE, PaymentsWorkerModule } from './modules/payments/payment
 import { RELAYER_QUEUE } from './modules/relayer/relayer.queue';
 import { RelayerWorkerModule } from './modules/relayer/relayer.worker.module';
 import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
+import { X402_QUEUE, X402WorkerModule } from './modules/x402/x402.worker.module';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -35,7 +36,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
  * delivery processor, the recovery pass and the 30-day retention pass, the chain jobs (indexer,
  * auto-release, checkout expiry), the hourly idempotency reaper, the relayer queue (every
  * relayer transaction, docs/architecture.md §5), the payment jobs (USDC authorization indexer,
- * idle-payment sweep) and invoice email delivery (which also registers the invoices' listener of
+ * idle-payment sweep), the x402 settlement sweep and invoice email delivery (which also registers the invoices' listener of
  * the checkout changes the indexer applies). It imports no `*.http.module.ts` (a
  * dependency-cruiser rule holds it to that), so its HTTP port (WORKER_PORT) serves only
  * `/health/live`, `/health/ready`, `/metrics` and Bull Board at `/admin/queues` behind
@@ -51,6 +52,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     RelayerWorkerModule,
     PaymentsWorkerModule,
     InvoicesWorkerModule,
+    X402WorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       inject: [AppConfig],
@@ -68,6 +70,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: RELAYER_QUEUE, adapter: BullMQAdapter },
       { name: PAYMENTS_QUEUE, adapter: BullMQAdapter },
       { name: INVOICES_QUEUE, adapter: BullMQAdapter },
+      { name: X402_QUEUE, adapter: BullMQAdapter },
     ),
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor, WebhookRetentionProcessor],

@@ -7,6 +7,8 @@ import { Wallet, hexlify, randomBytes } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { privateKeyToAccount } from 'viem/accounts';
+import { wrapFetchWithPayment } from '@x402/fetch';
+import { X402Faults, X402Settlements } from '../../src/modules/x402/x402-settlements.service';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
@@ -161,5 +163,75 @@ describe('x402 settlement on a real chain', () => {
     expect(done.body.payment).toMatchObject({ status: 'succeeded' });
     expect(await chain.usdcBalance(payee.address)).toBe(4n * USDC);
     expect(await paymentRows(t, agent.agentId)).toHaveLength(1);
+  });
+
+  const authorizationUses = async (payer: string) => (await chain.gateway.getAuthorizationLogs(0, await chain.headBlock(), payer)).filter((l) => l.kind === 'used');
+
+  it('finding 1: with mining stopped a paid retry answers 402 pending (never settlement_failed), the same header answers 200 once mined, and exactly one transfer moves', async () => {
+    const payee = await createPayee(t, chain);
+    const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
+    const url = challengeUrl(payee.handle, '0.40');
+    const sent: string[] = [];
+    const recordingFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = new Request(input, init);
+      const header = request.headers.get('payment-signature');
+      if (header) sent.push(header);
+      return fetch(request);
+    };
+    const payingFetch = wrapFetchWithPayment(recordingFetch as typeof fetch, clientFor(payer));
+    const before = await chain.usdcBalance(payee.address);
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const first = await payingFetch(url);
+      expect(first.status).toBe(402);
+      expect(((await first.json()) as { reason: string }).reason).toBe('pending');
+      expect(Number(first.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(sent).toHaveLength(1);
+      const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]);
+      expect(row.status).toBe('pending');
+      const second = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': sent[0] } });
+      expect(second.status).toBe(402);
+      expect(((await second.json()) as { reason: string }).reason).toBe('pending');
+      // The retry resumed the relay already broadcast; it did not send another.
+      expect(await t.dataSource.query(`SELECT status FROM relayer_transactions WHERE reference = $1`, [row.id])).toEqual([{ status: 'broadcast' }]);
+      expect(await chain.usdcBalance(payee.address)).toBe(before);
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+    await chain.mine();
+    const paid = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': sent[0] } });
+    expect(paid.status).toBe(200);
+    expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!)).toMatchObject({ success: true, payer: payer.address });
+    expect(await chain.usdcBalance(payee.address)).toBe(before + 400_000n);
+    // One payment buys one response: once answered 200, the header is a replay.
+    const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': sent[0] } });
+    expect(replay.status).toBe(402);
+    expect(((await replay.json()) as { reason: string }).reason).toBe('payment_already_used');
+    expect(await authorizationUses(payer.address)).toHaveLength(1);
+  });
+
+  it('finding 1: a crash right after the reservation does not leave it reserved: the sweep relays it, the indexer settles it, the same header then answers 200', async () => {
+    const payee = await createPayee(t, chain);
+    const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
+    const url = challengeUrl(payee.handle, '0.50');
+    const header = encode(await payloadFor(payer, url));
+    const faults = t.app.get(X402Faults);
+    faults.at = 'after_reserved';
+    try {
+      expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
+    } finally {
+      faults.at = null;
+    }
+    const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]);
+    expect(row.status).toBe('pending');
+    expect(await t.dataSource.query(`SELECT id FROM relayer_transactions WHERE reference = $1`, [row.id])).toEqual([]);
+    // The crashed request's lease runs out (its length is RELAYER_WAIT_MS + X402_RECEIPT_WAIT_MS + 10 s).
+    await t.dataSource.query(`UPDATE x402_settlements SET lease_until = now() - interval '1 second' WHERE id = $1`, [row.id]);
+    expect(await t.app.get(X402Settlements).sweepOnce(0)).toBeGreaterThanOrEqual(1);
+    await settleUntil(t, async () => (await t.dataSource.query(`SELECT status FROM x402_settlements WHERE id = $1`, [row.id]))[0].status === 'settled', 'x402 settlement settled');
+    expect(await chain.usdcBalance(payee.address)).toBe(500_000n);
+    const paid = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });
+    expect(paid.status).toBe(200);
+    expect(await authorizationUses(payer.address)).toHaveLength(1);
   });
 });

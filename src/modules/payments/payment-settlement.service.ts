@@ -14,7 +14,8 @@ const MAX_BLOCKS_PER_PASS = 2000;
  * Settles agent payments from the chain (docs/architecture.md §13): {@link pollOnce} reads USDC
  * AuthorizationUsed / AuthorizationCanceled logs from a cursor in Postgres, CONFIRMATIONS behind head,
  * and marks the matching payment succeeded (with the transaction that used it, whoever sent it) or
- * failed (cancelled); {@link sweepOnce} resumes payments idle for PAYMENT_SWEEP_IDLE_SECONDS (re-relay,
+ * failed (cancelled), and likewise the x402 settlement of our own challenges keyed by the same
+ * (payer, nonce) (§18); {@link sweepOnce} resumes payments idle for PAYMENT_SWEEP_IDLE_SECONDS (re-relay,
  * or failed once chain time is past validBefore with the authorization unused).
  */
 @Injectable()
@@ -44,8 +45,12 @@ export class PaymentSettlement {
       for (const log of logs) {
         if (log.kind === 'used') {
           if (await this.recordUse(log.authorizer, log.nonce, log.txHash)) succeeded++;
-        } else if (await this.repo.markCanceled(log.authorizer, log.nonce)) {
-          failed++;
+        } else {
+          await (this.txHost as TxHost).tx.query(
+            `UPDATE x402_settlements SET status = 'failed', error = 'cancelled', updated_at = now() WHERE payer = lower($1) AND nonce = lower($2) AND status IN ('reserved', 'pending')`,
+            [log.authorizer, log.nonce],
+          );
+          if (await this.repo.markCanceled(log.authorizer, log.nonce)) failed++;
         }
       }
       await (this.txHost as TxHost).tx.query(

@@ -1,12 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ChainTxError } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
 import { getAddress } from 'ethers';
-import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
@@ -17,10 +15,13 @@ import { PaymentsService } from '../payments/payments.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService } from '../relayer/relayer.service';
 import { ethersVerifySigner } from './evm-facilitator-signer';
+import { X402Advance, X402Faults, X402SettlementRow, X402Settlements } from './x402-settlements.service';
 
 /** The longest validity a challenge offers (and our signer signs): docs/architecture.md §13, 10 minutes. */
 const MAX_TIMEOUT_SECONDS = 600;
 const CHALLENGE_PATH = '/api/v1/x402/challenge';
+/** Retry-After (seconds) of a 402 `reason: "pending"`. */
+const RETRY_AFTER_SECONDS = 5;
 
 /** The EIP-3009 authorization of an x402 "exact" payload, as signed (decimal and hex text). */
 interface Eip3009Authorization {
@@ -108,6 +109,8 @@ export class X402Service {
     private readonly relayer: RelayerService,
     private readonly payments: PaymentsService,
     private readonly settlement: PaymentSettlement,
+    private readonly settlements: X402Settlements,
+    private readonly faults: X402Faults,
     private readonly txHost: TransactionHost,
   ) {}
 
@@ -161,17 +164,20 @@ export class X402Service {
   }
 
   /**
-   * A retry of a challenge URL carrying a payment (`PAYMENT-SIGNATURE` v2, or `X-PAYMENT`): verified
-   * against the requirements re-derived from the URL, reserved by (payer, nonce), settled through the
-   * relayer queue. A refused payment answers 402 with `error` and moves no money.
+   * A retry of a challenge URL carrying a payment (`PAYMENT-SIGNATURE` v2, or `X-PAYMENT`): refused
+   * unless it is exactly the EIP-3009 exact payload, verified against the requirements re-derived
+   * from the URL, reserved by (payer, nonce), settled through the relayer queue (docs/architecture.md
+   * §14, §18). Answers 200 with `PAYMENT-RESPONSE` once the transfer is mined at CONFIRMATIONS; while
+   * its relay is queued or unmined, 402 `reason: "pending"` with `Retry-After` (the same header later
+   * answers 200, once); a refused payment answers 402 with `reason` and moves no money.
    * @throws AppError 400 for a malformed challenge query (as {@link challenge}).
    */
   async paid(query: { to?: string; amount?: string; resource?: string }, header: string): Promise<X402HttpAnswer> {
     const terms = await this.terms(query);
     const requirements = await this.requirements(terms);
-    const refuse = (error: string, reason: string): X402HttpAnswer => ({
+    const refuse = (error: string, reason: string, headers: Record<string, string> = {}): X402HttpAnswer => ({
       status: 402,
-      headers: { 'Cache-Control': 'no-store' },
+      headers: { 'Cache-Control': 'no-store', ...headers },
       body: { x402Version: 2, error, reason, accepts: [requirements] },
     });
     let payload: PaymentPayload;
@@ -183,45 +189,40 @@ export class X402Service {
     if (payload.x402Version !== 2) return refuse(`x402 v1 payments need a named network; this chain is ${this.caip2}: pay with x402 v2 (PAYMENT-SIGNATURE)`, 'unsupported_version');
     const shape = exactEip3009Payload(payload);
     if (typeof shape === 'string') return refuse(shape, 'invalid_payload');
-    const claimed = shape.authorization;
-    const used: unknown[] = await this.em().query(`SELECT 1 FROM x402_settlements WHERE payer = $1 AND nonce = $2`, [claimed.from.toLowerCase(), claimed.nonce.toLowerCase()]);
-    if (used.length) return refuse('This payment was already used: one payment buys one response', 'payment_already_used');
+    const { authorization: auth, signature } = shape;
+    const alreadyUsed = () => refuse('This payment was already used: one payment buys one response', 'payment_already_used');
+    const answer = async (step: X402Advance): Promise<X402HttpAnswer> => {
+      const row = step.row;
+      if (row.status === 'settled') {
+        if (!(await this.settlements.markAnswered(row.id))) return alreadyUsed();
+        const settlement = { success: true, transaction: row.tx_hash!, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
+        return {
+          status: 200,
+          headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader(settlement), 'Cache-Control': 'no-store' },
+          body: { paid: true, resource: terms.resource, payTo: terms.payTo, amount: formatAmount(terms.amount), settlement },
+        };
+      }
+      if (row.status === 'failed') return refuse(`The payment was not settled: its authorization ${row.error === 'cancelled' ? 'was cancelled' : 'expired unused'}`, 'settlement_failed');
+      if (step.refused) {
+        return refuse(`The payment could not be settled now (${step.refused}); its authorization stays valid until validBefore: retry the same header or let it expire`, 'settlement_failed');
+      }
+      return refuse('The payment is being settled on chain: retry the same header to receive the response', 'pending', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    };
+    const waitMs = this.config.env.X402_RECEIPT_WAIT_MS;
+    const resume = async (row: X402SettlementRow): Promise<X402HttpAnswer> => {
+      // The same header retried: same signed authorization for the same challenge terms; anything else is a replay.
+      if (row.signature !== signature || row.pay_to.toLowerCase() !== terms.payTo.toLowerCase() || BigInt(row.amount) !== terms.amount) return alreadyUsed();
+      if (row.status === 'settled' || row.status === 'failed') return answer({ row });
+      return answer(await this.settlements.advance(row.id, waitMs, 'request'));
+    };
+    const existing = await this.settlements.find(auth.from, auth.nonce);
+    if (existing) return resume(existing);
     const verified = await this.verifierScheme().verify(payload, requirements);
     if (!verified.isValid) return refuse(verified.invalidMessage ?? verified.invalidReason ?? 'The payment does not verify', verified.invalidReason ?? 'invalid_payment');
-    const { authorization: auth, signature } = shape;
-    const id = uuidv7();
-    const reserved: unknown[] = await this.em().query(
-      `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'reserved') ON CONFLICT (payer, nonce) DO NOTHING RETURNING id`,
-      [id, auth.from.toLowerCase(), auth.nonce.toLowerCase(), terms.payTo, terms.payeeHandle, auth.value, terms.resource],
-    );
-    if (reserved.length !== 1) return refuse('This payment was already used: one payment buys one response', 'payment_already_used');
-    try {
-      const data = this.chain.gateway.encodeTransferWithAuthorization({
-        from: auth.from,
-        to: auth.to,
-        value: BigInt(auth.value),
-        validAfter: BigInt(auth.validAfter),
-        validBefore: BigInt(auth.validBefore),
-        nonce: auth.nonce,
-        signature,
-      });
-      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'x402', reference: id });
-      const receipt = await this.chain.provider.waitForTransaction(txHash, 1, 60_000);
-      if (!receipt || receipt.status !== 1) throw new ChainTxError(`x402 settlement ${txHash} reverted`, null, [], null, txHash);
-      await this.em().query(`UPDATE x402_settlements SET status = 'settled', tx_hash = $2, updated_at = now() WHERE id = $1`, [id, txHash]);
-      const settlement = { success: true, transaction: txHash, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
-      return {
-        status: 200,
-        headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader(settlement), 'Cache-Control': 'no-store' },
-        body: { paid: true, resource: terms.resource, payTo: terms.payTo, amount: formatAmount(terms.amount), settlement },
-      };
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      this.logger.warn({ settlementId: id, error: message }, 'x402 settlement failed');
-      await this.em().query(`UPDATE x402_settlements SET status = 'failed', error = $2, updated_at = now() WHERE id = $1`, [id, message.slice(0, 500)]);
-      return refuse('The payment could not be settled on chain', 'settlement_failed');
-    }
+    const id = await this.settlements.reserve({ payer: auth.from, nonce: auth.nonce, to: terms.payTo, value: auth.value, validAfter: auth.validAfter, validBefore: auth.validBefore, signature, payeeHandle: terms.payeeHandle, resource: terms.resource });
+    if (!id) return resume((await this.settlements.find(auth.from, auth.nonce))!);
+    this.faults.hit('after_reserved');
+    return answer(await this.settlements.advance(id, waitMs, 'request', true));
   }
 
   /**
