@@ -234,4 +234,32 @@ describe('x402 settlement on a real chain', () => {
     expect(paid.status).toBe(200);
     expect(await authorizationUses(payer.address)).toHaveLength(1);
   });
+
+  // Moves chain time forward: keep it last in this file.
+  it('finding 1: a settlement is failed only once validBefore has passed with the authorization unused; the same header then answers settlement_failed and nothing moved', async () => {
+    const payee = await createPayee(t, chain);
+    const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
+    const url = challengeUrl(payee.handle, '0.30');
+    const payload = await payloadFor(payer, url);
+    const header = encode(payload);
+    const faults = t.app.get(X402Faults);
+    faults.at = 'after_reserved';
+    try {
+      expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
+    } finally {
+      faults.at = null;
+    }
+    const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]);
+    expect(row.status).toBe('pending');
+    const validBefore = Number((payload.payload as { authorization: { validBefore: string } }).authorization.validBefore);
+    await chain.increaseTime(validBefore - (await chain.headTimestamp()) + 1);
+    await t.dataSource.query(`UPDATE x402_settlements SET lease_until = now() - interval '1 second' WHERE id = $1`, [row.id]);
+    await t.app.get(X402Settlements).sweepOnce(0);
+    expect((await t.dataSource.query(`SELECT status, error FROM x402_settlements WHERE id = $1`, [row.id]))[0]).toEqual({ status: 'failed', error: 'expired' });
+    const retry = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });
+    expect(retry.status).toBe(402);
+    expect(((await retry.json()) as { reason: string }).reason).toBe('settlement_failed');
+    expect(await chain.usdcBalance(payee.address)).toBe(0n);
+    expect(await authorizationUses(payer.address)).toHaveLength(0);
+  });
 });
