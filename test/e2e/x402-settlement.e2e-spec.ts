@@ -12,6 +12,7 @@ import { X402Faults, X402Settlements } from '../../src/modules/x402/x402-settlem
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
+import { waitFor } from '../support/wait';
 
 jest.setTimeout(180_000);
 
@@ -43,7 +44,7 @@ describe('x402 settlement on a real chain', () => {
   beforeAll(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ API_BASE_URL: base, X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000' });
+    t = await createTestApp({ API_BASE_URL: base, X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' });
     await t.app.listen(port, '127.0.0.1');
     chain = new TestChain();
     worker = await startRelayerWorker();
@@ -232,6 +233,39 @@ describe('x402 settlement on a real chain', () => {
     expect(await chain.usdcBalance(payee.address)).toBe(500_000n);
     const paid = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });
     expect(paid.status).toBe(200);
+    expect(await authorizationUses(payer.address)).toHaveLength(1);
+  });
+
+  it('finding 1 (as seen from outside): @x402/fetch pays 0.40 while the relayer worker is stopped → 402 pending, not settlement_failed; worker back, the same header answers 200; the payee gets 0.40 once', async () => {
+    const payee = await createPayee(t, chain);
+    const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
+    const url = challengeUrl(payee.handle, '0.40');
+    const sent: string[] = [];
+    const recordingFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = new Request(input, init);
+      const header = request.headers.get('payment-signature');
+      if (header) sent.push(header);
+      return fetch(request);
+    };
+    await worker.close();
+    try {
+      const first = await wrapFetchWithPayment(recordingFetch as typeof fetch, clientFor(payer))(url);
+      expect(first.status).toBe(402);
+      expect(((await first.json()) as { reason: string }).reason).toBe('pending');
+      expect(first.headers.get('retry-after')).toBeTruthy();
+      expect((await t.dataSource.query(`SELECT status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]))[0].status).toBe('pending');
+    } finally {
+      worker = await startRelayerWorker();
+    }
+    const paid = await waitFor(
+      async () => {
+        const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': sent[0] } });
+        return res.status === 200 ? res : (expect(((await res.json()) as { reason: string }).reason).toBe('pending'), null);
+      },
+      { label: 'the same header answered 200', timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!)).toMatchObject({ success: true });
+    expect(await chain.usdcBalance(payee.address)).toBe(400_000n);
     expect(await authorizationUses(payer.address)).toHaveLength(1);
   });
 
