@@ -14,6 +14,7 @@ import { CheckoutRelays1795300050000 } from './1795300050000-CheckoutRelays';
 import { CheckoutEscrowAttempts1795300060000 } from './1795300060000-CheckoutEscrowAttempts';
 import { TraceContext1795300072000 } from './1795300072000-TraceContext';
 import { RelayerReplacements1795300075000 } from './1795300075000-RelayerReplacements';
+import { X402Pending1795300073000 } from './1795300073000-X402Pending';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   CheckoutEscrowAttempts1795300060000,
   TraceContext1795300072000,
   RelayerReplacements1795300075000,
+  X402Pending1795300073000,
 ];

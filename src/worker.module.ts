@@ -23,6 +23,7 @@ import { RELAYER_QUEUE } from './modules/relayer/relayer.queue';
 import { RelayerWorkerModule } from './modules/relayer/relayer.worker.module';
 import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
 import { RECONCILE_QUEUE, ReconciliationWorkerModule } from './modules/reconciliation/reconciliation.worker.module';
+import { X402_QUEUE, X402WorkerModule } from './modules/x402/x402.worker.module';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -36,7 +37,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
  * delivery processor, the recovery pass and the 30-day retention pass, the chain jobs (indexer,
  * auto-release, checkout expiry), the hourly idempotency reaper, the relayer queue (every
  * relayer transaction, docs/architecture.md §5), the payment jobs (USDC authorization indexer,
- * idle-payment sweep) and invoice email delivery (which also registers the invoices' listener of
+ * idle-payment sweep), the x402 settlement sweep, invoice email delivery (which also registers the invoices' listener of
  * the checkout changes the indexer applies), and reconciliation of the ledger against the chain
  * every RECONCILE_INTERVAL_S (DESIGN §18). It imports no `*.http.module.ts` (a
  * dependency-cruiser rule holds it to that), so its HTTP port (WORKER_PORT) serves only
@@ -54,6 +55,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     PaymentsWorkerModule,
     InvoicesWorkerModule,
     ReconciliationWorkerModule,
+    X402WorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       inject: [AppConfig],
@@ -72,6 +74,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: PAYMENTS_QUEUE, adapter: BullMQAdapter },
       { name: INVOICES_QUEUE, adapter: BullMQAdapter },
       { name: RECONCILE_QUEUE, adapter: BullMQAdapter },
+      { name: X402_QUEUE, adapter: BullMQAdapter },
     ),
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor, WebhookRetentionProcessor],

@@ -186,6 +186,8 @@ export class EnvSchema {
   @IsString() X402_DEFAULT_PAY_TO = '';
   /** Smallest amount (USDC decimal text) a challenge may ask for; below → 400. */
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) X402_MIN_AMOUNT = '0.01';
+  /** Longest an x402 settlement waits (ms) for its transfer to be mined at CONFIRMATIONS before answering it pending (402 `reason: "pending"`, settle `success: false`). */
+  @Transform(toInt) @IsInt() @Min(0) @Max(120000) X402_RECEIPT_WAIT_MS = 15000;
 
   // Agents and the relayer queue (docs/architecture.md §5, §13).
   /** ETH (decimal, 18 decimals) below which the relayer makes /health/ready fail. */

@@ -14,6 +14,13 @@ export interface CheckoutRelayRow {
   updatedAt: Date;
 }
 
+/** A buyer's EIP-3009 authorization as stored with its relay (validity in unix seconds). */
+export interface StoredAuthorization {
+  validAfter: bigint;
+  validBefore: bigint;
+  signature: string;
+}
+
 const COLUMNS = `id, checkout_session_id, buyer, nonce, status, relay_tx_id, tx_hash, error, updated_at`;
 
 function toRow(r: Record<string, unknown>): CheckoutRelayRow {
@@ -63,16 +70,53 @@ export class CheckoutRelayRepository {
   /**
    * Takes over a reservation left behind (its process died before handing it to the relayer queue):
    * only a row still `reserved`, with no relayer row, untouched for `staleSeconds`. One caller wins.
+   * `auth` is the taker's authorization, fully re-validated by the caller before this call (§18).
    */
-  async claimStale(id: string, staleSeconds: number): Promise<boolean> {
+  async claimStale(id: string, staleSeconds: number, auth: StoredAuthorization): Promise<boolean> {
     const rows: unknown[] = await this.em.query(
       `WITH claimed AS (
-         UPDATE checkout_relays SET updated_at = now() WHERE id = $1 AND status = 'reserved' AND relay_tx_id IS NULL
+         UPDATE checkout_relays SET valid_after = $3, valid_before = $4, signature = $5, updated_at = now() WHERE id = $1 AND status = 'reserved' AND relay_tx_id IS NULL
             AND updated_at < now() - make_interval(secs => $2) RETURNING id)
        SELECT id FROM claimed`,
-      [id, staleSeconds],
+      [id, staleSeconds, auth.validAfter.toString(), auth.validBefore.toString(), auth.signature],
     );
     return rows.length === 1;
+  }
+
+  /**
+   * Takes over a `failed` row of the same (buyer, nonce) for a request the caller has fully
+   * re-validated (docs/architecture.md §18): back to `reserved` with the new authorization. One caller wins.
+   */
+  async takeOverFailed(id: string, auth: StoredAuthorization): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(
+      `WITH claimed AS (
+         UPDATE checkout_relays SET status = 'reserved', relay_tx_id = NULL, tx_hash = NULL, error = NULL, valid_after = $2, valid_before = $3, signature = $4, updated_at = now()
+          WHERE id = $1 AND status = 'failed' RETURNING id)
+       SELECT id FROM claimed`,
+      [id, auth.validAfter.toString(), auth.validBefore.toString(), auth.signature],
+    );
+    return rows.length === 1;
+  }
+
+  /** Takes back a `broadcast` row whose transaction `txHash` the node no longer knows, to send it again. One caller wins. */
+  async reclaimDropped(id: string, txHash: string): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(
+      `WITH claimed AS (
+         UPDATE checkout_relays SET status = 'reserved', relay_tx_id = NULL, tx_hash = NULL, updated_at = now()
+          WHERE id = $1 AND status = 'broadcast' AND tx_hash = $2 RETURNING id)
+       SELECT id FROM claimed`,
+      [id, txHash.toLowerCase()],
+    );
+    return rows.length === 1;
+  }
+
+  /** The buyer's stored authorization of a relay (unix seconds and the 65-byte signature). */
+  async storedAuthorization(id: string): Promise<StoredAuthorization> {
+    const rows: Array<{ valid_after: string; valid_before: string; signature: string }> = await this.em.query(
+      `SELECT valid_after::text, valid_before::text, signature FROM checkout_relays WHERE id = $1`,
+      [id],
+    );
+    return { validAfter: BigInt(rows[0].valid_after), validBefore: BigInt(rows[0].valid_before), signature: rows[0].signature };
   }
 
   async markQueued(id: string, relayTxId: string): Promise<void> {

@@ -14,7 +14,7 @@ import { EscrowService } from '../escrow/escrow.service';
 import { OrgsService } from '../orgs/orgs.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../relayer/relayer.service';
-import { CheckoutRelayRepository, type CheckoutRelayRow } from './checkout-relay.repository';
+import { CheckoutRelayRepository, type CheckoutRelayRow, type StoredAuthorization } from './checkout-relay.repository';
 import type {
   ActionResultDto,
   ActionTypedDataDto,
@@ -33,6 +33,11 @@ const STALE_RESERVATION_SECONDS = 60;
 const TWIN_WAIT_MS = 15_000;
 /** Longest validity of a relayed EscrowAction (the contract's MAX_ACTION_VALIDITY). */
 const ACTION_VALIDITY_SECONDS = 600;
+
+/** The authorization fields of a relay body, as stored. */
+function authorizationOf(body: RelayFundingDto): StoredAuthorization {
+  return { validAfter: BigInt(body.validAfter), validBefore: BigInt(body.validBefore), signature: body.signature };
+}
 
 /** EIP712Domain field types, in the order EIP-712 lists them, for the fields `domain` has. */
 function domainType(domain: Eip712Domain): Array<{ name: string; type: string }> {
@@ -167,6 +172,17 @@ export class CheckoutRelayService {
     const existing = await this.repo.find(body.buyer, body.nonce);
     if (existing) {
       if (existing.checkoutSessionId !== id) throw new AppError('invalid_request', 'This authorization belongs to another checkout', { reason: 'wrong_terms' });
+      if (existing.status === 'failed') {
+        // The same terms digest is the nonce when the buyer signs again: a fully re-validated request
+        // (signature, terms, a successful simulation) takes the failed row over; an invalid one is a 400
+        // that changes nothing (§18).
+        const prepared = await this.prepareFunding(id, body);
+        if (await this.repo.takeOverFailed(existing.id, authorizationOf(body))) {
+          this.logger.warn({ relayId: existing.id }, 'a re-validated request takes over a failed relay');
+          return this.send(existing.id, id, prepared.data);
+        }
+        return this.answer((await this.repo.find(body.buyer, body.nonce))!, body);
+      }
       return this.answer(existing, body);
     }
     const prepared = await this.prepareFunding(id, body);
@@ -294,18 +310,22 @@ export class CheckoutRelayService {
     }
   }
 
-  /** The stored relay as an answer: finished once funded; a twin waits for a fresh reservation; a stale one is taken over. */
+  /**
+   * The stored relay as an answer: finished once funded; a broadcast the node no longer knows is sent
+   * again; a twin waits for a fresh reservation; a stale one is taken over by a caller whose own body
+   * re-validates fully (an invalid body is a 400 that changes no row, §16/§18).
+   */
   private async answer(row: CheckoutRelayRow, body: RelayFundingDto): Promise<RelayResultDto> {
     const deadline = Date.now() + TWIN_WAIT_MS;
     let current: CheckoutRelayRow = row;
+    if (current.status === 'broadcast' && current.txHash && !(await this.escrowIdOf(current.checkoutSessionId))) current = await this.recheckBroadcast(current);
     while (current.status === 'reserved' && !current.relayTxId && Date.now() < deadline) {
-      if (await this.repo.claimStale(current.id, STALE_RESERVATION_SECONDS)) {
-        this.logger.warn({ relayId: current.id }, 'taking over a reservation left behind; relaying it');
-        const prepared = await this.prepareFunding(current.checkoutSessionId, body).catch(async (err: unknown) => {
-          if (err instanceof AppError) await this.repo.markFailed(current.id, err.message);
-          throw err;
-        });
-        return this.send(current.id, current.checkoutSessionId, prepared.data);
+      if (current.updatedAt.getTime() < Date.now() - STALE_RESERVATION_SECONDS * 1000) {
+        const prepared = await this.prepareFunding(current.checkoutSessionId, body);
+        if (await this.repo.claimStale(current.id, STALE_RESERVATION_SECONDS, authorizationOf(body))) {
+          this.logger.warn({ relayId: current.id }, 'taking over a reservation left behind; relaying it');
+          return this.send(current.id, current.checkoutSessionId, prepared.data);
+        }
       }
       await new Promise((r) => setTimeout(r, 100));
       current = (await this.repo.find(row.buyer, row.nonce))!;
@@ -332,6 +352,31 @@ export class CheckoutRelayService {
     }
     const escrowId = await this.escrowIdOf(current.checkoutSessionId);
     return { status: escrowId ? 'finished' : current.status, txHash: current.txHash, escrowId };
+  }
+
+  /**
+   * A broadcast relay whose transaction the node no longer knows (dropped from its pool): when
+   * `authorizationState` says the buyer's authorization is still unused, the stored authorization is
+   * re-validated and relayed again (one caller wins the row); when it no longer validates (expired,
+   * funds moved) the row fails, so a re-validated request may take it over. Used already: left as is,
+   * the indexer records the funding.
+   */
+  private async recheckBroadcast(row: CheckoutRelayRow): Promise<CheckoutRelayRow> {
+    if (await this.chain.provider.getTransaction(row.txHash!).catch(() => null)) return row;
+    if (await this.chain.gateway.authorizationState(row.buyer, row.nonce)) return row;
+    if (!(await this.repo.reclaimDropped(row.id, row.txHash!))) return (await this.repo.find(row.buyer, row.nonce))!;
+    this.logger.warn({ relayId: row.id, txHash: row.txHash }, 'the node no longer knows the funding transaction and the authorization is unused; relaying it again');
+    const stored = await this.repo.storedAuthorization(row.id);
+    const storedBody: RelayFundingDto = { buyer: row.buyer, nonce: row.nonce, validAfter: stored.validAfter.toString(), validBefore: stored.validBefore.toString(), signature: stored.signature };
+    let prepared: { data: string };
+    try {
+      prepared = await this.prepareFunding(row.checkoutSessionId, storedBody);
+    } catch (err) {
+      if (err instanceof AppError) await this.repo.markFailed(row.id, err.message);
+      throw err;
+    }
+    await this.send(row.id, row.checkoutSessionId, prepared.data);
+    return (await this.repo.find(row.buyer, row.nonce))!;
   }
 
   private async escrowIdOf(checkoutId: string): Promise<string | null> {

@@ -110,6 +110,15 @@ export class CheckoutRepository {
     return this.repo.findOneBy({ id });
   }
 
+  /** The buyer an agent escrow's checkout is bound to (the paying agent's session signer), or null for any other checkout. */
+  async requiredBuyer(id: string): Promise<string | null> {
+    const rows: Array<{ from_address: string }> = await (this.txHost as TxHost).tx.query(
+      `SELECT from_address FROM payments WHERE checkout_session_id = $1 AND mode = 'escrow' ORDER BY created_at LIMIT 1`,
+      [id],
+    );
+    return rows[0]?.from_address ?? null;
+  }
+
   async updateEscrowState(id: string, escrowId: string | null, status: CheckoutSession['status']): Promise<void> {
     await this.repo.update({ id }, { escrowId, status, updatedAt: new Date() });
   }

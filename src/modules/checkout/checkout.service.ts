@@ -215,6 +215,15 @@ export class CheckoutService {
   }
 
   /**
+   * The only buyer a checkout may be funded by, when it has one (docs/architecture.md §18): a checkout
+   * created for an agent escrow is bound to the agent's session signer, read from the escrow Payment
+   * attached to it (so no checkout metadata can claim it). Null for every other checkout.
+   */
+  requiredBuyer(id: string): Promise<string | null> {
+    return this.repo.requiredBuyer(id);
+  }
+
+  /**
    * Mirrors an escrow's status onto its checkout in the caller's transaction (docs/architecture.md §7: the
    * checkout's status is derived from its escrow). `status: 'open'` with no escrow undoes a
    * funding that a chain reorg removed.

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EscrowChainEvent, escrowKeyParts, idFromEscrowKey } from '@lib/chain';
 import { v7 as uuidv7 } from 'uuid';
+import { getAddress } from 'ethers';
 import { EventsService } from '../../common/outbox/events.service';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
@@ -28,7 +29,8 @@ type CheckoutSessionRow = NonNullable<Awaited<ReturnType<CheckoutService['findBy
  * - A Funded event creates the escrow row with `INSERT … ON CONFLICT DO NOTHING`, then the event is
  *   applied under the row lock: concurrent recorders of one funding never collide.
  * - A Funded event whose amount, seller or inspection window differ from the checkout and its
- *   organisation's payout address flags the escrow (`terms_mismatch`): it is recorded but never
+ *   organisation's payout address (or, for an agent escrow's checkout, whose buyer is not the
+ *   agent's signer) flags the escrow (`terms_mismatch`): it is recorded but never
  *   reaches the checkout or webhooks.
  * - An event older than the escrow's newest applied (block, log index) — the API applied a later
  *   action first — is inserted and the escrow refolded in chain order. Its status cannot change
@@ -179,7 +181,8 @@ export class EscrowLedger {
 
   /**
    * Compares a Funded event with what the service signs for the checkout (docs/architecture.md §7):
-   * amount (base units), seller (the organisation's payout address now) and inspection window (seconds).
+   * amount (base units), seller (the organisation's payout address now), inspection window (seconds)
+   * and, for an agent escrow's checkout, the buyer (the agent's session signer, §18).
    */
   private async termsMismatches(e: Extract<EscrowChainEvent, { action: 'funded' }>, session: CheckoutSessionRow): Promise<TermsMismatch[]> {
     const out: TermsMismatch[] = [];
@@ -193,6 +196,8 @@ export class EscrowLedger {
       window = null;
     }
     if (window !== Number(e.inspectionWindow)) out.push({ field: 'inspectionWindow', expected: String(window ?? 'invalid'), actual: String(e.inspectionWindow) });
+    const buyer = await this.checkout.requiredBuyer(session.id);
+    if (buyer && buyer.toLowerCase() !== e.buyer.toLowerCase()) out.push({ field: 'buyer', expected: getAddress(buyer), actual: getAddress(e.buyer) });
     return out;
   }
 

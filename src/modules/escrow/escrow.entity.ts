@@ -7,7 +7,7 @@ export type EscrowFlag = 'terms_mismatch';
 
 /** One term of a Funded event that differs from what the checkout and its organisation say; values as decimal text or addresses. */
 export interface TermsMismatch {
-  field: 'amount' | 'seller' | 'inspectionWindow' | 'escrowAttempt';
+  field: 'amount' | 'seller' | 'inspectionWindow' | 'escrowAttempt' | 'buyer';
   expected: string;
   actual: string;
 }

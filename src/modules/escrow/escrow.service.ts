@@ -147,7 +147,9 @@ export class EscrowService {
    * Contract v2 terms bind the buyer, so they are signed only for a given `buyer` address (checksummed
    * in the answer); without one the answer shows the order with `terms.buyer` and `termsSignature`
    * null. The terms deadline is the checkout's expiresAt, so funding after expiry reverts on-chain.
-   * @throws AppError not_found; 409 invalid_request when the checkout is not open or its organisation has no payout address.
+   * A checkout created for an agent escrow gives signed terms to the agent's signer only (§18).
+   * @throws AppError not_found; 400 invalid_request `buyer_not_allowed` when an agent escrow's checkout is
+   *   asked for another buyer; 409 invalid_request when the checkout is not open or its organisation has no payout address.
    */
   async fundingTerms(checkoutId: string, buyer?: string): Promise<CheckoutFundingDto> {
     const session = await this.checkout.findById(checkoutId);
@@ -157,6 +159,13 @@ export class EscrowService {
     const org = await this.orgs.getOrganization(session.organizationId);
     if (!org?.payoutAddress) {
       throw new AppError('invalid_request', 'The merchant has no payout address yet', { reason: 'no_payout_address' }, 409);
+    }
+    const required = await this.checkout.requiredBuyer(session.id);
+    if (required && buyer && buyer.toLowerCase() !== required.toLowerCase()) {
+      throw new AppError('invalid_request', "This checkout funds an agent escrow: only the agent's signer may fund it", {
+        reason: 'buyer_not_allowed',
+        fields: [{ param: 'buyer', message: "must be the agent's signer address" }],
+      });
     }
     const terms: FundingTerms = {
       escrowKey: checkoutEscrowKey(session),

@@ -15,7 +15,8 @@ const MAX_BLOCKS_PER_PASS = 2000;
  * Settles agent payments from the chain (docs/architecture.md §13): {@link pollOnce} reads USDC
  * AuthorizationUsed / AuthorizationCanceled logs from a cursor in Postgres, CONFIRMATIONS behind head,
  * and marks the matching payment succeeded (with the transaction that used it, whoever sent it) or
- * failed (cancelled); {@link sweepOnce} resumes payments idle for PAYMENT_SWEEP_IDLE_SECONDS (re-relay,
+ * failed (cancelled), and likewise the x402 settlement of our own challenges keyed by the same
+ * (payer, nonce) (§18); {@link sweepOnce} resumes payments idle for PAYMENT_SWEEP_IDLE_SECONDS (re-relay,
  * or failed once chain time is past validBefore with the authorization unused).
  */
 @Injectable()
@@ -44,9 +45,13 @@ export class PaymentSettlement {
     await (this.txHost as TxHost).withTransaction(async () => {
       for (const log of logs) {
         if (log.kind === 'used') {
-          if (await this.repo.markUsed(log.authorizer, log.nonce, log.txHash)) succeeded++;
-        } else if (await this.repo.markCanceled(log.authorizer, log.nonce)) {
-          failed++;
+          if (await this.recordUse(log.authorizer, log.nonce, log.txHash)) succeeded++;
+        } else {
+          await (this.txHost as TxHost).tx.query(
+            `UPDATE x402_settlements SET status = 'failed', error = 'cancelled', updated_at = now() WHERE payer = lower($1) AND nonce = lower($2) AND status IN ('reserved', 'pending')`,
+            [log.authorizer, log.nonce],
+          );
+          if (await this.repo.markCanceled(log.authorizer, log.nonce)) failed++;
         }
       }
       await (this.txHost as TxHost).tx.query(
@@ -56,6 +61,46 @@ export class PaymentSettlement {
       );
     });
     return { fromBlock, toBlock, succeeded, failed };
+  }
+
+  /**
+   * Waits at most `waitMs` (bounded; 0 = look once) for one of `txHashes` to be mined with a successful
+   * receipt carrying USDC `AuthorizationUsed(authorizer, nonce)`, at the confirmation depth
+   * (docs/architecture.md §18: `head − CONFIRMATIONS ≥ its block`), and records the use as the indexer
+   * would (payment succeeded, x402 settlement settled). Must not be called inside a database transaction.
+   * @returns the hash that used the authorization, or null when none did within the wait (still pending: not failed).
+   */
+  async confirmUse(authorizer: string, nonce: string, txHashes: readonly string[], waitMs: number): Promise<string | null> {
+    const deadline = Date.now() + waitMs;
+    const provider = this.chain.provider;
+    for (;;) {
+      const head = await provider.getBlockNumber();
+      for (const hash of txHashes) {
+        const receipt = await provider.getTransactionReceipt(hash).catch(() => null);
+        if (!receipt || receipt.status !== 1 || receipt.blockNumber > head - this.config.env.CONFIRMATIONS) continue;
+        const logs = await this.chain.gateway.getAuthorizationLogs(receipt.blockNumber, receipt.blockNumber, authorizer);
+        if (logs.some((l) => l.kind === 'used' && l.nonce === nonce.toLowerCase() && l.txHash === hash)) {
+          await (this.txHost as TxHost).withTransaction(() => this.recordUse(authorizer, nonce, hash));
+          return hash;
+        }
+      }
+      if (Date.now() >= deadline) return null;
+      await new Promise((r) => setTimeout(r, Math.min(250, Math.max(1, deadline - Date.now()))));
+    }
+  }
+
+  /**
+   * An authorization of `authorizer` used on chain settles every record keyed by it: the agent payment
+   * (succeeded) and the x402 settlement of our own challenges (settled). Runs inside the caller's transaction.
+   * @returns whether a payment changed.
+   */
+  private async recordUse(authorizer: string, nonce: string, txHash: string): Promise<boolean> {
+    await (this.txHost as TxHost).tx.query(
+      `UPDATE x402_settlements SET status = 'settled', tx_hash = $3, error = NULL, updated_at = now()
+        WHERE payer = lower($1) AND nonce = lower($2) AND status <> 'settled'`,
+      [authorizer, nonce, txHash],
+    );
+    return (await this.repo.markUsed(authorizer, nonce, txHash)) !== null;
   }
 
   /** Resumes every idle pending/submitted payment once. @returns how many were looked at. */

@@ -10,6 +10,7 @@ import { AgentsModule } from '../agents/agents.module';
 import { PaymentsModule } from '../payments/payments.module';
 import { RelayerModule } from '../relayer/relayer.module';
 import { SPEND_REFUSALS } from '../payments/payments.controller';
+import { X402Module } from './x402.module';
 import { X402Service } from './x402.service';
 
 /** Query of GET /x402/challenge: all optional (docs/architecture.md §14). */
@@ -109,7 +110,7 @@ export class X402Controller {
 
 /** x402 (api only). */
 @Module({
-  imports: [AgentsModule, PaymentsModule, RelayerModule],
+  imports: [AgentsModule, PaymentsModule, RelayerModule, X402Module],
   controllers: [X402Controller],
   providers: [X402Service],
 })

@@ -1,25 +1,68 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ChainTxError } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
 import { getAddress } from 'ethers';
-import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { AgentSpendGate } from '../agents/agent-spend.service';
+import { PaymentSettlement } from '../payments/payment-settlement.service';
 import { PaymentsService } from '../payments/payments.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService } from '../relayer/relayer.service';
 import { ethersVerifySigner } from './evm-facilitator-signer';
+import { X402Advance, X402Faults, X402SettlementRow, X402Settlements } from './x402-settlements.service';
 
 /** The longest validity a challenge offers (and our signer signs): docs/architecture.md §13, 10 minutes. */
 const MAX_TIMEOUT_SECONDS = 600;
 const CHALLENGE_PATH = '/api/v1/x402/challenge';
+/** Retry-After (seconds) of a 402 `reason: "pending"`. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** The EIP-3009 authorization of an x402 "exact" payload, as signed (decimal and hex text). */
+interface Eip3009Authorization {
+  from: string;
+  to: string;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: string;
+}
+
+const AUTHORIZATION_KEYS = ['from', 'nonce', 'to', 'validAfter', 'validBefore', 'value'];
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const HEX_32 = /^0x[0-9a-fA-F]{64}$/;
+const UINT = /^\d{1,78}$/;
+
+/**
+ * The payload of the exact EIP-3009 scheme, or why it is not one. `@x402/evm`'s verifier picks its
+ * Permit2 branch whenever `permit2Authorization` is present, while settlement relays
+ * `authorization`: so anything but exactly `{authorization, signature}` (and the six EIP-3009
+ * fields, well formed) is refused before verification, and what was verified is what is relayed
+ * (docs/architecture.md §14; EIP-3009 `transferWithAuthorization`).
+ */
+export function exactEip3009Payload(payload: PaymentPayload): { authorization: Eip3009Authorization; signature: string } | string {
+  if (payload.accepted?.scheme !== 'exact') return 'Only the "exact" scheme is accepted';
+  const inner = payload.payload as Record<string, unknown> | null;
+  if (!inner || typeof inner !== 'object' || Array.isArray(inner)) return 'The payload must be {authorization, signature}';
+  const keys = Object.keys(inner).sort();
+  if (keys.length !== 2 || keys[0] !== 'authorization' || keys[1] !== 'signature') return 'The payload must be exactly {authorization, signature} of the EIP-3009 exact scheme';
+  const auth = inner.authorization as Record<string, unknown> | null;
+  if (!auth || typeof auth !== 'object' || Array.isArray(auth) || Object.keys(auth).sort().join() !== AUTHORIZATION_KEYS.join()) {
+    return `The authorization must have exactly ${AUTHORIZATION_KEYS.join(', ')}`;
+  }
+  const ok =
+    typeof auth.from === 'string' && HEX_ADDRESS.test(auth.from) && typeof auth.to === 'string' && HEX_ADDRESS.test(auth.to) &&
+    typeof auth.nonce === 'string' && HEX_32.test(auth.nonce) &&
+    [auth.value, auth.validAfter, auth.validBefore].every((v) => typeof v === 'string' && UINT.test(v)) &&
+    typeof inner.signature === 'string' && /^0x[0-9a-fA-F]+$/.test(inner.signature);
+  if (!ok) return 'The authorization fields are not well formed (addresses, a 32-byte nonce, decimal integers, a hex signature)';
+  return { authorization: auth as unknown as Eip3009Authorization, signature: inner.signature as string };
+}
 
 /** A challenge's terms: what `?to=&amount=&resource=` asks for, resolved. Amount in base units. */
 interface ChallengeTerms {
@@ -65,6 +108,9 @@ export class X402Service {
     private readonly agents: AgentSpendGate,
     private readonly relayer: RelayerService,
     private readonly payments: PaymentsService,
+    private readonly settlement: PaymentSettlement,
+    private readonly settlements: X402Settlements,
+    private readonly faults: X402Faults,
     private readonly txHost: TransactionHost,
   ) {}
 
@@ -118,17 +164,20 @@ export class X402Service {
   }
 
   /**
-   * A retry of a challenge URL carrying a payment (`PAYMENT-SIGNATURE` v2, or `X-PAYMENT`): verified
-   * against the requirements re-derived from the URL, reserved by (payer, nonce), settled through the
-   * relayer queue. A refused payment answers 402 with `error` and moves no money.
+   * A retry of a challenge URL carrying a payment (`PAYMENT-SIGNATURE` v2, or `X-PAYMENT`): refused
+   * unless it is exactly the EIP-3009 exact payload, verified against the requirements re-derived
+   * from the URL, reserved by (payer, nonce), settled through the relayer queue (docs/architecture.md
+   * §14, §18). Answers 200 with `PAYMENT-RESPONSE` once the transfer is mined at CONFIRMATIONS; while
+   * its relay is queued or unmined, 402 `reason: "pending"` with `Retry-After` (the same header later
+   * answers 200, once); a refused payment answers 402 with `reason` and moves no money.
    * @throws AppError 400 for a malformed challenge query (as {@link challenge}).
    */
   async paid(query: { to?: string; amount?: string; resource?: string }, header: string): Promise<X402HttpAnswer> {
     const terms = await this.terms(query);
     const requirements = await this.requirements(terms);
-    const refuse = (error: string, reason: string): X402HttpAnswer => ({
+    const refuse = (error: string, reason: string, headers: Record<string, string> = {}): X402HttpAnswer => ({
       status: 402,
-      headers: { 'Cache-Control': 'no-store' },
+      headers: { 'Cache-Control': 'no-store', ...headers },
       body: { x402Version: 2, error, reason, accepts: [requirements] },
     });
     let payload: PaymentPayload;
@@ -138,51 +187,43 @@ export class X402Service {
       return refuse('The payment header is not a base64 JSON x402 payment payload', 'invalid_payload');
     }
     if (payload.x402Version !== 2) return refuse(`x402 v1 payments need a named network; this chain is ${this.caip2}: pay with x402 v2 (PAYMENT-SIGNATURE)`, 'unsupported_version');
-    const claimed = (payload.payload as { authorization?: { from?: unknown; nonce?: unknown } }).authorization;
-    if (typeof claimed?.from === 'string' && typeof claimed.nonce === 'string') {
-      const used: unknown[] = await this.em().query(`SELECT 1 FROM x402_settlements WHERE payer = $1 AND nonce = $2`, [claimed.from.toLowerCase(), claimed.nonce.toLowerCase()]);
-      if (used.length) return refuse('This payment was already used: one payment buys one response', 'payment_already_used');
-    }
+    const shape = exactEip3009Payload(payload);
+    if (typeof shape === 'string') return refuse(shape, 'invalid_payload');
+    const { authorization: auth, signature } = shape;
+    const alreadyUsed = () => refuse('This payment was already used: one payment buys one response', 'payment_already_used');
+    const answer = async (step: X402Advance): Promise<X402HttpAnswer> => {
+      const row = step.row;
+      if (row.status === 'settled') {
+        if (!(await this.settlements.markAnswered(row.id))) return alreadyUsed();
+        const settlement = { success: true, transaction: row.tx_hash!, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
+        return {
+          status: 200,
+          headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader(settlement), 'Cache-Control': 'no-store' },
+          body: { paid: true, resource: terms.resource, payTo: terms.payTo, amount: formatAmount(terms.amount), settlement },
+        };
+      }
+      if (row.status === 'failed') return refuse(`The payment was not settled: its authorization ${row.error === 'cancelled' ? 'was cancelled' : 'expired unused'}`, 'settlement_failed');
+      if (step.refused) {
+        return refuse(`The payment could not be settled now (${step.refused}); its authorization stays valid until validBefore: retry the same header or let it expire`, 'settlement_failed');
+      }
+      return refuse('The payment is being settled on chain: retry the same header to receive the response', 'pending', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    };
+    const waitMs = this.config.env.X402_RECEIPT_WAIT_MS;
+    const resume = async (row: X402SettlementRow): Promise<X402HttpAnswer> => {
+      // The same header retried: same signed authorization for the same challenge terms; anything else is a replay.
+      if (row.signature !== signature || row.pay_to.toLowerCase() !== terms.payTo.toLowerCase() || BigInt(row.amount) !== terms.amount) return alreadyUsed();
+      if (row.status === 'settled' || row.status === 'failed') return answer({ row });
+      return answer(await this.settlements.advance(row.id, waitMs, 'request'));
+    };
+    const existing = await this.settlements.find(auth.from, auth.nonce);
+    if (existing) return resume(existing);
     const verified = await this.verifierScheme().verify(payload, requirements);
     if (!verified.isValid) return refuse(verified.invalidMessage ?? verified.invalidReason ?? 'The payment does not verify', verified.invalidReason ?? 'invalid_payment');
-    const auth = (payload.payload as { authorization: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }; signature: string }).authorization;
-    const signature = (payload.payload as { signature: string }).signature;
     await this.relayer.assertFunded(); // 503 unavailable before the reservation (DESIGN §18): nothing stored, nothing failed
-    const id = uuidv7();
-    const reserved: unknown[] = await this.em().query(
-      `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'reserved') ON CONFLICT (payer, nonce) DO NOTHING RETURNING id`,
-      [id, auth.from.toLowerCase(), auth.nonce.toLowerCase(), terms.payTo, terms.payeeHandle, auth.value, terms.resource],
-    );
-    if (reserved.length !== 1) return refuse('This payment was already used: one payment buys one response', 'payment_already_used');
-    try {
-      const data = this.chain.gateway.encodeTransferWithAuthorization({
-        from: auth.from,
-        to: auth.to,
-        value: BigInt(auth.value),
-        validAfter: BigInt(auth.validAfter),
-        validBefore: BigInt(auth.validBefore),
-        nonce: auth.nonce,
-        signature,
-      });
-      const relayed = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'x402', reference: id });
-      // Any hash the relay signed (fee bumps replace it), mined at the confirmation depth (DESIGN §18).
-      const receipt = await this.relayer.waitMined(relayed.relayTxId, 60_000);
-      if (!receipt || receipt.status !== 1) throw new ChainTxError(`x402 settlement ${relayed.txHash} reverted`, null, [], null, relayed.txHash);
-      const txHash = receipt.hash;
-      await this.em().query(`UPDATE x402_settlements SET status = 'settled', tx_hash = $2, updated_at = now() WHERE id = $1`, [id, txHash]);
-      const settlement = { success: true, transaction: txHash, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
-      return {
-        status: 200,
-        headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader(settlement), 'Cache-Control': 'no-store' },
-        body: { paid: true, resource: terms.resource, payTo: terms.payTo, amount: formatAmount(terms.amount), settlement },
-      };
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      this.logger.warn({ settlementId: id, error: message }, 'x402 settlement failed');
-      await this.em().query(`UPDATE x402_settlements SET status = 'failed', error = $2, updated_at = now() WHERE id = $1`, [id, message.slice(0, 500)]);
-      return refuse('The payment could not be settled on chain', 'settlement_failed');
-    }
+    const id = await this.settlements.reserve({ payer: auth.from, nonce: auth.nonce, to: terms.payTo, value: auth.value, validAfter: auth.validAfter, validBefore: auth.validBefore, signature, payeeHandle: terms.payeeHandle, resource: terms.resource });
+    if (!id) return resume((await this.settlements.find(auth.from, auth.nonce))!);
+    this.faults.hit('after_reserved');
+    return answer(await this.settlements.advance(id, waitMs, 'request', true));
   }
 
   /**
@@ -206,9 +247,16 @@ export class X402Service {
       if (terms.payTo.toLowerCase() !== String(requirement.payTo).toLowerCase() || terms.amount !== amount) {
         throw unsupported('it does not match the challenge it names (payTo or amount differ)');
       }
-      const payment = await this.payments.spend(principal, { to: terms.payeeHandle, amount: formatAmount(amount), mode: 'x402' }, key, { path: '/api/v1/x402/settle', extra: { resource } });
-      const dto = this.payments.toDto(payment);
-      return { payment: dto, settlement: { success: payment.status === 'submitted' || payment.status === 'succeeded', transaction: payment.txHash ?? payment.relayTxHashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress } };
+      let payment = await this.payments.spend(principal, { to: terms.payeeHandle, amount: formatAmount(amount), mode: 'x402' }, key, { path: '/api/v1/x402/settle', extra: { resource } });
+      // x402's `success: true` means the transfer is on chain (§18): a broadcast relay is waited for,
+      // bounded, at the confirmation depth; until then the answer is `success: false` with the payment submitted.
+      if (payment.status === 'submitted' && payment.authNonce && payment.relayTxHashes.length) {
+        const mined = await this.settlement.confirmUse(payment.fromAddress, payment.authNonce, payment.relayTxHashes, this.config.env.X402_RECEIPT_WAIT_MS);
+        if (mined) payment = (await this.payments.findForAgent(payment.agentId, payment.id)) ?? payment;
+      }
+      const success = payment.status === 'succeeded';
+      const settlement = { success, transaction: payment.txHash ?? payment.relayTxHashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress };
+      return { payment: this.payments.toDto(payment), settlement };
     }
     const payment = await this.payments.spend(principal, { to: String(requirement.payTo), amount: formatAmount(amount), mode: 'x402' }, key, {
       path: '/api/v1/x402/settle',

@@ -24,7 +24,7 @@ export class EscrowChainDto {
 }
 
 export class EscrowTermsMismatchDto {
-  @ApiProperty({ enum: ['amount', 'seller', 'inspectionWindow', 'escrowAttempt'], description: 'escrowAttempt: an escrow id the checkout no longer offers (a cancelled attempt)' }) field: 'amount' | 'seller' | 'inspectionWindow' | 'escrowAttempt';
+  @ApiProperty({ enum: ['amount', 'seller', 'inspectionWindow', 'escrowAttempt', 'buyer'], description: "escrowAttempt: an escrow id the checkout no longer offers (a cancelled attempt); buyer: an agent escrow's checkout funded by someone other than the agent's signer" }) field: 'amount' | 'seller' | 'inspectionWindow' | 'escrowAttempt' | 'buyer';
   @ApiProperty({ description: 'What the checkout and its organisation say (base units, address or seconds)' }) expected: string;
   @ApiProperty({ description: 'What the Funded event says' }) actual: string;
 }
