@@ -1293,10 +1293,10 @@ export interface components {
         };
         EscrowTermsMismatchDto: {
             /**
-             * @description escrowAttempt: an escrow id the checkout no longer offers (a cancelled attempt)
+             * @description escrowAttempt: an escrow id the checkout no longer offers (a cancelled attempt); buyer: an agent escrow's checkout funded by someone other than the agent's signer
              * @enum {string}
              */
-            field: "amount" | "seller" | "inspectionWindow" | "escrowAttempt";
+            field: "amount" | "seller" | "inspectionWindow" | "escrowAttempt" | "buyer";
             /** @description What the checkout and its organisation say (base units, address or seconds) */
             expected: string;
             /** @description What the Funded event says */
