@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 
-/** JSON with object keys sorted at every depth, so reordered keys give the same text. */
+/**
+ * The JSON Canonicalization Scheme (RFC 8785, the `canonicalize` package): object keys sorted at
+ * every depth, numbers and strings in ECMAScript form, so reordered keys give the same text.
+ * Properties whose value is undefined are left out; `undefined` itself is `null`.
+ */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  return canonicalize(value) ?? 'null';
 }
 
 export function sha256Hex(text: string): string {

@@ -1,6 +1,5 @@
 import type { InvoiceDto } from './dto/invoice.dto';
-
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+import escape from 'escape-html';
 
 /** The email of an invoice to its customer: subject, a plain part and an HTML part with the amount, due date and pay link. */
 export interface InvoiceEmailContent {

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import escape from 'escape-html';
 
-/** HTML-escapes text and attribute values (&, <, >, ", '). */
-export const escapeHtml = (s: string): string =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+/** HTML-escapes text and attribute values (&, <, >, ", ') with the `escape-html` package. */
+export const escapeHtml = (s: string): string => escape(s);
 
 /** Path of the bundled page script, relative to the checkout host. */
 export const SCRIPT_PATH = '/assets/pay.js';
