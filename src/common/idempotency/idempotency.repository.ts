@@ -71,7 +71,7 @@ export class IdempotencyRepository {
     const rows: unknown[] = await this.tx.query(
       `INSERT INTO idempotency_records
          (id, scope_hash, idempotency_key, organization_id, method, path, fingerprint, response_status, response_body, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(hours => $10))
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))
        ON CONFLICT (scope_hash, idempotency_key) DO UPDATE SET
          id = EXCLUDED.id, organization_id = EXCLUDED.organization_id, method = EXCLUDED.method, path = EXCLUDED.path,
          fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status,
@@ -88,10 +88,33 @@ export class IdempotencyRepository {
         record.fingerprint,
         record.responseStatus,
         JSON.stringify(record.responseBody ?? null),
-        ttlHours,
+        ttlHours * 3600,
       ],
     );
     if (rows.length !== 1) throw new Error(`idempotency record for key ${record.idempotencyKey} was not written: a live record exists`);
+  }
+
+  /**
+   * Stores an in-flight claim (see IdempotencyService, `after` work) living `leaseSeconds`; an
+   * expired record or claim under the key is replaced. Call under the key's advisory lock.
+   * @throws Error when a live record exists (a broken invariant, as {@link insert}).
+   */
+  async insertClaim(record: Omit<IdempotencyRecord, 'id' | 'createdAt' | 'expiresAt'>, leaseSeconds: number): Promise<void> {
+    await this.insert(record, leaseSeconds / 3600);
+  }
+
+  /** Replaces the claim of (scope, key) with its final outcome, living `ttlHours`. */
+  async finish(scopeHash: string, key: string, status: number, body: unknown, ttlHours: number): Promise<void> {
+    await this.tx.query(
+      `UPDATE idempotency_records SET response_status = $3, response_body = $4, expires_at = now() + make_interval(secs => $5)
+        WHERE scope_hash = $1 AND idempotency_key = $2`,
+      [scopeHash, key, status, JSON.stringify(body ?? null), ttlHours * 3600],
+    );
+  }
+
+  /** Deletes the in-flight claim of (scope, key), so a retry runs again (the claimed work failed without a storable outcome). */
+  async release(scopeHash: string, key: string): Promise<void> {
+    await this.tx.query(`DELETE FROM idempotency_records WHERE scope_hash = $1 AND idempotency_key = $2 AND response_status = 102`, [scopeHash, key]);
   }
 
   /** Deletes expired records; returns how many (run by the worker's reaper). */
