@@ -7,11 +7,8 @@ import { AppConfig } from '../config/app-config';
 /** Requests are counted in fixed one-minute windows. */
 const WINDOW_MS = 60_000;
 
-/** The IETF draft-ietf-httpapi-ratelimit-headers-10 fields of one counted request. */
-export interface RateLimitHeaders {
-  'RateLimit-Policy': string;
-  RateLimit: string;
-}
+/** The IETF draft-ietf-httpapi-ratelimit-headers-10 fields of one counted request (`RateLimit-Policy`, `RateLimit`). */
+export type RateLimitHeaders = Record<string, string>;
 
 /**
  * The per-credential rate limit (DESIGN §4, §17), the runner's first step for every transport: one
