@@ -225,7 +225,10 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     const asAgent = await clientFor(base, agent.key);
     const refused = (await asAgent.sendMessage(userMessage({ skill: 'create-checkout', amount: '25.00', description: 'Logo design' }))) as Task;
     expect(stateOf(refused)).toBe('TASK_STATE_FAILED');
-    expect(statusMeta(refused)).toMatchObject({ error: { code: 'forbidden', details: { reason: 'merchant_credential_required' } } });
+    // The kernel's one access check (scope before credential kind), as POST /checkout-sessions answers an agent key.
+    expect(statusMeta(refused)).toMatchObject({ error: { code: 'missing_scope', details: { required: ['checkout:write'] } } });
+    const viaRest = await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', agent.key).send({ amount: '25.00', description: 'Logo design' });
+    expect(viaRest.body).toMatchObject({ code: 'missing_scope', details: { required: ['checkout:write'] } });
 
     const text = await asAgent.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hello' }] } }));
     expect(Message.toJSON(text as Message)).toMatchObject({ role: 'ROLE_AGENT' });
