@@ -4,7 +4,7 @@ import { AppError } from '../../../common/errors/app-error';
 import { CheckoutService } from '../../checkout/checkout.service';
 import { EscrowService } from '../../escrow/escrow.service';
 import { PaymentsService } from '../../payments/payments.service';
-import { authorize } from '../../../kernel/access';
+import { accessRefusal, authorize } from '../../../kernel/access';
 import type { Access } from '../../../kernel/operation';
 import type { McpToolContext, ServiceTool } from '../mcp-tool';
 import { requireUuid } from './ids';
@@ -13,6 +13,8 @@ import { requireUuid } from './ids';
 const READ_PAYMENT: Access = { scopes: ['agent:pay', 'agent:balance:read'], kinds: ['agent'] };
 /** Who may read a checkout (GET /api/v1/checkout-sessions/{id}). */
 const READ_CHECKOUT: Access = { scopes: ['checkout:read'] };
+/** Who may see the checkout's escrow beside it (GET /api/v1/escrows/{id}). */
+const READ_ESCROW: Access = { scopes: ['escrow:read'] };
 
 /**
  * svc_get_payment_status: where a payment stands. `{paymentId}` → the agent's payment exactly as
@@ -47,7 +49,7 @@ export class PaymentStatusTool implements ServiceTool<{ checkoutSessionId?: stri
     if (!input.checkoutSessionId) throw AppError.invalidParam('checkoutSessionId', 'is required');
     authorize(p, READ_CHECKOUT);
     const session = await this.checkout.get(p, requireUuid(input.checkoutSessionId, 'checkout session'));
-    const escrow = session.escrowId && p.scopes.has('escrow:read') ? await this.escrows.get(p, session.escrowId).catch(() => null) : null;
+    const escrow = session.escrowId && !accessRefusal(p, READ_ESCROW) ? await this.escrows.get(p, session.escrowId).catch(() => null) : null;
     return { checkoutSession: session, status: session.status, escrow };
   }
 }
