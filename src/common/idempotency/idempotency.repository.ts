@@ -29,14 +29,17 @@ export class IdempotencyRepository {
    * takes its own snapshot, so the read still sees a twin's record committed before the lock was
    * granted. The values are inlined as SQL literals (pg's escapeLiteral; the scope is hex, the key
    * printable ASCII) because the simple protocol takes no parameters.
+   * With `wait` the lock is awaited instead (row-owned reservations: a twin's transaction is short
+   * and holds no network call, so waiting for it and then finding its row beats a 409).
    * @returns whether the lock was taken (false: a twin request is in flight) and, if so, the live
    *   record (null when there is none).
    */
-  async beginAndClaim(connection: RawConnection, scopeHash: string, key: string, savepoint: string): Promise<{ locked: boolean; record: StoredOutcome | null }> {
+  async beginAndClaim(connection: RawConnection, scopeHash: string, key: string, savepoint: string, wait = false): Promise<{ locked: boolean; record: StoredOutcome | null }> {
     if (!/^[a-z_]+$/.test(savepoint)) throw new Error(`beginAndClaim: bad savepoint name ${savepoint}`);
+    const lockId = `hashtextextended(${escapeLiteral(`${scopeHash}:${key}`)}, 0)`;
     const results = (await connection.query(
       `BEGIN;
-       SELECT pg_try_advisory_xact_lock(hashtextextended(${escapeLiteral(`${scopeHash}:${key}`)}, 0)) AS locked;
+       SELECT ${wait ? `pg_advisory_xact_lock(${lockId}) IS NULL` : `pg_try_advisory_xact_lock(${lockId})`} AS locked;
        SELECT fingerprint, response_status, response_body FROM idempotency_records
         WHERE scope_hash = ${escapeLiteral(scopeHash)} AND idempotency_key = ${escapeLiteral(key)} AND expires_at > now();
        SAVEPOINT ${savepoint}`,

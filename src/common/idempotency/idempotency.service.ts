@@ -176,7 +176,8 @@ export class IdempotencyService {
   /**
    * Row-owned work (see {@link RowOwnedWork}): the owned row → resumed and answered as a replay;
    * else a recorded refusal → replayed; else prepare, then the row reserved under the key's lock
-   * (a refusal recorded there), then resumed with no transaction open.
+   * (a refusal recorded there), then resumed with no transaction open. Twins wait for the lock
+   * (held only by a short transaction) and resume the row it reserved: no 409 for payments.
    */
   private async executeRowOwned(request: IdempotentRequest, work: RowOwnedWork<unknown>): Promise<IdempotentOutcome> {
     const scopeHash = sha256Hex([request.organizationId, ...request.scope].join('|'));
@@ -190,10 +191,12 @@ export class IdempotencyService {
         prepared = await work.prepare();
       } catch (err) {
         if (!isStorableError(err)) throw err;
-        return this.locked(request, scopeHash, () => Promise.reject(err));
+        return this.locked(request, scopeHash, () => Promise.reject(err), 'record', true);
       }
     }
-    const reserved = await this.locked(request, scopeHash, () => work.reserve(prepared), 'none');
+    // Waits for a twin's reservation (a short transaction, no network) instead of answering 409:
+    // the twin's row is then found under the lock and this call resumes it, as a replay.
+    const reserved = await this.locked(request, scopeHash, () => work.reserve(prepared), 'none', true);
     if (reserved.replayed || reserved.status >= 400) return reserved;
     const { row, fingerprint, created } = reserved.body as { row: unknown; fingerprint: string; created: boolean };
     return this.resumeOwned({ row, fingerprint }, request.fingerprint, work, !created);
@@ -227,7 +230,7 @@ export class IdempotencyService {
    * in-flight claim (the outcome comes later, {@link finishClaim}), `none` nothing (row-owned:
    * the row is the record). A storable refusal is always recorded.
    */
-  private locked(request: IdempotentRequest, scopeHash: string, run: () => Promise<unknown>, onSuccess: 'record' | 'claim' | 'none' = 'record'): Promise<IdempotentOutcome> {
+  private locked(request: IdempotentRequest, scopeHash: string, run: () => Promise<unknown>, onSuccess: 'record' | 'claim' | 'none' = 'record', wait = false): Promise<IdempotentOutcome> {
     const txHost = this.txHost as TxHost;
     const ttl = this.config.env.IDEMPOTENCY_TTL_HOURS;
     const base = {
@@ -242,7 +245,7 @@ export class IdempotencyService {
     // BEGIN, the lock, the record read and the handler's savepoint travel in one round trip; the
     // savepoint is never released: COMMIT releases it.
     const begin = async (connection: RawConnection) => {
-      claim = await this.records.beginAndClaim(connection, scopeHash, request.key, HANDLER_SAVEPOINT);
+      claim = await this.records.beginAndClaim(connection, scopeHash, request.key, HANDLER_SAVEPOINT, wait);
     };
     return txHost.withTransaction(Propagation.RequiresNew, { begin }, async () => {
       const { locked, record } = claim!;
