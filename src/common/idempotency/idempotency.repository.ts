@@ -39,7 +39,7 @@ export class IdempotencyRepository {
     const lockId = `hashtextextended(${escapeLiteral(`${scopeHash}:${key}`)}, 0)`;
     const results = (await connection.query(
       `BEGIN;
-       SELECT ${wait ? `pg_advisory_xact_lock(${lockId}) IS NULL` : `pg_try_advisory_xact_lock(${lockId})`} AS locked;
+       ${wait ? `SELECT true AS locked FROM pg_advisory_xact_lock(${lockId})` : `SELECT pg_try_advisory_xact_lock(${lockId}) AS locked`};
        SELECT fingerprint, response_status, response_body FROM idempotency_records
         WHERE scope_hash = ${escapeLiteral(scopeHash)} AND idempotency_key = ${escapeLiteral(key)} AND expires_at > now();
        SAVEPOINT ${savepoint}`,

@@ -20,7 +20,7 @@ export interface PaymentSubmittedResult {
 }
 
 /**
- * A2A payments (docs/architecture.md §14): a Payment `mode: "a2a"` through {@link PaymentsService.spend}
+ * A2A payments (docs/architecture.md §14): a Payment `mode: "a2a"` through PaymentsService.spendWork
  * (its refusal order, reservation under the agent row lock, recovery points and relayer), with the
  * A2A task id stored on the payment, UNIQUE per agent: one task, one payment.
  */
