@@ -15,6 +15,7 @@ import { CheckoutEscrowAttempts1795300060000 } from './1795300060000-CheckoutEsc
 import { TraceContext1795300072000 } from './1795300072000-TraceContext';
 import { RelayerReplacements1795300075000 } from './1795300075000-RelayerReplacements';
 import { X402Pending1795300073000 } from './1795300073000-X402Pending';
+import { PaymentTaskIdentity1795300070000 } from './1795300070000-PaymentTaskIdentity';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   TraceContext1795300072000,
   RelayerReplacements1795300075000,
   X402Pending1795300073000,
+  PaymentTaskIdentity1795300070000,
 ];

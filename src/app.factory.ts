@@ -1,4 +1,4 @@
-import { INestApplication, ValidationPipe } from '@nestjs/common';
+import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
@@ -14,6 +14,7 @@ import { AppError } from './common/errors/app-error';
 import { toAppError } from './common/errors/all-exceptions.filter';
 import { requestIdMiddleware, requestIdOf } from './common/errors/request-id';
 import { validationFields } from './common/validation/validation-errors';
+import { KernelValidationPipe } from './kernel/validate';
 
 export { validationFields };
 
@@ -92,17 +93,8 @@ export async function createApiApp(): Promise<NestExpressApplication> {
   app.set('etag', false);
   app.use(requestIdMiddleware);
   for (const parser of bodyParsers()) app.use(parser);
-  app.useGlobalPipes(
-    new ValidationPipe({
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      transform: true,
-      exceptionFactory: (errors) => {
-        const fields = validationFields(errors);
-        return new AppError('invalid_request', fields.map((f) => f.message).join('; ') || 'Invalid request', { fields });
-      },
-    }),
-  );
+  // Validation through the kernel's one validateInput (DESIGN §17), as MCP and A2A validate.
+  app.useGlobalPipes(new KernelValidationPipe());
   app.use(authorizationServerMetadataRouter(app.get(AppConfig).env));
   // MCP under the api port unless it has a listener of its own (createMcpApp, MCP_PORT).
   if (app.get(AppConfig).env.MCP_PORT === 0) app.use(mcpRouter(app));

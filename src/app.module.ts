@@ -1,14 +1,10 @@
 import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
-import { ThrottlerModule } from '@nestjs/throttler';
-import { AppConfig } from './config/app-config';
 import { AuthGuard, CredentialConfirmGuard } from './common/auth/auth.guard';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { IdempotencyInterceptor } from './common/idempotency/idempotency.interceptor';
-import { IdempotencyModule } from './common/idempotency/idempotency.module';
-import { AuthFailureLimiter } from './common/rate-limit/auth-failure.limiter';
 import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
-import { RateLimitStorageModule, RedisThrottlerStorage } from './common/rate-limit/redis-throttler.storage';
+import { KernelModule } from './kernel/kernel.module';
 import { CoreModule } from './core.module';
 import { PROCESS_SECRETS } from './config/secrets';
 import { CheckoutHttpModule } from './modules/checkout/checkout.http.module';
@@ -43,29 +39,7 @@ import { A2aHttpModule } from './modules/a2a/a2a.http.module';
 @Module({
   imports: [
     CoreModule.forProcess({ name: 'api', secrets: PROCESS_SECRETS.api }),
-    IdempotencyModule,
-    ThrottlerModule.forRootAsync({
-      imports: [RateLimitStorageModule],
-      inject: [AppConfig, RedisThrottlerStorage],
-      useFactory: (config: AppConfig, storage: RedisThrottlerStorage) => ({
-        throttlers: [
-          {
-            name: 'default',
-            ttl: 60_000,
-            limit: (ctx) =>
-              (ctx.switchToHttp().getRequest() as { principal?: unknown }).principal
-                ? config.env.RATE_LIMIT_PER_MINUTE
-                : config.env.RATE_LIMIT_PUBLIC_PER_MINUTE,
-          },
-        ],
-        storage,
-        setHeaders: false,
-        skipIf: (ctx) => {
-          const url = ctx.switchToHttp().getRequest<{ url?: string }>().url ?? '';
-          return url.startsWith('/health') || url === '/metrics';
-        },
-      }),
-    }),
+    KernelModule,
     HealthModule,
     OrgsModule,
     FeesHttpModule,
@@ -87,7 +61,6 @@ import { A2aHttpModule } from './modules/a2a/a2a.http.module';
     A2aHttpModule,
   ],
   providers: [
-    AuthFailureLimiter,
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: RateLimitGuard },
     { provide: APP_GUARD, useClass: CredentialConfirmGuard }, // after the rate limit: see AuthGuard

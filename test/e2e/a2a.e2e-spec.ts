@@ -103,8 +103,12 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     const paid = (await client.sendMessage(submit)) as Task;
     expect(paid.id).toBe(first.id);
     expect(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']).toContain(stateOf(paid));
-    const rows: Array<{ id: string; mode: string; task_id: string }> = await t.dataSource.query(`SELECT id, mode, task_id FROM payments WHERE agent_id = $1`, [agent.agentId]);
-    expect(rows).toEqual([{ id: expect.any(String), mode: 'a2a', task_id: first.id }]);
+    // The task is the payment's identity (DESIGN §14): no invented Idempotency-Key is stored.
+    const rows: Array<{ id: string; mode: string; task_id: string; idempotency_key: string | null }> = await t.dataSource.query(
+      `SELECT id, mode, task_id, idempotency_key FROM payments WHERE agent_id = $1`,
+      [agent.agentId],
+    );
+    expect(rows).toEqual([{ id: expect.any(String), mode: 'a2a', task_id: first.id, idempotency_key: null }]);
 
     await settleUntil(t, async () => (await paymentRows(t, agent.agentId))[0].status === 'succeeded');
     expect(await chain.usdcBalance(payee.address)).toBe(3_500_000n);
@@ -207,7 +211,7 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     expect(await paymentRows(t, agent.agentId)).toHaveLength(1);
   });
 
-  it('create-checkout: a merchant key gets a completed task with the session; an agent key gets a failed task (forbidden)', async () => {
+  it('create-checkout: a merchant key gets a completed task with the session; an agent key gets a failed task (missing_scope, as REST)', async () => {
     const org = await createOrg(t.app);
     const merchant = await clientFor(base, org.key);
     const made = (await merchant.sendMessage(userMessage({ skill: 'create-checkout', amount: '25.00', description: 'Logo design' }))) as Task;
@@ -225,7 +229,10 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     const asAgent = await clientFor(base, agent.key);
     const refused = (await asAgent.sendMessage(userMessage({ skill: 'create-checkout', amount: '25.00', description: 'Logo design' }))) as Task;
     expect(stateOf(refused)).toBe('TASK_STATE_FAILED');
-    expect(statusMeta(refused)).toMatchObject({ error: { code: 'forbidden', details: { reason: 'merchant_credential_required' } } });
+    // The kernel's one access check (scope before credential kind), as POST /checkout-sessions answers an agent key.
+    expect(statusMeta(refused)).toMatchObject({ error: { code: 'missing_scope', details: { required: ['checkout:write'] } } });
+    const viaRest = await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', agent.key).send({ amount: '25.00', description: 'Logo design' });
+    expect(viaRest.body).toMatchObject({ code: 'missing_scope', details: { required: ['checkout:write'] } });
 
     const text = await asAgent.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hello' }] } }));
     expect(Message.toJSON(text as Message)).toMatchObject({ role: 'ROLE_AGENT' });

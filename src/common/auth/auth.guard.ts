@@ -4,31 +4,16 @@ import type { Request, Response } from 'express';
 import { AppConfig } from '../../config/app-config';
 import { AppError } from '../errors/app-error';
 import { AuthFailureLimiter } from '../rate-limit/auth-failure.limiter';
-import { CredentialCache, CredentialRevocations, revocationHandle } from './credential-cache';
+import { accessRefusal } from '../../kernel/access';
+import { Authenticator, clientAddress } from '../../kernel/authenticator';
+import { CREDENTIAL_KINDS } from '../../kernel/http';
+import type { Access, CredentialKind } from '../../kernel/operation';
 import { AGENT_ONLY, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
-import { Principal, PrincipalResolver } from './principal';
+import type { Principal } from './principal';
 import type { Scope } from './scopes';
 import { digestsEqual, hashSecret } from './secrets';
 
-/**
- * Extracts the credential from `X-Api-Key` or `Authorization: Bearer` (docs/api.md Authentication 2).
- * @returns undefined when neither header is present.
- * @throws AppError unauthorized when Authorization is not a Bearer credential, or both headers are present and differ (docs/architecture.md §3).
- */
-export function extractCredential(req: Pick<Request, 'header'>): string | undefined {
-  const apiKey = req.header('x-api-key')?.trim();
-  const authorization = req.header('authorization');
-  let bearer: string | undefined;
-  if (authorization !== undefined) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!match) throw new AppError('unauthorized', 'Authorization header must be "Bearer <credential>"');
-    bearer = match[1];
-  }
-  if (apiKey !== undefined && bearer !== undefined && apiKey !== bearer) {
-    throw new AppError('unauthorized', 'X-Api-Key and Authorization carry different credentials');
-  }
-  return apiKey || bearer;
-}
+export { clientAddress, extractCredential } from '../../kernel/authenticator';
 
 /**
  * The one global guard (docs/architecture.md, Conventions 7): every route needs a valid credential unless marked
@@ -49,10 +34,8 @@ export class AuthGuard implements CanActivate {
 
   constructor(
     private readonly reflector: Reflector,
-    private readonly resolver: PrincipalResolver,
+    private readonly authenticator: Authenticator,
     private readonly limiter: AuthFailureLimiter,
-    private readonly cache: CredentialCache,
-    private readonly revocations: CredentialRevocations,
     config: AppConfig,
   ) {
     this.operatorDigest = hashSecret(config.secret('OPERATOR_TOKEN'));
@@ -72,23 +55,20 @@ export class AuthGuard implements CanActivate {
       }
       return true;
     }
-    const hit = this.cacheHit(req);
+    const hit = this.authenticator.cached(req);
     if (!hit) {
-      req.principal = await this.lookup(req);
+      req.principal = await this.authenticator.lookup(req);
       this.authorize(req.principal, targets);
       return true;
     }
     // A cached credential: its revocation marker and the address's allowance are checked in Redis,
     // but not awaited here. The rate-limit guard's command joins the same auto-pipelined round
     // trip, and CredentialConfirmGuard awaits the verdict before any interceptor or handler runs.
-    const verdict = settle(this.limiter.checkKnown(clientAddress(req), this.revocations.key(revocationHandle(hit.principal))));
     const confirm = async (): Promise<void> => {
-      const v = await verdict;
-      if ('error' in v) throw v.error;
-      if (v.value === 'known') return;
-      this.cache.evict(hit.digest);
-      req.principal = await this.lookup(req);
-      this.authorize(req.principal, targets);
+      const principal = await hit.confirm();
+      if (principal === hit.principal) return;
+      req.principal = principal;
+      this.authorize(principal, targets);
     };
     req.principal = hit.principal;
     try {
@@ -102,60 +82,16 @@ export class AuthGuard implements CanActivate {
   }
 
   /**
-   * Scope and agent-only checks of a route (docs/architecture.md §3).
+   * The route's access (RequireScopes / RequireAgentKey metadata) through the kernel's one check (DESIGN §3, §17).
    * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`).
    */
   private authorize(principal: Principal, targets: Parameters<Reflector['getAllAndOverride']>[1]): void {
-    const required = this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [];
-    if (required.length > 0 && !required.some((s) => principal.scopes.has(s))) {
-      throw new AppError('missing_scope', `This operation needs scope ${required.join(' or ')}`, {
-        required,
-        granted: principal.grantedScopes,
-      });
-    }
-    if (this.reflector.getAllAndOverride<boolean>(AGENT_ONLY, targets) && principal.kind !== 'agent') {
-      throw new AppError('forbidden', 'This operation needs an agent key', { reason: 'agent_key_required' });
-    }
-  }
-
-  /** The cached principal of the request's credential and its digest (hex), or undefined. Synchronous. */
-  private cacheHit(req: Request): { digest: string; principal: Principal } | undefined {
-    let secret: string | undefined;
-    try {
-      secret = extractCredential(req);
-    } catch {
-      return undefined; // the lookup path refuses it and counts the failure
-    }
-    if (!secret) return undefined;
-    const digest = hashSecret(secret).toString('hex');
-    const principal = this.cache.get(digest);
-    return principal ? { digest, principal } : undefined;
-  }
-
-  /**
-   * Resolves the credential in the database under a slot of the address's allowance, and caches it.
-   * @throws AppError 401 unauthorized (spends the allowance), 429 rate_limited.
-   */
-  private async lookup(req: Request): Promise<Principal> {
-    const attempt = await this.limiter.admit(clientAddress(req));
-    let principal: Principal | null;
-    let secret: string | undefined;
-    try {
-      secret = extractCredential(req);
-      if (!secret) throw new AppError('unauthorized', 'Missing credential: send X-Api-Key or Authorization: Bearer');
-      principal = await this.resolver.resolve(secret);
-    } catch (err) {
-      await attempt.settle(err instanceof AppError && err.code === 'unauthorized');
-      throw err;
-    }
-    if (!principal) {
-      await attempt.settle(true);
-      throw new AppError('unauthorized', 'Invalid or expired credential');
-    }
-    // Not awaited: the one Redis connection runs it before any later command of this address.
-    void attempt.settle(false).catch(() => undefined);
-    this.cache.set(hashSecret(secret!).toString('hex'), principal, principal.expiresAt);
-    return principal;
+    const access: Access = {
+      scopes: this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [],
+      kinds: this.reflector.getAllAndOverride<boolean>(AGENT_ONLY, targets) ? ['agent'] : this.reflector.getAllAndOverride<CredentialKind[] | undefined>(CREDENTIAL_KINDS, targets),
+    };
+    const refusal = accessRefusal(principal, access);
+    if (refusal) throw refusal;
   }
 
   /** `Authorization: Bearer <OPERATOR_TOKEN>`, compared in constant time over SHA-256 digests. */
@@ -169,22 +105,9 @@ export class AuthGuard implements CanActivate {
   }
 }
 
-/** The client address of `req` (X-Forwarded-For believed only from TRUSTED_PROXIES, via Express `trust proxy`). */
-export function clientAddress(req: Pick<Request, 'ip'>): string {
-  return req.ip ?? 'unknown';
-}
-
 /** Where AuthGuard leaves a cached credential's pending confirmation on the request. */
 const CONFIRM_CREDENTIAL = Symbol('confirmCredential');
 type PendingRequest = Request & { [CONFIRM_CREDENTIAL]?: () => Promise<void> };
-
-/** A promise turned into a value that never rejects, so a verdict nobody awaits (an earlier guard threw) raises no unhandled rejection. */
-function settle<T>(p: Promise<T>): Promise<{ value: T } | { error: unknown }> {
-  return p.then(
-    (value) => ({ value }),
-    (error: unknown) => ({ error }),
-  );
-}
 
 /**
  * The last global guard (after the rate limit): awaits the verdict on a cached credential that

@@ -5,8 +5,8 @@ import { from, lastValueFrom, mergeMap, Observable } from 'rxjs';
 import type { Principal } from '../auth/principal';
 import { AppError } from '../errors/app-error';
 import { canonicalJson, sha256Hex } from './fingerprint';
-import { IdempotencyService, IdempotentRequest, IdempotentWork, isStorableError, outcomeError } from './idempotency.service';
-import { IDEMPOTENT, IdempotentOptions, IdempotentSteps } from './idempotent.decorator';
+import { AnyIdempotentWork, IdempotencyService, IdempotentRequest, isRowOwned, isStorableError, outcomeError } from './idempotency.service';
+import { IDEMPOTENT, IdempotentOptions, IdempotentSteps, operationScope, runUnkeyed } from './idempotent.decorator';
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
 const REPLAYED = 'Idempotent-Replayed';
@@ -55,14 +55,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (!key) {
       if (options.required) throw new AppError('idempotency_required', 'This operation requires an Idempotency-Key header');
       if (!options.steps) return next.handle();
-      return next.handle().pipe(mergeMap((steps) => from(asSteps(steps).execute())));
+      return next.handle().pipe(mergeMap((steps) => from(runUnkeyed(asWork(steps)))));
     }
     const principal = req.principal;
     const path = `${req.baseUrl}${(req.route as { path?: string } | undefined)?.path ?? req.path}`;
     const { idempotencyKey: _omit, ...rest } = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
     const request: IdempotentRequest = {
       organizationId: principal.organizationId,
-      scope: [principal.actor, req.method, path],
+      scope: options.operation ? operationScope(principal, options.operation) : [principal.actor, req.method, path],
       key,
       fingerprint: sha256Hex(canonicalJson({ body: rest, params: req.params })),
       method: req.method,
@@ -72,7 +72,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   private async run(request: IdempotentRequest, options: IdempotentOptions, next: CallHandler, res: Response): Promise<unknown> {
-    const work: IdempotentWork<unknown, unknown> = options.steps
+    const work: AnyIdempotentWork = options.steps
       ? await this.stepsOf(next)
       : { run: () => lastValueFrom<unknown, undefined>(next.handle(), { defaultValue: undefined }) };
     const outcome = await this.idempotency.execute(request, work);
@@ -84,9 +84,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 
   /** Runs the handler (validation pipe, then the controller returning its steps); a storable refusal it throws becomes the outcome. */
-  private async stepsOf(next: CallHandler): Promise<IdempotentWork<unknown, unknown>> {
+  private async stepsOf(next: CallHandler): Promise<AnyIdempotentWork> {
     try {
-      return asSteps(await lastValueFrom(next.handle()));
+      return asWork(await lastValueFrom(next.handle()));
     } catch (err) {
       if (!isStorableError(err)) throw err;
       return { prepare: () => Promise.reject(err), run: () => Promise.reject(err) };
@@ -94,7 +94,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
   }
 }
 
-function asSteps(value: unknown): IdempotentSteps<unknown, unknown> {
+function asWork(value: unknown): AnyIdempotentWork {
   if (value instanceof IdempotentSteps) return value as IdempotentSteps<unknown, unknown>;
-  throw new Error('a route declared @Idempotent({ steps: true }) must return IdempotentSteps');
+  if (value && typeof value === 'object' && (isRowOwned(value) || typeof (value as { run?: unknown }).run === 'function')) return value as AnyIdempotentWork;
+  throw new Error('a route declared @Idempotent({ steps: true }) must return its work (IdempotentSteps, {prepare?, run, after?} or a row-owned work)');
 }

@@ -29,14 +29,17 @@ export class IdempotencyRepository {
    * takes its own snapshot, so the read still sees a twin's record committed before the lock was
    * granted. The values are inlined as SQL literals (pg's escapeLiteral; the scope is hex, the key
    * printable ASCII) because the simple protocol takes no parameters.
+   * With `wait` the lock is awaited instead (row-owned reservations: a twin's transaction is short
+   * and holds no network call, so waiting for it and then finding its row beats a 409).
    * @returns whether the lock was taken (false: a twin request is in flight) and, if so, the live
    *   record (null when there is none).
    */
-  async beginAndClaim(connection: RawConnection, scopeHash: string, key: string, savepoint: string): Promise<{ locked: boolean; record: StoredOutcome | null }> {
+  async beginAndClaim(connection: RawConnection, scopeHash: string, key: string, savepoint: string, wait = false): Promise<{ locked: boolean; record: StoredOutcome | null }> {
     if (!/^[a-z_]+$/.test(savepoint)) throw new Error(`beginAndClaim: bad savepoint name ${savepoint}`);
+    const lockId = `hashtextextended(${escapeLiteral(`${scopeHash}:${key}`)}, 0)`;
     const results = (await connection.query(
       `BEGIN;
-       SELECT pg_try_advisory_xact_lock(hashtextextended(${escapeLiteral(`${scopeHash}:${key}`)}, 0)) AS locked;
+       ${wait ? `SELECT true AS locked FROM pg_advisory_xact_lock(${lockId})` : `SELECT pg_try_advisory_xact_lock(${lockId}) AS locked`};
        SELECT fingerprint, response_status, response_body FROM idempotency_records
         WHERE scope_hash = ${escapeLiteral(scopeHash)} AND idempotency_key = ${escapeLiteral(key)} AND expires_at > now();
        SAVEPOINT ${savepoint}`,
@@ -71,7 +74,7 @@ export class IdempotencyRepository {
     const rows: unknown[] = await this.tx.query(
       `INSERT INTO idempotency_records
          (id, scope_hash, idempotency_key, organization_id, method, path, fingerprint, response_status, response_body, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(hours => $10))
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))
        ON CONFLICT (scope_hash, idempotency_key) DO UPDATE SET
          id = EXCLUDED.id, organization_id = EXCLUDED.organization_id, method = EXCLUDED.method, path = EXCLUDED.path,
          fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status,
@@ -88,10 +91,33 @@ export class IdempotencyRepository {
         record.fingerprint,
         record.responseStatus,
         JSON.stringify(record.responseBody ?? null),
-        ttlHours,
+        ttlHours * 3600,
       ],
     );
     if (rows.length !== 1) throw new Error(`idempotency record for key ${record.idempotencyKey} was not written: a live record exists`);
+  }
+
+  /**
+   * Stores an in-flight claim (see IdempotencyService, `after` work) living `leaseSeconds`; an
+   * expired record or claim under the key is replaced. Call under the key's advisory lock.
+   * @throws Error when a live record exists (a broken invariant, as {@link insert}).
+   */
+  async insertClaim(record: Omit<IdempotencyRecord, 'id' | 'createdAt' | 'expiresAt'>, leaseSeconds: number): Promise<void> {
+    await this.insert(record, leaseSeconds / 3600);
+  }
+
+  /** Replaces the claim of (scope, key) with its final outcome, living `ttlHours`. */
+  async finish(scopeHash: string, key: string, status: number, body: unknown, ttlHours: number): Promise<void> {
+    await this.tx.query(
+      `UPDATE idempotency_records SET response_status = $3, response_body = $4, expires_at = now() + make_interval(secs => $5)
+        WHERE scope_hash = $1 AND idempotency_key = $2`,
+      [scopeHash, key, status, JSON.stringify(body ?? null), ttlHours * 3600],
+    );
+  }
+
+  /** Deletes the in-flight claim of (scope, key), so a retry runs again (the claimed work failed without a storable outcome). */
+  async release(scopeHash: string, key: string): Promise<void> {
+    await this.tx.query(`DELETE FROM idempotency_records WHERE scope_hash = $1 AND idempotency_key = $2 AND response_status = 102`, [scopeHash, key]);
   }
 
   /** Deletes expired records; returns how many (run by the worker's reaper). */

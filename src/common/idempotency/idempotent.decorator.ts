@@ -1,7 +1,9 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { ApiConflictResponse, ApiHeader, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { ErrorBody } from '../errors/error-body';
-import type { IdempotentWork } from './idempotency.service';
+import type { Principal } from '../auth/principal';
+import { AppError } from '../errors/app-error';
+import { type AnyIdempotentWork, type IdempotentWork, isRowOwned } from './idempotency.service';
 
 export const IDEMPOTENT = 'idempotency:options';
 export interface IdempotentOptions {
@@ -13,6 +15,28 @@ export interface IdempotentOptions {
    * then `run` inside the key's locked transaction (docs/architecture.md §5).
    */
   steps?: boolean;
+  /**
+   * The declared operation the route runs (DESIGN §17): its key is then scoped to the operation
+   * ({@link operationScope}), not to the HTTP method and path, so the same key over REST, MCP and
+   * A2A finds the same record.
+   */
+  operation?: string;
+}
+
+/** What scopes a key of a declared operation: the principal, then the operation's name (DESIGN §5, §17). */
+export function operationScope(principal: Pick<Principal, 'actor'>, operation: string): string[] {
+  return [principal.actor, 'op', operation];
+}
+
+/**
+ * Runs `work` for a call without an Idempotency-Key: prepare → run → after, in order.
+ * @throws Error for row-owned work, which always has a key (its mode requires one).
+ */
+export async function runUnkeyed(work: AnyIdempotentWork): Promise<unknown> {
+  if (isRowOwned(work)) throw new AppError('idempotency_required', 'This operation requires an Idempotency-Key');
+  const prepared = work.prepare ? await work.prepare() : undefined;
+  const ran = await work.run(prepared);
+  return work.after ? work.after(ran) : ran;
 }
 
 /**

@@ -5,14 +5,13 @@ import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import type { PaymentDto } from '../payments/dto/payment.dto';
-import { PAYMENT_VALIDITY_SECONDS, PaymentsService } from '../payments/payments.service';
+import type { RowOwnedWork } from '../../common/idempotency/idempotency.service';
+import { mapOwned, PAYMENT_VALIDITY_SECONDS, PaymentsService } from '../payments/payments.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { A2A_RPC_PATH } from './a2a-card.service';
 import { paymentRequired, paymentStatus, PayTerms, TaskStatusJson, TERMINAL_STATES } from './a2a-task-status';
 import { A2aTasksService } from './a2a-tasks.service';
 
-/** The route payment-submitted's stored refusals are scoped to (docs/architecture.md §5). */
-export const PAYMENT_SUBMITTED_PATH = '/api/v1/a2a/payment-submitted';
 
 /** Result of payment-submitted: the payment as REST renders it and the task (A2A v1.0 JSON), when a taskId was given. */
 export interface PaymentSubmittedResult {
@@ -21,7 +20,7 @@ export interface PaymentSubmittedResult {
 }
 
 /**
- * A2A payments (docs/architecture.md §14): a Payment `mode: "a2a"` through {@link PaymentsService.spend}
+ * A2A payments (docs/architecture.md §14): a Payment `mode: "a2a"` through PaymentsService.spendWork
  * (its refusal order, reservation under the agent row lock, recovery points and relayer), with the
  * A2A task id stored on the payment, UNIQUE per agent: one task, one payment.
  */
@@ -36,50 +35,63 @@ export class A2aPaymentsService {
   ) {}
 
   /**
-   * Pays `terms` for `taskId` (null: no task) as the agent of `principal`, idempotent on `key` and on
-   * the task id. @returns the payment after its first relay attempt (usually `submitted`).
-   * @throws AppError as {@link PaymentsService.spend} (400 invalid amount/payee, idempotency_required,
-   *   403 refusals in docs/architecture.md §13 order, 422 idempotency_conflict: same key or same task,
-   *   other request).
+   * Pays `terms` as the agent of `principal` (operation `submit-a2a-payment`, row-owned: DESIGN §5,
+   * §14), idempotent on `key` and on the task id: the payment of task `taskId` (UNIQUE per agent,
+   * whatever key made it) is the one a retry owns; same terms → that payment, other terms → 422.
+   * The JSON-RPC pay skill has no Idempotency-Key: the task alone is its identity. Answers the
+   * payment after its first relay attempt (usually `submitted`).
+   * @throws AppError 400 (invalid amount, no key and no task); as the work's outcome the refusals of
+   *   PaymentsService.spendWork.
    */
-  async pay(principal: Principal, terms: PayTerms, key: string | undefined, taskId: string | null, path: string): Promise<PaymentDto> {
-    const payment = await this.payments.spend(principal, { to: terms.to, amount: terms.amount, mode: 'a2a' }, key, { path, ...(taskId ? { taskId } : {}) });
-    return this.payments.toDto(payment);
+  payWork(principal: Principal, terms: PayTerms, key: string | undefined, taskId: string | null): RowOwnedWork<unknown> {
+    const work = this.payments.spendWork(principal, { to: terms.to, amount: terms.amount, mode: 'a2a' }, key, taskId ? { taskId } : {});
+    return mapOwned(work, (p) => this.payments.toDto(p));
   }
 
   /**
-   * POST /api/v1/a2a/payment-submitted: pays `params.to` `params.amount` and, with a `taskId`, records
-   * the task (a2a-x402 state of the payment; Postgres, cached 24 h in Redis). A task the JSON-RPC
-   * endpoint created asking for other terms → 422 idempotency_conflict; a task that ended without a
-   * payment (failed, canceled) → 409 invalid_request (details.status).
-   * @throws AppError as {@link pay}.
+   * POST /api/v1/a2a/payment-submitted as row-owned work: pays `params.to` `params.amount` and, with
+   * a `taskId`, records the task (a2a-x402 state of the payment; Postgres, cached 24 h in Redis).
+   * Before a first payment, a task the JSON-RPC endpoint created asking for other terms → 422
+   * idempotency_conflict, a task that ended without a payment (failed, canceled) → 409
+   * invalid_request (details.status).
+   * @throws AppError as {@link payWork}.
    */
-  async submit(principal: Principal, params: { to: string; amount: string; taskId?: string }, key: string | undefined): Promise<PaymentSubmittedResult> {
+  submitWork(principal: Principal, params: { to: string; amount: string; taskId?: string }, key: string | undefined): RowOwnedWork<unknown> {
     const taskId = params.taskId ?? null;
-    const existing = taskId ? await this.tasks.loadJson(principal, taskId) : null;
-    const meta = existing?.metadata as { pay?: PayTerms; paymentId?: string } | undefined;
-    const state = (existing?.status as { state?: string } | undefined)?.state ?? '';
-    if (existing && TERMINAL_STATES.has(state) && !meta?.paymentId) {
-      throw AppError.invalidState('task', state, ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING']);
-    }
-    const asked = meta?.pay;
-    if (asked && !sameTerms(asked, params, this.config.maxAmountUnits)) {
-      throw new AppError('idempotency_conflict', `Task ${taskId} asked for ${asked.amount} to ${asked.to}`, { reason: 'task_mismatch', taskId, expected: asked }, 422);
-    }
-    const payment = await this.pay(principal, { to: params.to, amount: params.amount }, key, taskId, PAYMENT_SUBMITTED_PATH);
-    if (!taskId) return { payment, task: null };
-    const contextId = typeof existing?.contextId === 'string' ? existing.contextId : taskId;
-    const next = await this.statusFor(principal, taskId, contextId, payment);
-    const task = {
-      ...(existing ?? { artifacts: [], history: [] }),
-      id: taskId,
-      contextId,
-      status: next,
-      history: [...((existing?.history as unknown[] | undefined) ?? []), next.message],
-      metadata: { ...((existing?.metadata as Record<string, unknown> | undefined) ?? {}), skill: 'pay', pay: { to: payment.to, amount: payment.amount }, paymentId: payment.id },
+    const work = this.payWork(principal, { to: params.to, amount: params.amount }, key, taskId);
+    return {
+      ...work,
+      prepare: async () => {
+        const existing = taskId ? await this.tasks.loadJson(principal, taskId) : null;
+        const meta = existing?.metadata as { pay?: PayTerms; paymentId?: string } | undefined;
+        const state = (existing?.status as { state?: string } | undefined)?.state ?? '';
+        if (existing && TERMINAL_STATES.has(state) && !meta?.paymentId) {
+          throw AppError.invalidState('task', state, ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING']);
+        }
+        const asked = meta?.pay;
+        if (asked && !sameTerms(asked, params, this.config.maxAmountUnits)) {
+          throw new AppError('idempotency_conflict', `Task ${taskId} asked for ${asked.amount} to ${asked.to}`, { reason: 'task_mismatch', taskId, expected: asked }, 422);
+        }
+        return work.prepare ? work.prepare() : undefined;
+      },
+      resume: async (row) => {
+        const payment = (await work.resume(row)) as PaymentDto;
+        if (!taskId) return { payment, task: null };
+        const existing = await this.tasks.loadJson(principal, taskId);
+        const contextId = typeof existing?.contextId === 'string' ? existing.contextId : taskId;
+        const next = await this.statusFor(principal, taskId, contextId, payment);
+        const task = {
+          ...(existing ?? { artifacts: [], history: [] }),
+          id: taskId,
+          contextId,
+          status: next,
+          history: [...((existing?.history as unknown[] | undefined) ?? []), next.message],
+          metadata: { ...((existing?.metadata as Record<string, unknown> | undefined) ?? {}), skill: 'pay', pay: { to: payment.to, amount: payment.amount }, paymentId: payment.id },
+        };
+        await this.tasks.saveJson(principal, task, next.state);
+        return { payment, task } satisfies PaymentSubmittedResult;
+      },
     };
-    await this.tasks.saveJson(principal, task, next.state);
-    return { payment, task };
   }
 
   /**

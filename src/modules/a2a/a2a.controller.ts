@@ -13,18 +13,19 @@ import {
   ApiUnauthorizedResponse,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
-import { plainToInstance } from 'class-transformer';
-import { validate } from 'class-validator';
 import type { NextFunction, Request, Response } from 'express';
-import { CurrentPrincipal, Public, RequireAgentKey, RequireScopes } from '../../common/auth/auth.decorators';
+import { CurrentPrincipal, Public, RequireScopes } from '../../common/auth/auth.decorators';
 import type { Principal } from '../../common/auth/principal';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { validationFields } from '../../common/validation/validation-errors';
+import { AppError } from '../../common/errors/app-error';
+import { Runs } from '../../kernel/http';
+import { validateInput } from '../../kernel/validate';
 import { SPEND_REFUSALS } from '../payments/payments.controller';
 import { A2aCardService } from './a2a-card.service';
 import { JSON_RPC, JsonRpcError, JsonRpcExceptionFilter } from './a2a-jsonrpc.filter';
 import { A2aPaymentsService } from './a2a-payments.service';
 import { A2aRpcService } from './a2a-rpc.service';
+import { SUBMIT_A2A_PAYMENT } from './a2a.operations';
 import { A2A_RPC_BODY, JsonRpcErrorResponseDto, PaymentSubmittedParamsDto, PaymentSubmittedRequestDto, PaymentSubmittedResponseDto } from './dto/a2a.dto';
 
 const CARD_DOC = {
@@ -114,7 +115,6 @@ export class A2aRpcController {
       'Pays params.to params.amount as a Payment mode "a2a" under the agent policy (as POST /payments: reservation under the agent row lock, EIP-3009 by the session signer, relayer). ' +
       'params.taskId is stored on the payment, one payment per agent and task. Success: {jsonrpc, id, result: {payment, task}}. Errors: our HTTP status with {jsonrpc, id, error: {code, message, data}}, data = our error body.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: true, description: '1–128 printable ASCII characters; a retry returns the same payment' })
   @ApiBody({ type: PaymentSubmittedRequestDto })
   @ApiOkResponse({ type: PaymentSubmittedResponseDto })
   @ApiBadRequestResponse({
@@ -126,11 +126,11 @@ export class A2aRpcController {
   @ApiForbiddenResponse({ description: `JSON-RPC -32000 with data.code: ${SPEND_REFUSALS}`, type: JsonRpcErrorResponseDto })
   @ApiUnprocessableEntityResponse({ description: 'idempotency_conflict: this key or this taskId was used for a different payment (JSON-RPC -32000)', type: JsonRpcErrorResponseDto })
   @ApiTooManyRequestsResponse({ description: 'rate_limited', type: JsonRpcErrorResponseDto })
-  @RequireAgentKey('agent:pay')
-  async paymentSubmitted(@CurrentPrincipal() p: Principal, @Body() body: unknown, @Headers('idempotency-key') key?: string): Promise<PaymentSubmittedResponseDto> {
+  @Runs(SUBMIT_A2A_PAYMENT)
+  async paymentSubmitted(@CurrentPrincipal() p: Principal, @Body() body: unknown, @Headers('idempotency-key') key?: string) {
     const { id, params } = await readEnvelope(body);
-    const result = await this.payments.submit(p, { to: params.to, amount: params.amount, ...(params.taskId !== undefined ? { taskId: params.taskId } : {}) }, key);
-    return { jsonrpc: '2.0', id, result };
+    const work = this.payments.submitWork(p, { to: params.to, amount: params.amount, ...(params.taskId !== undefined ? { taskId: params.taskId } : {}) }, key);
+    return { ...work, resume: async (row: unknown) => ({ jsonrpc: '2.0', id, result: (await work.resume(row)) as PaymentSubmittedResponseDto['result'] }) };
   }
 }
 
@@ -151,10 +151,13 @@ async function readEnvelope(body: unknown): Promise<{ id: number | string; param
   if (b.method !== undefined && b.method !== 'payment-submitted') {
     throw new JsonRpcError(JSON_RPC.methodNotFound, 'method must be "payment-submitted" when present', { fields: [{ param: 'method', message: 'must be "payment-submitted"' }] });
   }
-  const params = plainToInstance(PaymentSubmittedParamsDto, b.params);
-  const errors = await validate(params, { whitelist: true, forbidNonWhitelisted: true });
-  if (errors.length > 0) {
-    const paramFields = validationFields(errors).map((f) => ({ ...f, param: `params.${f.param}` }));
+  let params: PaymentSubmittedParamsDto;
+  try {
+    params = await validateInput(PaymentSubmittedParamsDto, b.params);
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'invalid_request') throw err;
+    // The kernel's validation; JSON-RPC names the fields under `params` and answers -32602.
+    const paramFields = ((err.details?.fields ?? []) as Array<{ param: string; message: string }>).map((f) => ({ ...f, param: `params.${f.param}` }));
     throw new JsonRpcError(JSON_RPC.invalidParams, paramFields.map((f) => `${f.param}: ${f.message}`).join('; '), { fields: paramFields });
   }
   return { id: b.id as number | string, params };

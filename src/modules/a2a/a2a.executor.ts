@@ -1,20 +1,17 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Message, Task } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
-import { plainToInstance } from 'class-transformer';
-import { validate } from 'class-validator';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
-import { validationFields } from '../../common/validation/validation-errors';
-import { CheckoutService } from '../checkout/checkout.service';
-import { CreateCheckoutSessionDto } from '../checkout/dto/create-checkout-session.dto';
+import { authorize } from '../../kernel/access';
+import { Runner } from '../../kernel/runner';
+import type { CheckoutService } from '../checkout/checkout.service';
+import type { PaymentDto } from '../payments/dto/payment.dto';
 import { X402_EXTENSION_URI, X402_META } from './a2a-card.service';
 import { A2aPaymentsService } from './a2a-payments.service';
+import { A2aOperations } from './a2a.operations';
 import { agentMessage, errorStatus, PayTerms, status, TaskStatusJson } from './a2a-task-status';
 import { principalOf } from './a2a-tasks.service';
-
-/** The route the executor's payments scope stored refusals to. */
-const RPC_PATH = '/api/v1/a2a';
 
 /** What a message asks for, read from its first data part and metadata. */
 interface Intent {
@@ -29,13 +26,14 @@ interface Intent {
  * - `pay`: a data part `{to, amount}` → a task `input-required` with `x402.payment.status:
  *   payment-required` and the x402 requirements; a follow-up message on that task with
  *   `x402.payment.status: payment-submitted` (or the first message already carrying it) pays through
- *   PaymentsService as a Payment `mode: "a2a"` with the task id (idempotency key `a2a-task:<id>`, so
- *   a retried submit pays once) → `working` + `payment-submitted`, `completed` + `payment-completed`
+ *   the kernel's runner (operation `submit-a2a-payment`) as a Payment `mode: "a2a"` with the task
+ *   id, UNIQUE per agent (the task is the call's identity, so a retried submit pays once) → `working` + `payment-submitted`, `completed` + `payment-completed`
  *   once settled (read back by GetTask), or `failed` + `payment-failed` with our error body in
  *   `metadata.error`; `payment-rejected` cancels the task.
  * - `create-checkout`: a data part with the body of POST /checkout-sessions and `skill:
- *   "create-checkout"` → CheckoutService.create for a credential with checkout:write → a completed
- *   task with the session as an artifact; an agent key gets a failed task (403 forbidden in `error`).
+ *   "create-checkout"` → operation `create-checkout` (checkout:write, the REST DTO, through the runner)
+ *   → a completed task with the session as an artifact; a refusal (an agent key: 403 missing_scope,
+ *   as on REST) fails the task with our error body in `error`.
  * Anything else gets a message explaining the two forms. No streaming, no push notifications.
  */
 @Injectable()
@@ -44,7 +42,8 @@ export class A2aExecutor implements AgentExecutor {
 
   constructor(
     private readonly payments: A2aPaymentsService,
-    private readonly checkout: CheckoutService,
+    private readonly ops: A2aOperations,
+    private readonly runner: Runner,
   ) {}
 
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
@@ -71,8 +70,7 @@ export class A2aExecutor implements AgentExecutor {
     const publish = (s: TaskStatusJson, metadata: Record<string, unknown>) => bus.publish(AgentEvent.task(taskOf(ctx, s, metadata)));
     const asked = (ctx.task?.metadata as { pay?: PayTerms } | undefined)?.pay;
     try {
-      if (principal.kind !== 'agent') throw new AppError('forbidden', 'The pay skill needs an agent key', { reason: 'agent_key_required' });
-      if (!principal.scopes.has('agent:pay')) throw new AppError('missing_scope', 'The pay skill needs scope agent:pay', { required: ['agent:pay'], granted: principal.grantedScopes });
+      authorize(principal, this.ops.pay);
       let terms: PayTerms;
       if (asked) terms = asked;
       else {
@@ -96,7 +94,8 @@ export class A2aExecutor implements AgentExecutor {
         publish(status('TASK_STATE_INPUT_REQUIRED', ctx.taskId, ctx.contextId, { pay: terms }, { [X402_META.status]: 'payment-required' }, `Still waiting for payment-submitted.`), { skill: 'pay', pay: terms });
         return;
       }
-      const payment = await this.payments.pay(principal, terms, `a2a-task:${ctx.taskId}`, ctx.taskId, RPC_PATH);
+      const { body } = await this.runner.invoke(this.ops.pay, principal, { ...terms, taskId: ctx.taskId }, ctx.taskId);
+      const payment = body as PaymentDto;
       publish(await this.payments.statusFor(principal, ctx.taskId, ctx.contextId, payment), { skill: 'pay', pay: terms, paymentId: payment.id });
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
@@ -106,21 +105,10 @@ export class A2aExecutor implements AgentExecutor {
 
   private async createCheckout(principal: Principal, ctx: RequestContext, intent: Intent, bus: ExecutionEventBus): Promise<void> {
     const fail = (err: AppError) => bus.publish(AgentEvent.task(taskOf(ctx, errorStatus(ctx.taskId, ctx.contextId, err, false), { skill: 'create-checkout' })));
-    if (principal.kind === 'agent') {
-      return fail(new AppError('forbidden', 'create-checkout needs a merchant credential (bk_live_… or an OAuth token) with checkout:write; an agent key cannot create checkouts', { reason: 'merchant_credential_required' }));
-    }
-    if (!principal.scopes.has('checkout:write')) {
-      return fail(new AppError('missing_scope', 'create-checkout needs scope checkout:write', { required: ['checkout:write'], granted: principal.grantedScopes }));
-    }
     const { skill: _skill, ...body } = intent.data;
-    const dto = plainToInstance(CreateCheckoutSessionDto, body);
-    const errors = await validate(dto, { whitelist: true, forbidNonWhitelisted: true });
-    if (errors.length > 0) {
-      const fields = validationFields(errors);
-      return fail(new AppError('invalid_request', fields.map((f) => f.message).join('; '), { fields }));
-    }
     try {
-      const session = await this.checkout.create(principal, dto);
+      const { body: created } = await this.runner.invoke(this.ops.createCheckout, principal, body, undefined);
+      const session = created as Awaited<ReturnType<CheckoutService['create']>>;
       const s = status('TASK_STATE_COMPLETED', ctx.taskId, ctx.contextId, { checkoutSession: session }, {}, `Checkout ${session.id} created: ${session.payUrl}`);
       const task = taskOf(ctx, s, { skill: 'create-checkout', checkoutSessionId: session.id });
       task.artifacts = [

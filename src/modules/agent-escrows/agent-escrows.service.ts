@@ -5,11 +5,7 @@ import { Signature, type Wallet } from 'ethers';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
-import { canonicalJson, sha256Hex } from '../../common/idempotency/fingerprint';
-import { resolveIdempotencyKey } from '../../common/idempotency/idempotency.interceptor';
-import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
-import { AppConfig } from '../../config/app-config';
-import { TransactionHost, TxHost } from '../../database/transaction';
+import type { IdempotentWork, RowOwnedWork } from '../../common/idempotency/idempotency.service';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
@@ -17,12 +13,17 @@ import { checkoutEscrowKey } from '../checkout/checkout-escrow-key';
 import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { EscrowLedger } from '../escrow/escrow-ledger.service';
 import { ESCROW_ACTIONS } from '../escrow/escrow.state';
-import { PaymentModeHandler, PaymentRecord as Payment, PaymentsService, StoredAuthorization } from '../payments/payments.service';
+import { mapOwned, PaymentModeHandler, PaymentRecord as Payment, PaymentsService, StoredAuthorization } from '../payments/payments.service';
 import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
 import { AgentEscrowDto } from './dto/agent-escrow.dto';
 
 /** The agent's escrow actions (extension routes), each relayed as the signer's EscrowAction. */
 export type AgentEscrowAction = 'release' | 'dispute' | 'cancel';
+
+/** What an agent escrow action's checks hand to its chain step. */
+export interface PreparedAct {
+  escrowKey: string;
+}
 
 /**
  * Agent escrows (docs/architecture.md §13): a checkout session in the payee organisation whose escrow
@@ -41,9 +42,6 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     private readonly relayer: RelayerService,
     private readonly vault: SignerVault,
     private readonly agents: AgentSpendGate,
-    private readonly records: IdempotencyRepository,
-    private readonly txHost: TransactionHost,
-    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -51,17 +49,17 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
   }
 
   /**
-   * POST /agent-escrows: the same refusals and reservation as a payment, plus the checkout session
-   * (created in the reservation's transaction), then the signed funding relayed.
-   * @throws AppError as PaymentsService.create; 400 when `to` is not an organisation.
+   * POST /agent-escrows (operation `create-agent-escrow`, row-owned): the same refusals and
+   * reservation as a payment, plus the checkout session (created in the reservation's
+   * transaction), then the signed funding relayed. Run it through the idempotency service.
+   * @throws AppError as PaymentsService.payWork; 400 when `to` is not an organisation.
    */
-  async create(principal: Principal, body: { to: string; amount: string; description: string; escrowTemplateId?: string }, key: string | undefined): Promise<AgentEscrowDto> {
-    const payment = await this.payments.spend(principal, { to: body.to, amount: body.amount, mode: 'escrow' }, key, {
-      path: '/api/v1/agent-escrows',
+  createWork(principal: Principal, body: { to: string; amount: string; description: string; escrowTemplateId?: string }, key: string | undefined): RowOwnedWork<Payment> {
+    const work = this.payments.spendWork(principal, { to: body.to, amount: body.amount, mode: 'escrow' }, key, {
       organizationsOnly: true,
       extra: { description: body.description, escrowTemplateId: body.escrowTemplateId ?? 'custom' },
     });
-    return this.render(payment);
+    return mapOwned(work, (p) => this.render(p));
   }
 
   async get(principal: Principal, id: string): Promise<AgentEscrowDto> {
@@ -76,61 +74,55 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
   }
 
   /**
-   * release | dispute | cancel as the agent: checks (404 → confirm → agent refusals → state 409), then the
-   * signer signs an EscrowAction, the relayer submits `…BySig`, the API verifies the receipt (event `by` =
-   * the signer) and applies it through the escrow ledger. Idempotency-Key required; a retry returns the
-   * stored answer.
-   * @throws AppError 400 confirm_required / idempotency_required, 403 agent refusals, 404, 409 (state, or the contract refused).
+   * release | dispute | cancel as the agent (operations `<action>-agent-escrow`, key required), as
+   * work for the idempotency service: checks first (404 → confirm, then in `prepare` the agent
+   * refusals → state 409, recorded under the key), an in-flight claim committed under the key's
+   * lock, then with no transaction open the signer signs an EscrowAction, the relayer submits
+   * `…BySig`, the API verifies the receipt (event `by` = the signer) and applies it through the
+   * escrow ledger; the answer replaces the claim. So same-key twins relay once (DESIGN §5): they
+   * get 409 in flight, then the replay.
+   * @throws AppError 400 confirm_required, 404 (at once); 403 agent refusals, 409 (state, or the
+   *   contract refused) as the work's outcome.
    */
-  async act(principal: Principal, id: string, action: AgentEscrowAction, body: { confirm?: unknown }, headerKey: string | undefined): Promise<{ escrow: AgentEscrowDto; txHash: string }> {
-    const key = resolveIdempotencyKey(headerKey, undefined);
-    if (!key) throw new AppError('idempotency_required', `${action} moves or locks money: send an Idempotency-Key header`);
+  async actWork(principal: Principal, id: string, action: AgentEscrowAction, body: { confirm?: unknown }): Promise<IdempotentWork<PreparedAct, PreparedAct>> {
     const payment = await this.require(principal, id);
     const rule = ESCROW_ACTIONS[action];
     if (rule.confirm && body.confirm !== true) {
       throw new AppError('confirm_required', `${action} moves or locks money: send "confirm": true`, { fields: [{ param: 'confirm', message: 'must be true' }] });
     }
-    const scopeHash = sha256Hex([principal.organizationId, principal.actor, 'POST', `/api/v1/agent-escrows/:id/${action}`].join('|'));
-    const fingerprint = sha256Hex(canonicalJson({ id, action }));
-    const stored = { record: await this.records.find(scopeHash, key) };
-    if (stored.record) {
-      if (stored.record.fingerprint !== fingerprint) {
-        throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request', { reason: 'payload_mismatch' }, 422);
-      }
-      return stored.record.responseBody as { escrow: AgentEscrowDto; txHash: string };
-    }
-    const agent = await this.agents.find(principal.agentId!);
-    if (!agent) throw AppError.notFound('agent');
-    this.payments.checkAgent(agent);
-    const session = await this.checkout.findById(payment.checkoutSessionId!);
-    if (!session) throw AppError.notFound('agent escrow');
-    if (!(rule.from as readonly string[]).includes(session.status)) throw AppError.invalidState('escrow', session.status, rule.from);
-
-    const escrowKey = checkoutEscrowKey(session);
-    const signer = await this.vault.wallet(payment.agentId);
-    const gateway = this.escrowChain.gateway;
-    const signed = await gateway.signEscrowAction(signer, action as EscrowPartyAction, escrowKey, { now: await gateway.headTimestamp() });
-    let txHash: string;
-    let relayTxId: string;
-    try {
-      ({ txHash, relayTxId } = await this.relayer.relay({ to: gateway.escrowAddress, data: gateway.encodeActBySig(signed), purpose: `agent_escrow_${action}`, reference: payment.id }));
-    } catch (err) {
-      if (err instanceof RelayTimeoutError) throw new AppError('invalid_request', 'The relayer did not broadcast in time; retry with the same key', { reason: 'pending' }, 409);
-      if (err instanceof ChainTxError) throw new AppError('invalid_request', `The escrow contract refused ${action}: ${err.message}`, { reason: 'chain_refused', error: err.errorName }, 409);
-      throw err;
-    }
-    // Any hash the relay signed (a fee bump replaces the first; DESIGN §18).
-    txHash = (await this.relayer.waitMined(relayTxId, 120_000))?.hash ?? txHash;
-    const verified = await this.escrowChain.verify(txHash, escrowKey, rule.event, [payment.fromAddress]);
-    await this.ledger.apply(verified.event, verified.by);
-    const result = { escrow: await this.render(payment), txHash };
-    await this.tx(() =>
-      this.records.insert(
-        { scopeHash, idempotencyKey: key, fingerprint, organizationId: principal.organizationId, method: 'POST', path: `/api/v1/agent-escrows/:id/${action}`, responseStatus: 200, responseBody: result },
-        this.config.env.IDEMPOTENCY_TTL_HOURS,
-      ),
-    );
-    return result;
+    const check = async (): Promise<PreparedAct> => {
+      const agent = await this.agents.find(principal.agentId!);
+      if (!agent) throw AppError.notFound('agent');
+      this.payments.checkAgent(agent);
+      const session = await this.checkout.findById(payment.checkoutSessionId!);
+      if (!session) throw AppError.notFound('agent escrow');
+      if (!(rule.from as readonly string[]).includes(session.status)) throw AppError.invalidState('escrow', session.status, rule.from);
+      return { escrowKey: checkoutEscrowKey(session) };
+    };
+    return {
+      prepare: check,
+      // Under the key's lock: the state again, as it stands now (a twin may have finished meanwhile).
+      run: () => check(),
+      after: async ({ escrowKey }) => {
+        const signer = await this.vault.wallet(payment.agentId);
+        const gateway = this.escrowChain.gateway;
+        const signed = await gateway.signEscrowAction(signer, action as EscrowPartyAction, escrowKey, { now: await gateway.headTimestamp() });
+        let txHash: string;
+        let relayTxId: string;
+        try {
+          ({ txHash, relayTxId } = await this.relayer.relay({ to: gateway.escrowAddress, data: gateway.encodeActBySig(signed), purpose: `agent_escrow_${action}`, reference: payment.id }));
+        } catch (err) {
+          if (err instanceof RelayTimeoutError) throw new AppError('invalid_request', 'The relayer did not broadcast in time; retry with the same key', { reason: 'pending' }, 409);
+          if (err instanceof ChainTxError) throw new AppError('invalid_request', `The escrow contract refused ${action}: ${err.message}`, { reason: 'chain_refused', error: err.errorName }, 409);
+          throw err;
+        }
+        // Any hash the relay signed (a fee bump replaces the first; DESIGN §18), bounded.
+        txHash = (await this.relayer.waitMined(relayTxId, 120_000))?.hash ?? txHash;
+        const verified = await this.escrowChain.verify(txHash, escrowKey, rule.event, [payment.fromAddress]);
+        await this.ledger.apply(verified.event, verified.by);
+        return { escrow: await this.render(payment), txHash };
+      },
+    };
   }
 
   /**
@@ -214,9 +206,5 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
       createdAt: p.createdAt.toISOString(),
       updatedAt: p.updatedAt.toISOString(),
     };
-  }
-
-  private tx<T>(fn: () => Promise<T>): Promise<T> {
-    return (this.txHost as TxHost).withTransaction(fn);
   }
 }

@@ -1,15 +1,14 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import express, { NextFunction, Request, Response, Router } from 'express';
-import { clientAddress, extractCredential } from '../../common/auth/auth.guard';
-import { PrincipalResolver } from '../../common/auth/principal';
 import { SCOPES } from '../../common/auth/scopes';
 import { AppError } from '../../common/errors/app-error';
 import { toAppError } from '../../common/errors/all-exceptions.filter';
 import { requestIdOf } from '../../common/errors/request-id';
-import { AuthFailureLimiter } from '../../common/rate-limit/auth-failure.limiter';
 import { AppConfig } from '../../config/app-config';
 import { AUTHORIZATION_SERVER_METADATA, authorizationServerMetadata, oauthIssuer } from '../orgs/oauth-metadata';
+import { Authenticator, clientAddress } from '../../kernel/authenticator';
+import { RateLimiter } from '../../kernel/rate-limit';
 import { McpService } from './mcp.service';
 
 /** Where the MCP endpoint lives on its listener. */
@@ -21,15 +20,17 @@ const RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
  * server and transport per request, JSON responses), authenticated like REST (`X-Api-Key` or
  * `Authorization: Bearer` with any of the three credentials). Without a valid credential: 401 in
  * our error body with `WWW-Authenticate: Bearer resource_metadata="…"` (RFC 9728), whose document
- * names our client-credentials `/oauth/token` through RFC 8414 metadata; failed authentication
- * spends the client address's allowance as on REST (429 once spent). GET and DELETE answer
- * 405 (no sessions, no server-sent stream).
+ * names our client-credentials `/oauth/token` through RFC 8414 metadata. Authentication is the
+ * kernel's one {@link Authenticator} (failed attempts spend the client address's allowance, 429
+ * once spent) and every request counts toward the credential's rate limit as a REST request does
+ * (HTTP 429 rate_limited with Retry-After past RATE_LIMIT_PER_MINUTE, DESIGN §17). GET and DELETE
+ * answer 405 (no sessions, no server-sent stream).
  */
 export function mcpRouter(app: INestApplicationContext): Router {
   const config = app.get(AppConfig).env;
-  const principals = app.get(PrincipalResolver);
+  const authenticator = app.get(Authenticator);
+  const rateLimit = app.get(RateLimiter);
   const mcp = app.get(McpService);
-  const limiter = app.get(AuthFailureLimiter);
   const mcpBase = config.MCP_BASE_URL.replace(/\/$/, '');
   const apiBase = config.API_BASE_URL.replace(/\/$/, '');
   const resourceMetadataUrl = `${mcpBase}${RESOURCE_METADATA_PATH}${MCP_PATH}`;
@@ -63,22 +64,10 @@ export function mcpRouter(app: INestApplicationContext): Router {
 
   router.post(MCP_PATH, (req: Request, res: Response, next: NextFunction) => {
     void (async () => {
-      // The REST guard's order: a slot of the address's failed-authentication allowance first.
-      const attempt = await limiter.admit(clientAddress(req));
-      let principal;
-      try {
-        const secret = extractCredential(req);
-        if (!secret) throw new AppError('unauthorized', 'Missing credential: send X-Api-Key or Authorization: Bearer');
-        principal = await principals.resolve(secret);
-      } catch (err) {
-        await attempt.settle(err instanceof AppError && err.code === 'unauthorized');
-        throw err;
-      }
-      if (!principal) {
-        await attempt.settle(true);
-        throw new AppError('unauthorized', 'Invalid or expired credential');
-      }
-      void attempt.settle(false).catch(() => undefined);
+      // The kernel's entry steps, as on REST: the one authenticator (with the address's allowance of
+      // failed authentications), then the credential's rate limit, one count per request.
+      const principal = await authenticator.authenticate(req);
+      for (const [name, value] of Object.entries(await rateLimit.consume(principal, clientAddress(req)))) res.setHeader(name, value);
       const server = mcp.serverFor(principal, requestIdOf(req));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {

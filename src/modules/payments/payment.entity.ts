@@ -17,7 +17,8 @@ export class Payment {
   @PrimaryColumn('uuid') id: string;
   @Column('uuid', { name: 'agent_id' }) agentId: string;
   @Column('uuid', { name: 'organization_id' }) organizationId: string;
-  @Column({ name: 'idempotency_key' }) idempotencyKey: string;
+  /** Null only for an A2A payment identified by its task alone (the JSON-RPC pay skill). */
+  @Column('text', { name: 'idempotency_key', nullable: true }) idempotencyKey: string | null;
   @Column() fingerprint: string;
   @Column('text') status: PaymentStatus;
   @Column('text') mode: PaymentMode;

@@ -1,12 +1,14 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiForbiddenResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { CurrentPrincipal, RequireAgentKey } from '../../common/auth/auth.decorators';
 import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
+import { Runs } from '../../kernel/http';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { CreatePaymentDto, PaymentDto, PaymentListDto, PaymentListQueryDto } from './dto/payment.dto';
 import type { PaymentStatus } from './payment.entity';
+import { PAY } from './payments.operations';
 import { PaymentsService } from './payments.service';
 
 const paymentId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('payment') });
@@ -24,21 +26,20 @@ export class PaymentsController {
 
   @Post()
   @HttpCode(200)
-  @RequireAgentKey('agent:pay')
+  @Runs(PAY)
   @ApiOperation({
     summary: 'Pay a merchant handle or agent slug in USDC under the agent policy',
     description:
       'Reserves the amount under the agent row lock, then the session signer signs one EIP-3009 transferWithAuthorization and the relayer broadcasts it. ' +
       'Answers once broadcast (status submitted; pending if the relayer could not broadcast yet). succeeded when the authorization is used on chain.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: true, description: '1–128 printable ASCII characters; a retry resumes the same payment with the same authorization' })
   @ApiOkResponse({ type: PaymentDto })
   @ApiBadRequestResponse({ description: 'idempotency_required; invalid_request (amount 0, negative, > 6 decimals, > MAX_AMOUNT; unknown payee; no payout address)', type: ErrorBody })
   @ApiForbiddenResponse({ description: SPEND_REFUSALS, type: ErrorBody })
   @ApiUnprocessableEntityResponse({ description: 'idempotency_conflict: this key was used for a different payment', type: ErrorBody })
   @ApiStandardErrors()
-  create(@CurrentPrincipal() p: Principal, @Body() body: CreatePaymentDto, @Headers('idempotency-key') key?: string): Promise<PaymentDto> {
-    return this.payments.create(p, { to: body.to, amount: body.amount }, key);
+  create(@CurrentPrincipal() p: Principal, @Body() body: CreatePaymentDto, @Headers('idempotency-key') key?: string) {
+    return this.payments.payWork(p, { to: body.to, amount: body.amount }, key);
   }
 
   @Get()

@@ -7,9 +7,8 @@ import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { canonicalJson, sha256Hex } from '../../common/idempotency/fingerprint';
-import { IdempotencyRepository } from '../../common/idempotency/idempotency.repository';
+import type { RowOwnedWork } from '../../common/idempotency/idempotency.service';
 import { VerificationService } from '../verification/verification.service';
-import { resolveIdempotencyKey } from '../../common/idempotency/idempotency.interceptor';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { evaluatePolicy, policyWindows } from '../agents/agent-policy';
@@ -108,7 +107,6 @@ export class PaymentsService {
     private readonly vault: SignerVault,
     private readonly chain: ChainAccess,
     private readonly relayer: RelayerService,
-    private readonly records: IdempotencyRepository,
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
     private readonly faults: PaymentFaults,
@@ -125,131 +123,129 @@ export class PaymentsService {
   }
 
   /**
-   * POST /payments: validates, refuses or reserves, then signs and relays; answers once broadcast
-   * (`submitted`), or `pending` when the relayer could not broadcast yet (the sweep resumes it).
-   * @throws AppError 400 (idempotency_required, invalid amount, unknown payee, no payout address),
-   *   403 in the refusal order with `details`, 422 idempotency_conflict (same key, other request).
+   * POST /payments (operation `pay`, row-owned, DESIGN §5, §17): validates, refuses or reserves,
+   * then signs and relays; answers once broadcast (`submitted`), or `pending` when the relayer could
+   * not broadcast yet (the sweep resumes it). Run it through the idempotency service.
+   * @throws AppError 400 (invalid amount; at run: unknown payee, no payout address), 403 in the
+   *   refusal order with `details`, 422 idempotency_conflict (same key, other request).
    */
-  async create(principal: Principal, input: SpendInput, headerKey: string | undefined): Promise<PaymentDto> {
-    return this.toDto(await this.spend(principal, { ...input, mode: 'instant' }, headerKey, { path: '/api/v1/payments' }));
+  payWork(principal: Principal, input: SpendInput, key: string | undefined): RowOwnedWork<Payment> {
+    return mapOwned(this.spendWork(principal, { ...input, mode: 'instant' }, key, {}), (p) => this.toDto(p));
   }
 
   /**
-   * The whole spend of any mode: idempotency by (agent, key), refusals and reservation under the agent
-   * row lock, then {@link resume}. `opts.path` scopes stored refusals; `opts.extra` reaches the mode's
-   * onReserved hook and the fingerprint; `opts.organizationsOnly` refuses agent payees (agent escrows);
-   * `opts.taskId` (A2A) stores the task id on the payment, which is UNIQUE per agent: a payment already
-   * made for that task (under any key) is returned when the request matches it, else 422.
-   * @returns the payment after resuming.
-   * @throws AppError as {@link create}.
+   * The whole spend of any mode as row-owned work (DESIGN §5): the payment row with
+   * UNIQUE(agent_id, idempotency_key) is the record; refusals are recorded by the idempotency
+   * service under the key's lock. `prepare` resolves the payee and reads the signer's balance (no
+   * transaction open); `reserve` runs the refusals and the reservation under the agent row lock;
+   * `resume` signs and relays ({@link resume}). `opts.extra` reaches the mode's onReserved hook and
+   * the fingerprint; `opts.organizationsOnly` refuses agent payees (agent escrows); `opts.taskId`
+   * (A2A) stores the task id on the payment, which is UNIQUE per agent: a payment already made for
+   * that task (under any key, or none) is the one this call owns, so the same terms return it and
+   * others get 422.
+   * @throws AppError 400 idempotency_required (no key and no task), invalid amount.
    */
-  async spend(
+  spendWork(
     principal: Principal,
     input: SpendInput,
-    headerKey: string | undefined,
-    opts: { path: string; extra?: Record<string, unknown>; organizationsOnly?: boolean; taskId?: string; payToAddress?: boolean },
-  ): Promise<Payment> {
+    key: string | undefined,
+    opts: { extra?: Record<string, unknown>; organizationsOnly?: boolean; taskId?: string; payToAddress?: boolean },
+  ): RowOwnedWork<Payment> {
     const agentId = principal.agentId!;
     const mode = input.mode ?? 'instant';
-    const key = resolveIdempotencyKey(headerKey, undefined);
-    if (!key) throw new AppError('idempotency_required', `POST ${opts.path} requires an Idempotency-Key header`);
-    const amount = this.parse(input.amount);
     const taskId = opts.taskId ?? null;
+    if (!key && !taskId) throw new AppError('idempotency_required', 'This payment requires an Idempotency-Key');
+    const amount = this.parse(input.amount);
     const fingerprint = sha256Hex(canonicalJson({ to: input.to.toLowerCase(), amount: amount.toString(), mode, ...(opts.extra ?? {}), ...(taskId ? { taskId } : {}) }));
-    const scopeHash = sha256Hex([principal.organizationId, principal.actor, 'POST', opts.path].join('|'));
-
-    const existing = await this.repo.findByKey(agentId, key);
-    if (existing) return this.replay(existing, fingerprint);
-    const forTask = taskId ? await this.repo.findByTask(agentId, taskId) : null;
-    if (forTask) return this.replay(forTask, fingerprint);
-    const stored = { record: await this.records.find(scopeHash, key) };
-    if (stored.record) {
-      if (stored.record.fingerprint !== fingerprint) throw conflict();
-      const body = stored.record.responseBody as { error: string; code: AppError['code']; details?: Record<string, unknown> };
-      throw new AppError(body.code, body.error, body.details, stored.record.responseStatus);
-    }
-
-    // x402 for another server (docs/architecture.md §14): the payee is the challenge's raw payTo address.
-    const payee = opts.payToAddress ? addressPayee(input.to) : await this.resolvePayee(input.to);
-    if (opts.organizationsOnly && payee.kind !== 'organization') {
-      throw AppError.invalidParam('to', 'must be an organisation handle (agent escrows pay organisations)', { reason: 'not_an_organization' });
-    }
-    const agent = await this.agents.find(agentId);
-    if (!agent) throw AppError.notFound('agent');
-    this.checkAgent(agent);
-    // Read before the transaction (no RPC while it is open); exact once combined with the usage under the lock.
-    const signerBalance = await this.agents.signerBalance(agent.signerAddress!);
-    // A relayer without gas money refuses before the payment exists (DESIGN §18): a 503 never leaves a
-    // payment behind that the sweep would still send.
-    if (!holdsAuthorization({ mode, toHandle: opts.payToAddress ? input.to : '' })) await this.relayer.assertFunded();
-
-    let outcome: { payment: Payment; created: boolean };
-    try {
-      outcome = await this.tx(async () => {
-        const locked = (await this.agents.lock(agentId))!;
-        const twin = (await this.repo.findByKey(agentId, key)) ?? (taskId ? await this.repo.findByTask(agentId, taskId) : null);
-        if (twin) return { payment: twin, created: false };
-        this.checkAgent(locked);
-        await this.organizationGate(locked.organizationId);
-        const now = new Date();
-        // Mandate mode (docs/architecture.md §14): the covering active mandate expiring first, its usage
-        // summed under this same agent row lock (§13), so concurrent spends never exceed totalAmount.
-        let mandateId: string | null = null;
-        if (locked.policy?.mode === 'mandate') {
-          mandateId = await this.mandates.cover(agentId, { handle: payee.handle, address: payee.address! }, amount, now);
-          if (!mandateId) {
-            throw new AppError('mandate_required', 'This agent pays only under an active mandate covering the payee and amount', { mode: 'mandate', to: payee.handle, requested: formatAmount(amount) });
-          }
+    const owned = async (): Promise<Payment | null> => (key ? await this.repo.findByKey(agentId, key) : null) ?? (taskId ? await this.repo.findByTask(agentId, taskId) : null);
+    let created = false;
+    return {
+      fingerprint,
+      owned: async () => {
+        const p = await owned();
+        return p ? { row: p, fingerprint: p.fingerprint } : null;
+      },
+      prepare: async () => {
+        // x402 for another server (docs/architecture.md §14): the payee is the challenge's raw payTo address.
+        const payee = opts.payToAddress ? addressPayee(input.to) : await this.resolvePayee(input.to);
+        if (opts.organizationsOnly && payee.kind !== 'organization') {
+          throw AppError.invalidParam('to', 'must be an organisation handle (agent escrows pay organisations)', { reason: 'not_an_organization' });
         }
-        const { dayStart, monthStart } = policyWindows(now);
-        const usage = await this.agents.usage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? []);
-        const onChain = signerBalance.onChain;
-        const refusal = evaluatePolicy(locked.policy, {
-          amount,
-          toHandle: payee.handle,
-          toAddress: payee.address!,
-          now,
-          usedToday: usage.usedToday,
-          usedThisMonth: usage.usedThisMonth,
-          available: onChain > usage.open ? onChain - usage.open : 0n,
-        });
-        if (refusal) throw new AppError('policy_denied', refusal.message, refusal.details);
-        const payment = Object.assign(new Payment(), {
-          id: uuidv7(),
-          agentId,
-          organizationId: locked.organizationId,
-          idempotencyKey: key,
-          fingerprint,
-          status: 'pending' as PaymentStatus,
-          mode,
-          toHandle: payee.handle,
-          toAddress: payee.address!,
-          fromAddress: locked.signerAddress!,
-          amount,
-          fee: 0n,
-          authNonce: null,
-          authValidBefore: null,
-          authSignature: null,
-          relayTxHashes: [],
-          txHash: null,
-          mandateId,
-          taskId,
-          checkoutSessionId: null,
-          failureReason: null,
-          createdAt: now,
-          updatedAt: now,
-        });
-        await this.repo.insert(payment);
-        await this.modes.get(mode)?.onReserved?.(payment, opts.extra ?? {});
-        return { payment, created: true };
-      });
-    } catch (err) {
-      if (err instanceof AppError && err.status === 403) await this.storeRefusal(principal, scopeHash, key, fingerprint, err);
-      throw err;
-    }
-    if (!outcome.created) return this.replay(outcome.payment, fingerprint);
-    this.faults.hit('after_reserve');
-    return this.resume(outcome.payment);
+        const agent = await this.agents.find(agentId);
+        if (!agent) throw AppError.notFound('agent');
+        this.checkAgent(agent);
+        // A relayer without gas money refuses before the payment exists (DESIGN §18): a 503 never leaves a
+        // payment behind that the sweep would still send.
+        if (!holdsAuthorization({ mode, toHandle: opts.payToAddress ? input.to : '' })) await this.relayer.assertFunded();
+        // Read before the transaction (no RPC while it is open); exact once combined with the usage under the lock.
+        return { payee, signerBalance: await this.agents.signerBalance(agent.signerAddress!) };
+      },
+      reserve: (prepared) =>
+        this.tx(async () => {
+          const { payee, signerBalance } = prepared as { payee: PayeeTarget & { address: string }; signerBalance: Awaited<ReturnType<AgentSpendGate['signerBalance']>> };
+          const locked = (await this.agents.lock(agentId))!;
+          const twin = await owned();
+          if (twin) return { row: twin, fingerprint: twin.fingerprint, created: false };
+          this.checkAgent(locked);
+          await this.organizationGate(locked.organizationId);
+          const now = new Date();
+          // Mandate mode (docs/architecture.md §14): the covering active mandate expiring first, its usage
+          // summed under this same agent row lock (§13), so concurrent spends never exceed totalAmount.
+          let mandateId: string | null = null;
+          if (locked.policy?.mode === 'mandate') {
+            mandateId = await this.mandates.cover(agentId, { handle: payee.handle, address: payee.address }, amount, now);
+            if (!mandateId) {
+              throw new AppError('mandate_required', 'This agent pays only under an active mandate covering the payee and amount', { mode: 'mandate', to: payee.handle, requested: formatAmount(amount) });
+            }
+          }
+          const { dayStart, monthStart } = policyWindows(now);
+          const usage = await this.agents.usage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? []);
+          const onChain = signerBalance.onChain;
+          const refusal = evaluatePolicy(locked.policy, {
+            amount,
+            toHandle: payee.handle,
+            toAddress: payee.address,
+            now,
+            usedToday: usage.usedToday,
+            usedThisMonth: usage.usedThisMonth,
+            available: onChain > usage.open ? onChain - usage.open : 0n,
+          });
+          if (refusal) throw new AppError('policy_denied', refusal.message, refusal.details);
+          const payment = Object.assign(new Payment(), {
+            id: uuidv7(),
+            agentId,
+            organizationId: locked.organizationId,
+            idempotencyKey: key ?? null,
+            fingerprint,
+            status: 'pending' as PaymentStatus,
+            mode,
+            toHandle: payee.handle,
+            toAddress: payee.address,
+            fromAddress: locked.signerAddress!,
+            amount,
+            fee: 0n,
+            authNonce: null,
+            authValidBefore: null,
+            authSignature: null,
+            relayTxHashes: [],
+            txHash: null,
+            mandateId,
+            taskId,
+            checkoutSessionId: null,
+            failureReason: null,
+            createdAt: now,
+            updatedAt: now,
+          });
+          await this.repo.insert(payment);
+          await this.modes.get(mode)?.onReserved?.(payment, opts.extra ?? {});
+          created = true;
+          return { row: payment, fingerprint, created: true };
+        }),
+      resume: (payment) => {
+        if (created) this.faults.hit('after_reserve');
+        return this.resume(payment);
+      },
+    };
   }
 
   /** Links a payment to its agent escrow's checkout session; call from a mode's onReserved hook. */
@@ -381,11 +377,6 @@ export class PaymentsService {
     await this.tx(() => this.repo.touch(p.id));
   }
 
-  private async replay(p: Payment, fingerprint: string): Promise<Payment> {
-    if (p.fingerprint !== fingerprint) throw conflict();
-    return this.resume(p);
-  }
-
   private parse(text: string): bigint {
     try {
       return parseAmount(text, this.config.maxAmountUnits);
@@ -421,16 +412,6 @@ export class PaymentsService {
     return this.verification.assertNotRejected(organizationId);
   }
 
-  private async storeRefusal(principal: Principal, scopeHash: string, key: string, fingerprint: string, err: AppError): Promise<void> {
-    const body = { error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) };
-    await this.tx(() =>
-      this.records.insert(
-        { scopeHash, idempotencyKey: key, fingerprint, organizationId: principal.organizationId, method: 'POST', path: '/api/v1/payments', responseStatus: err.status, responseBody: body },
-        this.config.env.IDEMPOTENCY_TTL_HOURS,
-      ),
-    );
-  }
-
   toDto(p: Payment): PaymentDto {
     return {
       id: p.id,
@@ -450,6 +431,7 @@ export class PaymentsService {
   }
 }
 
-function conflict(): AppError {
-  return new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request', { reason: 'payload_mismatch' }, 422);
+/** `work` with its answer rendered by `render` (the payment as a route or tool shows it). */
+export function mapOwned<Row, Out>(work: RowOwnedWork<Row>, render: (row: Row) => Out | Promise<Out>): RowOwnedWork<Row> {
+  return { ...work, resume: async (row) => render((await work.resume(row)) as Row) };
 }

@@ -2,7 +2,7 @@ import { Body, Controller, Get, Headers, HttpCode, Module, Post, Query, Res } fr
 import { ApiBody, ApiExtraModels, ApiForbiddenResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiPaymentRequiredResponse, ApiProperty, ApiPropertyOptional, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { IsOptional, IsString, MaxLength } from 'class-validator';
 import type { Response } from 'express';
-import { CurrentPrincipal, Public, RequireAgentKey } from '../../common/auth/auth.decorators';
+import { CurrentPrincipal, Public } from '../../common/auth/auth.decorators';
 import type { Principal } from '../../common/auth/principal';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
@@ -11,7 +11,16 @@ import { PaymentsModule } from '../payments/payments.module';
 import { RelayerModule } from '../relayer/relayer.module';
 import { SPEND_REFUSALS } from '../payments/payments.controller';
 import { X402Module } from './x402.module';
+import { Runs } from '../../kernel/http';
+import type { OperationSpec } from '../../kernel/operation';
 import { X402Service } from './x402.service';
+
+/**
+ * `settle-x402` (POST /x402/settle; DESIGN §14, §17): an agent pays an x402 challenge under its
+ * policy. Agent keys with agent:pay; row-owned (the payment, mode x402, is the record). The body
+ * is read by the service (one v1 `accepts` entry, or `{paymentRequired}`), not a DTO.
+ */
+export const SETTLE_X402: OperationSpec<Record<string, unknown>> = { name: 'settle-x402', scopes: ['agent:pay'], kinds: ['agent'], idempotency: 'row-owned' };
 
 /** Query of GET /x402/challenge: all optional (docs/architecture.md §14). */
 export class X402ChallengeQueryDto {
@@ -91,14 +100,13 @@ export class X402Controller {
 
   @Post('settle')
   @HttpCode(200)
-  @RequireAgentKey('agent:pay')
+  @Runs(SETTLE_X402)
   @ApiOperation({
     summary: 'Pay an x402 challenge under the agent policy (Payment mode x402)',
     description:
       'Body: one v1 `accepts` entry as it is, or `{paymentRequired: "<PAYMENT-REQUIRED value>"}`. Only scheme exact, this network and our USDC are signed ' +
       '(400 details.reason unsupported_requirement). Our own challenges are settled on chain → {payment, settlement}; another server’s → {payment, header} to send.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: true })
   @ApiBody({ schema: { type: 'object', additionalProperties: true } })
   @ApiOkResponse({ type: X402SettleResultDto })
   @ApiForbiddenResponse({ description: SPEND_REFUSALS, type: ErrorBody })

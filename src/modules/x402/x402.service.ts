@@ -11,7 +11,8 @@ import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { PaymentSettlement } from '../payments/payment-settlement.service';
-import { PaymentsService } from '../payments/payments.service';
+import type { RowOwnedWork } from '../../common/idempotency/idempotency.service';
+import { mapOwned, PaymentRecord, PaymentsService } from '../payments/payments.service';
 import { ChainAccess } from '../relayer/chain-access.service';
 import { RelayerService } from '../relayer/relayer.service';
 import { ethersVerifySigner } from './evm-facilitator-signer';
@@ -229,11 +230,13 @@ export class X402Service {
   /**
    * POST /x402/settle for an agent (docs/architecture.md §14): the policy decides (§13 order), the
    * session signer signs an EIP-3009 transferWithAuthorization with the token's own domain.
-   * @returns `{payment, settlement}` for our own challenges (settled on chain), `{payment, header}` for another server's.
+   * @returns the row-owned work of operation `settle-x402` (DESIGN §5, §17; the payment is the
+   *   record) answering `{payment, settlement}` for our own challenges (settled on chain),
+   *   `{payment, header}` for another server's.
    * @throws AppError 400 `unsupported_requirement` (scheme, network or asset not ours), 400 for a
-   *   malformed body, 403 refusals of §13, 422 idempotency_conflict.
+   *   malformed body; as the work's outcome 403 refusals of §13, 422 idempotency_conflict.
    */
-  async settle(principal: Principal, input: X402SettleInput, key: string | undefined): Promise<Record<string, unknown>> {
+  async settle(principal: Principal, input: X402SettleInput, key: string | undefined): Promise<RowOwnedWork<PaymentRecord>> {
     const { requirement, resource, version } = this.readRequirement(input);
     const unsupported = (why: string) => new AppError('invalid_request', `Unsupported payment requirement: ${why}`, { reason: 'unsupported_requirement' });
     if (requirement.scheme !== 'exact') throw unsupported('only scheme "exact" is signed');
@@ -247,22 +250,29 @@ export class X402Service {
       if (terms.payTo.toLowerCase() !== String(requirement.payTo).toLowerCase() || terms.amount !== amount) {
         throw unsupported('it does not match the challenge it names (payTo or amount differ)');
       }
-      let payment = await this.payments.spend(principal, { to: terms.payeeHandle, amount: formatAmount(amount), mode: 'x402' }, key, { path: '/api/v1/x402/settle', extra: { resource } });
-      // x402's `success: true` means the transfer is on chain (§18): a broadcast relay is waited for,
-      // bounded, at the confirmation depth; until then the answer is `success: false` with the payment submitted.
-      if (payment.status === 'submitted' && payment.authNonce && payment.relayTxHashes.length) {
-        const mined = await this.settlement.confirmUse(payment.fromAddress, payment.authNonce, payment.relayTxHashes, this.config.env.X402_RECEIPT_WAIT_MS);
-        if (mined) payment = (await this.payments.findForAgent(payment.agentId, payment.id)) ?? payment;
-      }
-      const success = payment.status === 'succeeded';
-      const settlement = { success, transaction: payment.txHash ?? payment.relayTxHashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress };
-      return { payment: this.payments.toDto(payment), settlement };
+      const work = this.payments.spendWork(principal, { to: terms.payeeHandle, amount: formatAmount(amount), mode: 'x402' }, key, { extra: { resource } });
+      return mapOwned(work, async (row) => {
+        let payment = row;
+        // x402's `success: true` means the transfer is on chain (§18): a broadcast relay is waited for,
+        // bounded, at the confirmation depth; until then the answer is `success: false` with the payment submitted.
+        if (payment.status === 'submitted' && payment.authNonce && payment.relayTxHashes.length) {
+          const mined = await this.settlement.confirmUse(payment.fromAddress, payment.authNonce, payment.relayTxHashes, this.config.env.X402_RECEIPT_WAIT_MS);
+          if (mined) payment = (await this.payments.findForAgent(payment.agentId, payment.id)) ?? payment;
+        }
+        const success = payment.status === 'succeeded';
+        const settlement = { success, transaction: payment.txHash ?? payment.relayTxHashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress };
+        return { payment: this.payments.toDto(payment), settlement };
+      });
     }
-    const payment = await this.payments.spend(principal, { to: String(requirement.payTo), amount: formatAmount(amount), mode: 'x402' }, key, {
-      path: '/api/v1/x402/settle',
+    const work = this.payments.spendWork(principal, { to: String(requirement.payTo), amount: formatAmount(amount), mode: 'x402' }, key, {
       extra: { resource },
       payToAddress: true,
     });
+    return mapOwned(work, (payment) => this.paymentHeader(payment, requirement, resource, version));
+  }
+
+  /** The answer for another server's challenge: the payment and the signed payment header for the agent to send (docs/architecture.md §14). */
+  private paymentHeader(payment: PaymentRecord, requirement: PaymentRequirements, resource: string, version: 1 | 2): Record<string, unknown> {
     if (!payment.authSignature) throw new AppError('unavailable', 'The payment is reserved but not signed yet; retry with the same Idempotency-Key', { paymentId: payment.id }, 503, { 'Retry-After': '1' });
     const authorization = { from: payment.fromAddress, to: payment.toAddress, value: payment.amount.toString(), validAfter: '0', validBefore: String(payment.authValidBefore), nonce: payment.authNonce! };
     const body =

@@ -1,16 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { AgentEscrowsService } from '../../agent-escrows/agent-escrows.service';
-import { CreateAgentEscrowDto } from '../../agent-escrows/dto/agent-escrow.dto';
+import type { Operation } from '../../../kernel/operation';
+import { AgentEscrowsOperations } from '../../agent-escrows/agent-escrows.operations';
+import type { CreateAgentEscrowDto } from '../../agent-escrows/dto/agent-escrow.dto';
 import { AgentsService } from '../../agents/agents.service';
-import { CreatePaymentDto } from '../../payments/dto/payment.dto';
-import { PaymentsService } from '../../payments/payments.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { CreatePaymentDto } from '../../payments/dto/payment.dto';
+import { PaymentsOperations } from '../../payments/payments.operations';
+import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
 import { idempotencyKey } from './ids';
 
 /** svc_agent_get: GET /api/v1/agent (identity, policy, signer, usage of the calling agent). */
 @Injectable()
-export class AgentGetTool implements McpTool {
+export class AgentGetTool implements ServiceTool {
   readonly name = 'svc_agent_get';
   readonly title = 'This agent';
   readonly description = 'The calling agent: identity, spending policy, session signer and usage today and this month.';
@@ -26,7 +27,7 @@ export class AgentGetTool implements McpTool {
 
 /** svc_get_balance: GET /api/v1/balance (the signer's and the owner's USDC, decimal text). */
 @Injectable()
-export class GetBalanceTool implements McpTool {
+export class GetBalanceTool implements ServiceTool {
   readonly name = 'svc_get_balance';
   readonly title = 'Balance';
   readonly description = 'USDC of the session signer (on chain, and available after open reservations) and of the owner.';
@@ -41,39 +42,33 @@ export class GetBalanceTool implements McpTool {
 }
 
 /**
- * svc_pay: POST /api/v1/payments — an instant USDC payment from the session signer under the
- * agent's policy (docs/architecture.md §13); idempotencyKey required, kept by the payment itself.
+ * svc_pay: the operation `pay` of POST /api/v1/payments — an instant USDC payment from the session
+ * signer under the agent's policy (DESIGN §13); idempotencyKey required, kept by the payment itself
+ * (row-owned, DESIGN §5).
  */
 @Injectable()
-export class PayTool implements McpTool<{ to: string; amount: string }> {
+export class PayTool implements McpTool<CreatePaymentDto> {
   readonly name = 'svc_pay';
   readonly title = 'Pay';
   readonly description = 'Pays a merchant handle or an agent slug in USDC under this agent’s spending policy. Needs idempotencyKey.';
-  readonly scopes = ['agent:pay'] as const;
-  readonly credentialKind = 'agent' as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true };
   readonly input = z.object({
     to: z.string().describe('Organisation handle or agent slug'),
     amount: z.string().describe('USDC as decimal text'),
     idempotencyKey: idempotencyKey(true),
   });
-  readonly dto = CreatePaymentDto;
-  readonly idempotency = 'required' as const;
-  readonly ownIdempotency = true;
-  constructor(private readonly payments: PaymentsService) {}
-  run(ctx: McpToolContext, input: { to: string; amount: string }) {
-    return this.payments.create(ctx.principal, { to: input.to, amount: input.amount }, ctx.idempotencyKey);
+  readonly operation: Operation<CreatePaymentDto>;
+  constructor(ops: PaymentsOperations) {
+    this.operation = ops.pay;
   }
 }
 
-/** svc_create_escrow: POST /api/v1/agent-escrows — an escrow with this agent's signer as buyer. */
+/** svc_create_escrow: the operation `create-agent-escrow` of POST /api/v1/agent-escrows — an escrow with this agent's signer as buyer. */
 @Injectable()
-export class CreateEscrowTool implements McpTool {
+export class CreateEscrowTool implements McpTool<CreateAgentEscrowDto> {
   readonly name = 'svc_create_escrow';
   readonly title = 'Create an escrow (agent as buyer)';
   readonly description = 'A checkout in the seller organisation funded from the session signer; release, dispute or cancel it later. Needs idempotencyKey.';
-  readonly scopes = ['agent:escrow:fund'] as const;
-  readonly credentialKind = 'agent' as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true };
   readonly input = z.object({
     to: z.string().describe('Organisation handle of the seller'),
@@ -82,11 +77,8 @@ export class CreateEscrowTool implements McpTool {
     escrowTemplateId: z.enum(['freelance', 'physical', 'digital', 'custom']).optional(),
     idempotencyKey: idempotencyKey(true),
   });
-  readonly dto = CreateAgentEscrowDto;
-  readonly idempotency = 'required' as const;
-  readonly ownIdempotency = true;
-  constructor(private readonly escrows: AgentEscrowsService) {}
-  run(ctx: McpToolContext, input: Record<string, unknown>) {
-    return this.escrows.create(ctx.principal, input as unknown as CreateAgentEscrowDto, ctx.idempotencyKey);
+  readonly operation: Operation<CreateAgentEscrowDto>;
+  constructor(ops: AgentEscrowsOperations) {
+    this.operation = ops.create;
   }
 }

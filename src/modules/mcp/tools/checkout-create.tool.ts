@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorator';
 import { CheckoutService } from '../../checkout/checkout.service';
 import { CreateCheckoutSessionDto } from '../../checkout/dto/create-checkout-session.dto';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idempotencyKey } from './ids';
 
 /** The body of POST /api/v1/checkout-sessions (docs/api.md). */
@@ -22,7 +22,7 @@ export const checkoutCreateInput = z.object({
 
 /** svc_checkout_create: POST /api/v1/checkout-sessions. */
 @Injectable()
-export class CheckoutCreateTool implements McpTool {
+export class CheckoutCreateTool implements ServiceTool {
   readonly name: string = 'svc_checkout_create';
   readonly title = 'Create a checkout session';
   readonly description = 'Creates an escrow-settled USDC checkout session; the buyer pays at its payUrl.';

@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { CheckoutService } from '../../checkout/checkout.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idParam, requireUuid } from './ids';
 
 /** svc_checkout_get: GET /api/v1/checkout-sessions/{id}. */
 @Injectable()
-export class CheckoutGetTool implements McpTool<{ id: string }> {
+export class CheckoutGetTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_checkout_get';
   readonly title = 'Get a checkout session';
   readonly description = 'One checkout session of your organisation, with its status.';

@@ -2,12 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { ListQueryDto } from '../../../common/http/list.dto';
 import { CheckoutService } from '../../checkout/checkout.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { listShape } from './ids';
 
 /** svc_checkout_list: GET /api/v1/checkout-sessions. */
 @Injectable()
-export class CheckoutListTool implements McpTool<ListQueryDto & Record<string, unknown>> {
+export class CheckoutListTool implements ServiceTool<ListQueryDto & Record<string, unknown>> {
   readonly name = 'svc_checkout_list';
   readonly title = 'List checkout sessions';
   readonly description = 'Checkout sessions of your organisation, newest first, with cursor pagination.';

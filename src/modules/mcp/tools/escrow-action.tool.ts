@@ -4,7 +4,7 @@ import { ConfirmedEscrowActionDto, EscrowActionDto } from '../../escrow/dto/escr
 import { ESCROW_ACTIONS, EscrowApiAction } from '../../escrow/escrow.state';
 import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorator';
 import { EscrowService, PreparedEscrowAction } from '../../escrow/escrow.service';
-import type { McpTool, McpToolAnnotations, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolAnnotations, McpToolContext } from '../mcp-tool';
 import { idempotencyKey, idParam, requireUuid } from './ids';
 
 type ActionInput = { id: string; txHash: string; confirm?: boolean };
@@ -15,7 +15,7 @@ type ActionInput = { id: string; txHash: string; confirm?: boolean };
  * One class per action, sharing this base.
  */
 @Injectable()
-abstract class EscrowActionTool implements McpTool<ActionInput> {
+abstract class EscrowActionTool implements ServiceTool<ActionInput> {
   abstract readonly action: EscrowApiAction;
   abstract readonly name: string;
   abstract readonly title: string;

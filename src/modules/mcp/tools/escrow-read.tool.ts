@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { EscrowListQueryDto } from '../../escrow/dto/escrow.dto';
 import { ESCROW_STATUSES } from '../../escrow/escrow.state';
 import { EscrowService } from '../../escrow/escrow.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idParam, listShape, requireUuid } from './ids';
 
 /** svc_escrow_list: GET /api/v1/escrows. */
 @Injectable()
-export class EscrowListTool implements McpTool<EscrowListQueryDto & Record<string, unknown>> {
+export class EscrowListTool implements ServiceTool<EscrowListQueryDto & Record<string, unknown>> {
   readonly name = 'svc_escrow_list';
   readonly title = 'List escrows';
   readonly description = 'Escrows your organisation is buyer or seller of, newest first.';
@@ -24,7 +24,7 @@ export class EscrowListTool implements McpTool<EscrowListQueryDto & Record<strin
 
 /** svc_escrow_get: GET /api/v1/escrows/{id}. */
 @Injectable()
-export class EscrowGetTool implements McpTool<{ id: string }> {
+export class EscrowGetTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_escrow_get';
   readonly title = 'Get an escrow';
   readonly description = 'One escrow with its on-chain transactions.';

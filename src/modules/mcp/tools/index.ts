@@ -1,5 +1,5 @@
 import type { Provider } from '@nestjs/common';
-import type { McpTool } from '../mcp-tool';
+import type { McpTool, ServiceTool } from '../mcp-tool';
 import { CheckoutCreateTool, CreateCheckoutTool } from './checkout-create.tool';
 import { CheckoutGetTool } from './checkout-get.tool';
 import { CheckoutListTool } from './checkout-list.tool';
@@ -63,5 +63,5 @@ export const TOOL_CLASSES = [
 /** Providers: each tool, and MCP_TOOLS = all of them. */
 export const TOOL_PROVIDERS: Provider[] = [
   ...TOOL_CLASSES,
-  { provide: MCP_TOOLS, inject: TOOL_CLASSES, useFactory: (...tools: McpTool[]) => tools },
+  { provide: MCP_TOOLS, inject: TOOL_CLASSES, useFactory: (...tools: Array<McpTool | ServiceTool>) => tools },
 ];

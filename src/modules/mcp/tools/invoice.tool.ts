@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { CreateInvoiceDto, InvoiceListQueryDto } from '../../invoices/dto/invoice.dto';
 const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void'] as const;
 import { InvoicesService } from '../../invoices/invoices.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
 
 /** svc_invoice_create: POST /api/v1/invoices (a draft). */
 @Injectable()
-export class InvoiceCreateTool implements McpTool {
+export class InvoiceCreateTool implements ServiceTool {
   readonly name = 'svc_invoice_create';
   readonly title = 'Create an invoice (draft)';
   readonly description = 'A draft invoice with line items priced from offerings or given; send it with svc_invoice_send.';
@@ -34,7 +34,7 @@ export class InvoiceCreateTool implements McpTool {
 
 /** svc_invoice_get: GET /api/v1/invoices/{id}. */
 @Injectable()
-export class InvoiceGetTool implements McpTool<{ id: string }> {
+export class InvoiceGetTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_invoice_get';
   readonly title = 'Get an invoice';
   readonly description = 'One invoice with its status, number, payUrl and checkout.';
@@ -49,7 +49,7 @@ export class InvoiceGetTool implements McpTool<{ id: string }> {
 
 /** svc_invoice_list: GET /api/v1/invoices. */
 @Injectable()
-export class InvoiceListTool implements McpTool<InvoiceListQueryDto & Record<string, unknown>> {
+export class InvoiceListTool implements ServiceTool<InvoiceListQueryDto & Record<string, unknown>> {
   readonly name = 'svc_invoice_list';
   readonly title = 'List invoices';
   readonly description = 'Invoices newest first, optionally by status.';
@@ -65,7 +65,7 @@ export class InvoiceListTool implements McpTool<InvoiceListQueryDto & Record<str
 
 /** svc_invoice_send: POST /api/v1/invoices/{id}/send (finalises a draft, or re-sends). */
 @Injectable()
-export class InvoiceSendTool implements McpTool<{ id: string }> {
+export class InvoiceSendTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_invoice_send';
   readonly title = 'Send an invoice';
   readonly description = 'Finalises a draft (number, payUrl) and emails the customer, or re-sends an open invoice.';

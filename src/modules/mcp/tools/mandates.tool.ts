@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { ListQueryDto } from '../../../common/http/list.dto';
 import { MandatesService } from '../../mandates/mandates.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { listShape } from './ids';
 
 /**
@@ -10,7 +10,7 @@ import { listShape } from './ids';
  * mandates, newest first, with usedAmount (USDC base units) and status computed, exactly as REST.
  */
 @Injectable()
-export class ListMandatesTool implements McpTool<ListQueryDto & Record<string, unknown>> {
+export class ListMandatesTool implements ServiceTool<ListQueryDto & Record<string, unknown>> {
   readonly name = 'svc_list_mandates';
   readonly title = 'Mandates';
   readonly description = 'The AP2 intent mandates of this agent: payees, per-payment max, budget and used amount (USDC base units), expiry and status.';

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { OrgsService } from '../../orgs/orgs.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 
 /** svc_me: GET /api/v1/me. */
 @Injectable()
-export class MeTool implements McpTool {
+export class MeTool implements ServiceTool {
   readonly name = 'svc_me';
   readonly title = 'Who am I';
   readonly description = 'The calling credential: identity, organisation, scopes and verification status.';

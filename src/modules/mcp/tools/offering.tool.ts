@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { CreateOfferingDto, OfferingListQueryDto, UpdateOfferingDto } from '../../offerings/dto/offering.dto';
 import { OfferingsService } from '../../offerings/offerings.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
 
 const TEMPLATES = z.enum(['freelance', 'physical', 'digital', 'custom']);
@@ -10,7 +10,7 @@ const metadata = z.record(z.string(), z.unknown());
 
 /** svc_offering_create: POST /api/v1/offerings. */
 @Injectable()
-export class OfferingCreateTool implements McpTool {
+export class OfferingCreateTool implements ServiceTool {
   readonly name = 'svc_offering_create';
   readonly title = 'Create an offering';
   readonly description = 'A catalogue item with a USDC price; checkouts can sell it by offeringId and quantity.';
@@ -35,7 +35,7 @@ export class OfferingCreateTool implements McpTool {
 
 /** svc_offering_get: GET /api/v1/offerings/{id}. */
 @Injectable()
-export class OfferingGetTool implements McpTool<{ id: string }> {
+export class OfferingGetTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_offering_get';
   readonly title = 'Get an offering';
   readonly description = 'One offering of your catalogue.';
@@ -50,7 +50,7 @@ export class OfferingGetTool implements McpTool<{ id: string }> {
 
 /** svc_offering_list: GET /api/v1/offerings. */
 @Injectable()
-export class OfferingListTool implements McpTool<OfferingListQueryDto & Record<string, unknown>> {
+export class OfferingListTool implements ServiceTool<OfferingListQueryDto & Record<string, unknown>> {
   readonly name = 'svc_offering_list';
   readonly title = 'List offerings';
   readonly description = 'Your catalogue, newest first; active filters active (true) or archived (false).';
@@ -66,7 +66,7 @@ export class OfferingListTool implements McpTool<OfferingListQueryDto & Record<s
 
 /** svc_offering_update: PATCH /api/v1/offerings/{id} (JSON merge: null clears, absent keeps). */
 @Injectable()
-export class OfferingUpdateTool implements McpTool {
+export class OfferingUpdateTool implements ServiceTool {
   readonly name = 'svc_offering_update';
   readonly title = 'Update an offering';
   readonly description = 'Changes the fields given (null clears description or metadata; active: false archives). Binds later checkouts only.';

@@ -4,8 +4,17 @@ import { AppError } from '../../../common/errors/app-error';
 import { CheckoutService } from '../../checkout/checkout.service';
 import { EscrowService } from '../../escrow/escrow.service';
 import { PaymentsService } from '../../payments/payments.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import { accessRefusal, authorize } from '../../../kernel/access';
+import type { Access } from '../../../kernel/operation';
+import type { McpToolContext, ServiceTool } from '../mcp-tool';
 import { requireUuid } from './ids';
+
+/** Who may read an agent's payment (GET /api/v1/payments/{id}). */
+const READ_PAYMENT: Access = { scopes: ['agent:pay', 'agent:balance:read'], kinds: ['agent'] };
+/** Who may read a checkout (GET /api/v1/checkout-sessions/{id}). */
+const READ_CHECKOUT: Access = { scopes: ['checkout:read'] };
+/** Who may see the checkout's escrow beside it (GET /api/v1/escrows/{id}). */
+const READ_ESCROW: Access = { scopes: ['escrow:read'] };
 
 /**
  * svc_get_payment_status: where a payment stands. `{paymentId}` → the agent's payment exactly as
@@ -14,7 +23,7 @@ import { requireUuid } from './ids';
  * the object needs the object's read scope.
  */
 @Injectable()
-export class PaymentStatusTool implements McpTool<{ checkoutSessionId?: string; paymentId?: string }> {
+export class PaymentStatusTool implements ServiceTool<{ checkoutSessionId?: string; paymentId?: string }> {
   readonly name = 'svc_get_payment_status';
   readonly title = 'Payment status';
   readonly description = 'Status of an agent payment (paymentId, agent keys) or of a checkout session (checkoutSessionId) with its escrow, if funded.';
@@ -33,20 +42,14 @@ export class PaymentStatusTool implements McpTool<{ checkoutSessionId?: string; 
     }
     const p = ctx.principal;
     if (input.paymentId !== undefined) {
-      // As GET /api/v1/payments/{id}: scope first, then the credential kind; the body is the payment.
-      const required = ['agent:pay', 'agent:balance:read'] as const;
-      if (!required.some((s) => p.scopes.has(s))) {
-        throw new AppError('missing_scope', `Reading a payment needs scope ${required.join(' or ')}`, { required: [...required], granted: p.grantedScopes });
-      }
-      if (p.kind !== 'agent') throw new AppError('forbidden', 'This operation needs an agent key', { reason: 'agent_key_required' });
+      // As GET /api/v1/payments/{id}: the same access, through the kernel's one check; the body is the payment.
+      authorize(p, READ_PAYMENT);
       return this.payments.get(p, requireUuid(input.paymentId, 'payment'));
     }
     if (!input.checkoutSessionId) throw AppError.invalidParam('checkoutSessionId', 'is required');
-    if (!p.scopes.has('checkout:read')) {
-      throw new AppError('missing_scope', 'Reading a checkout needs scope checkout:read', { required: ['checkout:read'], granted: p.grantedScopes });
-    }
+    authorize(p, READ_CHECKOUT);
     const session = await this.checkout.get(p, requireUuid(input.checkoutSessionId, 'checkout session'));
-    const escrow = session.escrowId && p.scopes.has('escrow:read') ? await this.escrows.get(p, session.escrowId).catch(() => null) : null;
+    const escrow = session.escrowId && !accessRefusal(p, READ_ESCROW) ? await this.escrows.get(p, session.escrowId).catch(() => null) : null;
     return { checkoutSession: session, status: session.status, escrow };
   }
 }

@@ -2,12 +2,12 @@ import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorato
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { VerificationService } from '../../verification/verification.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idempotencyKey } from './ids';
 
 /** svc_verification_checkout: POST /api/v1/verification/checkout. */
 @Injectable()
-export class VerificationCheckoutTool implements McpTool {
+export class VerificationCheckoutTool implements ServiceTool {
   readonly name = 'svc_verification_checkout';
   readonly title = 'Start the wallet check';
   readonly description = 'Issues the exact USDC amount to send from your payout address to payTo within 90 minutes (the open one again while it lasts).';

@@ -3,12 +3,12 @@ import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { ConfirmWalletDto } from '../../verification/dto/verification.dto';
 import { VerificationService } from '../../verification/verification.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idempotencyKey } from './ids';
 
 /** svc_verification_confirm: POST /api/v1/verification/confirm (idempotencyKey required, as the REST header). */
 @Injectable()
-export class VerificationConfirmTool implements McpTool<{ txHash: string }> {
+export class VerificationConfirmTool implements ServiceTool<{ txHash: string }> {
   readonly name = 'svc_verification_confirm';
   readonly title = 'Confirm the wallet check';
   readonly description = 'Report the hash of the USDC transfer that pays the wallet check; it is verified on chain.';

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { VerificationService } from '../../verification/verification.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 
 /** svc_verification_get: GET /api/v1/verification. */
 @Injectable()
-export class VerificationGetTool implements McpTool {
+export class VerificationGetTool implements ServiceTool {
   readonly name = 'svc_verification_get';
   readonly title = 'Get the KYB verification';
   readonly description = 'Your organisation’s verification: the wallet check, the identity check and the overall status (verified when both passed).';

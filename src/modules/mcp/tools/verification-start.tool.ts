@@ -2,12 +2,12 @@ import { IdempotentSteps } from '../../../common/idempotency/idempotent.decorato
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { VerificationService } from '../../verification/verification.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idempotencyKey } from './ids';
 
 /** svc_verification_start: POST /api/v1/verification/start. */
 @Injectable()
-export class VerificationStartTool implements McpTool {
+export class VerificationStartTool implements ServiceTool {
   readonly name = 'svc_verification_start';
   readonly title = 'Start the identity check';
   readonly description = 'Opens a session with the identity provider; a person opens verificationUrl in a browser to complete it.';

@@ -2,12 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { ListWebhookDeliveriesQueryDto } from '../../webhooks/dto/webhook-delivery.dto';
 import { WebhooksService } from '../../webhooks/webhooks.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
 
 /** svc_webhook_deliveries_list: GET /api/v1/webhook-deliveries. */
 @Injectable()
-export class WebhookDeliveriesListTool implements McpTool<ListWebhookDeliveriesQueryDto & Record<string, unknown>> {
+export class WebhookDeliveriesListTool implements ServiceTool<ListWebhookDeliveriesQueryDto & Record<string, unknown>> {
   readonly name = 'svc_webhook_deliveries_list';
   readonly title = 'List webhook deliveries';
   readonly description = 'Webhook deliveries, newest first; filter by status or eventType.';
@@ -23,7 +23,7 @@ export class WebhookDeliveriesListTool implements McpTool<ListWebhookDeliveriesQ
 
 /** svc_webhook_deliveries_retry: POST /api/v1/webhook-deliveries/{id}/retry. */
 @Injectable()
-export class WebhookDeliveriesRetryTool implements McpTool<{ id: string }> {
+export class WebhookDeliveriesRetryTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_webhook_deliveries_retry';
   readonly title = 'Retry a webhook delivery';
   readonly description = 'Attempts a delivery once more, now, with the same webhook-id.';

@@ -3,11 +3,11 @@ import { z } from 'zod';
 import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
 import { PutWebhookEndpointDto } from '../../webhooks/dto/webhook-endpoint.dto';
 import { WebhooksService } from '../../webhooks/webhooks.service';
-import type { McpTool, McpToolContext } from '../mcp-tool';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
 
 /** svc_webhook_endpoint_get: GET /api/v1/webhook-endpoints. */
 @Injectable()
-export class WebhookEndpointGetTool implements McpTool {
+export class WebhookEndpointGetTool implements ServiceTool {
   readonly name = 'svc_webhook_endpoint_get';
   readonly title = 'Get the webhook endpoint';
   readonly description = 'Your organisation’s webhook endpoint (its secret is never shown here).';
@@ -25,7 +25,7 @@ export class WebhookEndpointGetTool implements McpTool {
  * idempotency key: a stored replay would keep a plaintext secret at rest.
  */
 @Injectable()
-export class WebhookEndpointPutTool implements McpTool {
+export class WebhookEndpointPutTool implements ServiceTool {
   readonly name = 'svc_webhook_endpoint_put';
   readonly title = 'Create or replace the webhook endpoint';
   readonly description = 'Sets the webhook URL; rotateSecret issues a new whsec_ secret, returned once.';

@@ -1,0 +1,136 @@
+import { Injectable } from '@nestjs/common';
+import type { Request } from 'express';
+import { CredentialCache, CredentialRevocations, revocationHandle } from '../common/auth/credential-cache';
+import { Principal, PrincipalResolver } from '../common/auth/principal';
+import { hashSecret } from '../common/auth/secrets';
+import { AppError } from '../common/errors/app-error';
+import { AuthFailureLimiter } from '../common/rate-limit/auth-failure.limiter';
+
+/** The parts of a request authentication reads: its headers and the client address. */
+export type CredentialSource = Pick<Request, 'header' | 'ip'>;
+
+/**
+ * Extracts the credential from `X-Api-Key` or `Authorization: Bearer` (DESIGN §3).
+ * @returns undefined when neither header is present.
+ * @throws AppError unauthorized when Authorization is not a Bearer credential, or both headers are present and differ.
+ */
+export function extractCredential(req: Pick<Request, 'header'>): string | undefined {
+  const apiKey = req.header('x-api-key')?.trim();
+  const authorization = req.header('authorization');
+  let bearer: string | undefined;
+  if (authorization !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match) throw new AppError('unauthorized', 'Authorization header must be "Bearer <credential>"');
+    bearer = match[1];
+  }
+  if (apiKey !== undefined && bearer !== undefined && apiKey !== bearer) {
+    throw new AppError('unauthorized', 'X-Api-Key and Authorization carry different credentials');
+  }
+  return apiKey || bearer;
+}
+
+/** The client address of `req` (X-Forwarded-For believed only from TRUSTED_PROXIES, via Express `trust proxy`). */
+export function clientAddress(req: Pick<Request, 'ip'>): string {
+  return req.ip ?? 'unknown';
+}
+
+/** A credential found in the process cache: its principal now, and the verdict of its Redis check later. */
+export interface CachedCredential {
+  principal: Principal;
+  /**
+   * Awaits the cached credential's check (revocation marker, the address's failed-auth allowance):
+   * resolves to the principal to use (looked up again when revoked).
+   * @throws AppError 401 unauthorized (revoked and gone), 429 rate_limited.
+   */
+  confirm(): Promise<Principal>;
+}
+
+/**
+ * The one authenticator (DESIGN §3, §17): credential → principal, for every transport (the REST
+ * guard, the MCP endpoint). Before any credential lookup the client address takes a slot of its
+ * allowance of failed authentications ({@link AuthFailureLimiter}; 429 once spent) and a 401 spends
+ * it. A credential resolved within CREDENTIAL_CACHE_TTL_MS comes from the {@link CredentialCache}
+ * with its revocation marker and the allowance checked in one Redis round trip
+ * (docs/decisions.md, "Credential cache").
+ */
+@Injectable()
+export class Authenticator {
+  constructor(
+    private readonly resolver: PrincipalResolver,
+    private readonly limiter: AuthFailureLimiter,
+    private readonly cache: CredentialCache,
+    private readonly revocations: CredentialRevocations,
+  ) {}
+
+  /**
+   * The principal of `req`'s credential, every check awaited.
+   * @throws AppError 401 unauthorized, 429 rate_limited.
+   */
+  async authenticate(req: CredentialSource): Promise<Principal> {
+    const hit = this.cached(req);
+    return hit ? hit.confirm() : this.lookup(req);
+  }
+
+  /**
+   * The cached principal of `req`'s credential, with its check started but not awaited (so a
+   * caller can join it to the rate limit's round trip), or undefined when it is not cached.
+   * Synchronous.
+   */
+  cached(req: CredentialSource): CachedCredential | undefined {
+    let secret: string | undefined;
+    try {
+      secret = extractCredential(req);
+    } catch {
+      return undefined; // the lookup path refuses it and counts the failure
+    }
+    if (!secret) return undefined;
+    const digest = hashSecret(secret).toString('hex');
+    const principal = this.cache.get(digest);
+    if (!principal) return undefined;
+    const verdict = settle(this.limiter.checkKnown(clientAddress(req), this.revocations.key(revocationHandle(principal))));
+    return {
+      principal,
+      confirm: async () => {
+        const v = await verdict;
+        if ('error' in v) throw v.error;
+        if (v.value === 'known') return principal;
+        this.cache.evict(digest);
+        return this.lookup(req);
+      },
+    };
+  }
+
+  /**
+   * Resolves the credential in the database under a slot of the address's allowance, and caches it.
+   * @throws AppError 401 unauthorized (spends the allowance), 429 rate_limited.
+   */
+  async lookup(req: CredentialSource): Promise<Principal> {
+    const attempt = await this.limiter.admit(clientAddress(req));
+    let principal: Principal | null;
+    let secret: string | undefined;
+    try {
+      secret = extractCredential(req);
+      if (!secret) throw new AppError('unauthorized', 'Missing credential: send X-Api-Key or Authorization: Bearer');
+      principal = await this.resolver.resolve(secret);
+    } catch (err) {
+      await attempt.settle(err instanceof AppError && err.code === 'unauthorized');
+      throw err;
+    }
+    if (!principal) {
+      await attempt.settle(true);
+      throw new AppError('unauthorized', 'Invalid or expired credential');
+    }
+    // Not awaited: the one Redis connection runs it before any later command of this address.
+    void attempt.settle(false).catch(() => undefined);
+    this.cache.set(hashSecret(secret!).toString('hex'), principal, principal.expiresAt);
+    return principal;
+  }
+}
+
+/** A promise turned into a value that never rejects, so a verdict nobody awaits (an earlier guard threw) raises no unhandled rejection. */
+function settle<T>(p: Promise<T>): Promise<{ value: T } | { error: unknown }> {
+  return p.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+}

@@ -1,0 +1,65 @@
+import type { ClassConstructor } from 'class-transformer';
+import type { Principal } from '../common/auth/principal';
+import type { Scope } from '../common/auth/scopes';
+import type { AnyIdempotentWork } from '../common/idempotency/idempotency.service';
+
+/**
+ * The kinds of credential a principal can come from (DESIGN §3, §17). A new kind (the console's
+ * cookie session, DESIGN §19) is one more member of {@link Principal}'s `kind`; every access check
+ * reads it from here.
+ */
+export type CredentialKind = Principal['kind'];
+
+/**
+ * How an operation uses Idempotency-Key (DESIGN §5, §17):
+ * - `required`: a missing key → 400 idempotency_required; the record is written in the handler's transaction.
+ * - `optional`: a key is honoured when sent.
+ * - `row-owned`: required, and the operation's own row (the payment, UNIQUE(agent_id, key)) is the
+ *   record of success; refusals are stored records; chain work runs outside any transaction.
+ * - `none`: reads and calls that take no key.
+ */
+export type IdempotencyMode = 'required' | 'optional' | 'row-owned' | 'none';
+
+/** Who may run an operation: any one of `scopes` (empty = any valid credential) and, when given, one of `kinds`. */
+export interface Access {
+  readonly scopes: readonly Scope[];
+  readonly kinds?: readonly CredentialKind[];
+}
+
+/** What an operation's work sees besides its input. */
+export interface OperationContext {
+  principal: Principal;
+  /** The validated Idempotency-Key, when one was sent. */
+  key?: string;
+  /** Path parameters (REST) or the tool's parameter fields (MCP), e.g. `{id}`. */
+  params: Record<string, string>;
+}
+
+/**
+ * A declared unit of work (DESIGN §17): name, access (scopes and credential kinds), input DTO,
+ * idempotency mode, and the work itself in the shape the idempotency service runs:
+ * `{run}` (in the key's transaction), `{prepare, run}` (a network step before that transaction, the
+ * former `IdempotentSteps`), `{prepare?, run, after}` (a side-effecting network step after it, under
+ * an in-flight claim) or a row-owned work (RowOwnedWork). Every transport runs it
+ * through the same steps: the runner for MCP and A2A, the guard + interceptor + pipe on REST.
+ */
+export interface Operation<I = Record<string, unknown>> extends OperationSpec<I> {
+  work(ctx: OperationContext, input: I): AnyIdempotentWork | Promise<AnyIdempotentWork>;
+}
+
+/**
+ * The declaration of an operation without its work: what a REST route states with {@link Runs}
+ * (its guard, interceptor and pipe read it), and what the runner checks before the work.
+ */
+export interface OperationSpec<I = Record<string, unknown>> extends Access {
+  /** Also the scope of its idempotency keys, shared by every transport (DESIGN §5, §17). */
+  readonly name: string;
+  /** The DTO the input is validated as (validateInput); absent: the input is passed as it is. */
+  readonly input?: ClassConstructor<I>;
+  readonly idempotency: IdempotencyMode;
+}
+
+/** Declares an operation (a typed identity, so declarations read as data). */
+export function defineOperation<I>(op: Operation<I>): Operation<I> {
+  return op;
+}

@@ -1,0 +1,151 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';
+import { createTestApp, TestApp } from '../support/app';
+import { TestChain, USDC } from '../support/chain';
+import { createOrg } from '../support/factories';
+import { callTool, McpClients } from '../support/mcp-client';
+
+jest.setTimeout(120_000);
+
+type Body = Record<string, unknown>;
+/** The error body without its requestId (which differs per request). */
+const errorOf = (body: Body) => ({ error: body.error, code: body.code, details: body.details });
+
+/**
+ * One operation, one answer on every transport (DESIGN §17; issue 19): the same refusal body and
+ * the same replay on REST, MCP and A2A, through the kernel's one access check, validation and
+ * idempotency service.
+ */
+describe('the kernel: the same operation refused and replayed the same way on REST, MCP and A2A', () => {
+  let t: TestApp;
+  let chain: TestChain;
+  let worker: INestApplicationContext;
+  let base: string;
+  const mcp = new McpClients(() => `${base}/mcp`);
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    chain = new TestChain();
+    worker = await startRelayerWorker();
+    await t.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await mcp.closeAll();
+    await worker?.close();
+    await t?.close();
+    chain?.close();
+  });
+
+  const a2aSubmit = (key: string, agentKey: string, params: Body, id = 7) =>
+    t.http.post('/api/v1/a2a/payment-submitted').set('X-Api-Key', agentKey).set('Idempotency-Key', key).send({ jsonrpc: '2.0', id, params });
+
+  it('policy_denied over the per-transaction limit: REST 403 body == MCP isError structuredContent == A2A JSON-RPC error data, each replayed as it was', async () => {
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 20n * USDC, policy: { perTransactionMax: '5.00', dailyLimit: '100.00' } });
+    const terms = { to: payee.handle, amount: '6.00' };
+
+    const rest = await pay(t, agent, terms, 'over-rest');
+    expect(rest.status).toBe(403);
+    expect(rest.body).toMatchObject({ code: 'policy_denied', details: { rule: 'per_transaction_limit' } });
+    const restAgain = await pay(t, agent, terms, 'over-rest');
+    expect([restAgain.status, restAgain.headers['idempotent-replayed']]).toEqual([403, 'true']);
+
+    const client = await mcp.asKey(agent.key);
+    const [isError, viaTool] = await callTool(client, 'svc_pay', { ...terms, idempotencyKey: 'over-mcp' });
+    expect(isError).toBe(true);
+    expect(errorOf(viaTool)).toEqual(errorOf(rest.body));
+    const [, viaToolAgain] = await callTool(client, 'svc_pay', { ...terms, idempotencyKey: 'over-mcp' });
+    expect(errorOf(viaToolAgain)).toEqual(errorOf(rest.body));
+
+    const a2a = await a2aSubmit('over-a2a', agent.key, terms);
+    expect(a2a.status).toBe(403);
+    expect(errorOf(a2a.body.error.data)).toEqual(errorOf(rest.body));
+    const a2aAgain = await a2aSubmit('over-a2a', agent.key, terms);
+    expect([a2aAgain.status, a2aAgain.headers['idempotent-replayed']]).toEqual([403, 'true']);
+    expect(errorOf(a2aAgain.body.error.data)).toEqual(errorOf(rest.body));
+
+    // One operation, one key scope: the REST key's recorded refusal is what MCP answers under that key.
+    const [, sharedKey] = await callTool(client, 'svc_pay', { ...terms, idempotencyKey: 'over-rest' });
+    expect(errorOf(sharedKey)).toEqual(errorOf(rest.body));
+    expect(await paymentRows(t, agent.agentId)).toHaveLength(0);
+  });
+
+  it('a finished payment replays as that payment: REST (Idempotent-Replayed: true), then MCP under the same key; another request under it → 422 on both', async () => {
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 20n * USDC });
+    const first = await pay(t, agent, { to: payee.handle, amount: '1.00' }, 'done-1');
+    expect([first.status, first.headers['idempotent-replayed']]).toEqual([200, 'false']);
+    const again = await pay(t, agent, { to: payee.handle, amount: '1.00' }, 'done-1');
+    expect([again.status, again.headers['idempotent-replayed'], again.body.id]).toEqual([200, 'true', first.body.id]);
+
+    const client = await mcp.asKey(agent.key);
+    const [isError, viaTool] = await callTool(client, 'svc_pay', { to: payee.handle, amount: '1.00', idempotencyKey: 'done-1' });
+    expect(isError).toBe(false);
+    expect(viaTool.id).toBe(first.body.id);
+
+    const other = await pay(t, agent, { to: payee.handle, amount: '2.00' }, 'done-1');
+    expect(other.status).toBe(422);
+    const [, otherTool] = await callTool(client, 'svc_pay', { to: payee.handle, amount: '2.00', idempotencyKey: 'done-1' });
+    expect(errorOf(otherTool)).toEqual(errorOf(other.body));
+    expect(await paymentRows(t, agent.agentId)).toHaveLength(1);
+  });
+
+  it('missing scope and a bad body answer the same on REST and MCP (one access check, one validation)', async () => {
+    const noPay = await createAgent(t, chain, { scopes: ['agent:balance:read'] });
+    const rest = await pay(t, noPay, { to: 'anyone', amount: '1.00' }, `k-${randomUUID()}`);
+    const client = await mcp.asKey(noPay.key);
+    const [, viaTool] = await callTool(client, 'svc_pay', { to: 'anyone', amount: '1.00', idempotencyKey: `k-${randomUUID()}` });
+    expect(rest.status).toBe(403);
+    expect(errorOf(viaTool)).toEqual(errorOf(rest.body));
+
+    const agent = await createAgent(t, chain);
+    const restBad = await t.http.post('/api/v1/payments').set('X-Api-Key', agent.key).set('Idempotency-Key', `k-${randomUUID()}`).send({ to: 'x', amount: '1.00', surprise: 1 });
+    const agentClient = await mcp.asKey(agent.key);
+    const [, toolBad] = await callTool(agentClient, 'svc_create_escrow', { to: 'x', amount: '1.00', description: 'd', surprise: 1, idempotencyKey: `k-${randomUUID()}` });
+    expect(restBad.status).toBe(400);
+    expect(restBad.body.details.fields).toEqual([{ param: 'surprise', message: 'property surprise should not exist' }]);
+    expect((toolBad.details as Body).fields).toEqual(restBad.body.details.fields);
+  });
+});
+
+describe('the per-credential rate limit covers MCP as it covers REST (RATE_LIMIT_PER_MINUTE=3)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_PER_MINUTE: '3' });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const toolsCall = (key: string, id: number) =>
+    t.http
+      .post('/mcp')
+      .set('X-Api-Key', key)
+      .set('Accept', 'application/json, text/event-stream')
+      .send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'svc_me', arguments: {} } });
+
+  it('past the limit tools/call answers HTTP 429 rate_limited with Retry-After, the body REST answers; the credential has one budget for both', async () => {
+    const mcpOrg = await createOrg(t.app);
+    for (let i = 1; i <= 3; i++) {
+      const res = await toolsCall(mcpOrg.key, i);
+      expect(res.status).toBe(200);
+      expect(res.headers['ratelimit-policy']).toBe('"default";q=3;w=60');
+    }
+    const limited = await toolsCall(mcpOrg.key, 4);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+
+    const restOrg = await createOrg(t.app);
+    for (let i = 0; i < 3; i++) expect((await t.http.get('/api/v1/me').set('X-Api-Key', restOrg.key)).status).toBe(200);
+    const restLimited = await t.http.get('/api/v1/me').set('X-Api-Key', restOrg.key);
+    expect(restLimited.status).toBe(429);
+    expect(errorOf(limited.body)).toEqual(errorOf(restLimited.body));
+
+    // The MCP calls spent the same credential's budget REST counts.
+    expect((await t.http.get('/api/v1/me').set('X-Api-Key', mcpOrg.key)).status).toBe(429);
+  });
+});
