@@ -12,6 +12,7 @@ import { A2a1795300030000 } from './1795300030000-A2a';
 import { Mandates1795300040000 } from './1795300040000-Mandates';
 import { CheckoutRelays1795300050000 } from './1795300050000-CheckoutRelays';
 import { CheckoutEscrowAttempts1795300060000 } from './1795300060000-CheckoutEscrowAttempts';
+import { Console1795300076000 } from './1795300076000-Console';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   Mandates1795300040000,
   CheckoutRelays1795300050000,
   CheckoutEscrowAttempts1795300060000,
+  Console1795300076000,
 ];

@@ -5,8 +5,8 @@ import { AppConfig } from '../../config/app-config';
 import { AppError } from '../errors/app-error';
 import { AuthFailureLimiter } from '../rate-limit/auth-failure.limiter';
 import { CredentialCache, CredentialRevocations, revocationHandle } from './credential-cache';
-import { AGENT_ONLY, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
-import { Principal, PrincipalResolver } from './principal';
+import { AGENT_ONLY, CONSOLE_ONLY, CONSOLE_SESSION, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
+import { Principal, PrincipalResolver, SessionAuthenticator } from './principal';
 import type { Scope } from './scopes';
 import { digestsEqual, hashSecret } from './secrets';
 
@@ -54,6 +54,7 @@ export class AuthGuard implements CanActivate {
     private readonly cache: CredentialCache,
     private readonly revocations: CredentialRevocations,
     config: AppConfig,
+    private readonly sessions: SessionAuthenticator,
   ) {
     this.operatorDigest = hashSecret(config.secret('OPERATOR_TOKEN'));
   }
@@ -70,6 +71,11 @@ export class AuthGuard implements CanActivate {
         res.once('finish', () => void attempt.settle(res.statusCode === 401).catch(() => undefined));
         res.once('close', () => void attempt.settle(false).catch(() => undefined));
       }
+      return true;
+    }
+    if (this.sessions.present(req) || this.reflector.getAllAndOverride<boolean>(CONSOLE_SESSION, targets)) {
+      req.principal = await this.session(req, targets);
+      this.authorize(req.principal, targets);
       return true;
     }
     const hit = this.cacheHit(req);
@@ -116,6 +122,27 @@ export class AuthGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(AGENT_ONLY, targets) && principal.kind !== 'agent') {
       throw new AppError('forbidden', 'This operation needs an agent key', { reason: 'agent_key_required' });
     }
+    if (this.reflector.getAllAndOverride<boolean>(CONSOLE_ONLY, targets) && principal.kind !== 'console') {
+      throw new AppError('forbidden', 'This operation is taken from the console by an owner', { reason: 'console_session_required' });
+    }
+  }
+
+  /**
+   * A console session (docs/architecture.md §19) under a slot of the client address's failed-auth
+   * allowance, as a credential lookup: an unknown, expired or revoked session → 401 (spends it).
+   */
+  private async session(req: Request, targets: Parameters<Reflector['getAllAndOverride']>[1]): Promise<Principal> {
+    const attempt = await this.limiter.admit(clientAddress(req));
+    let principal: Principal | null;
+    try {
+      principal = await this.sessions.resolve(req, { organization: !this.reflector.getAllAndOverride<boolean>(CONSOLE_SESSION, targets) });
+    } catch (err) {
+      await attempt.settle(false);
+      throw err;
+    }
+    await attempt.settle(principal === null);
+    if (!principal) throw new AppError('unauthorized', 'No valid console session: sign in again');
+    return principal;
   }
 
   /** The cached principal of the request's credential and its digest (hex), or undefined. Synchronous. */
