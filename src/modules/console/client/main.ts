@@ -27,7 +27,7 @@ async function call<T>(method: string, path: string, body?: unknown, extra: Reco
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', cache: 'no-store' });
   const text = await res.text();
   const json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-  if (!res.ok) throw new ApiError(res.status, String(json.code ?? 'internal'), (json.details as Record<string, unknown>) ?? {}, String(json.error ?? `HTTP ${res.status}`));
+  if (!res.ok) throw new ApiError(res.status, typeof json.code === 'string' ? json.code : 'internal', (json.details as Record<string, unknown>) ?? {}, typeof json.error === 'string' ? json.error : `HTTP ${res.status}`);
   return json as T;
 }
 
@@ -46,7 +46,12 @@ function h(tag: string, attrs: Record<string, string | boolean | ((e: Event) => 
   return el;
 }
 
-const text = (v: unknown): string => (v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+function text(v: unknown): string {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return v.toString();
+  return JSON.stringify(v);
+}
 const content = () => document.getElementById('content')!;
 const orgBase = () => `/console/orgs/${data.org}`;
 
@@ -66,12 +71,12 @@ function table(rows: Row[], columns: Array<[string, (r: Row) => Node | string]>,
     'table',
     { id },
     h('thead', {}, h('tr', {}, ...columns.map(([label]) => h('th', {}, label)))),
-    h('tbody', {}, ...rows.map((r) => h('tr', { 'data-id': String(r.id ?? '') }, ...columns.map(([, cell]) => h('td', {}, cell(r)))))),
+    h('tbody', {}, ...rows.map((r) => h('tr', { 'data-id': typeof r.id === 'string' ? r.id : '' }, ...columns.map(([, cell]) => h('td', {}, cell(r)))))),
   );
 }
 
 function formValues(form: HTMLFormElement): Record<string, string> {
-  return Object.fromEntries([...new FormData(form).entries()].map(([k, v]) => [k, String(v).trim()]));
+  return Object.fromEntries([...new FormData(form).entries()].map(([k, v]) => [k, typeof v === 'string' ? v.trim() : '']));
 }
 
 /** Shows a secret once with a copy button. */
@@ -152,7 +157,7 @@ async function overviewPage(): Promise<void> {
     call<List>('GET', '/api/v1/checkout-sessions?limit=100').catch(() => ({ data: [] })),
   ]);
   const since = Date.now() - 24 * 3600_000;
-  const recent = (l: List) => l.data.filter((r) => Date.parse(String(r.createdAt ?? r.created_at ?? 0)) >= since);
+  const recent = (l: List) => l.data.filter((r) => Date.parse(text(r.createdAt ?? r.created_at)) >= since);
   const failed = deliveries.data.filter((d) => d.status === 'failed' || d.status === 'retrying');
   const status = String(me.verification.status);
   const next = status === 'verified' ? 'Nothing to do.' : status === 'pending' ? 'Finish the identity step.' : 'Start verification.';
@@ -247,7 +252,7 @@ async function agentPage(id: string): Promise<void> {
     'form',
     { id: 'policy', class: 'panel' },
     h('h2', {}, 'Policy'),
-    ...POLICY_FIELDS.map((f) => h('label', {}, `${f} `, h('input', { name: f, value: policy[f] ? String(policy[f]) : '' }))),
+    ...POLICY_FIELDS.map((f) => h('label', {}, `${f} `, h('input', { name: f, value: policy[f] ? text(policy[f]) : '' }))),
     h('label', {}, 'allowedRecipients ', h('input', { name: 'allowedRecipients', value: ((policy.allowedRecipients as string[]) ?? []).join(',') })),
     h('label', {}, 'mode ', h('select', { name: 'mode' }, ...['autonomous', 'mandate'].map((m) => h('option', { value: m, ...(policy.mode === m ? { selected: true } : {}) }, m)))),
     h('button', { class: 'primary', type: 'submit' }, 'Save policy'),
