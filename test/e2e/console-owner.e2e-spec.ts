@@ -131,4 +131,33 @@ describe('console owner actions', () => {
     expect(agent.paused).toBe(false);
     expect((await t.http.get('/api/v1/api-keys').set(as(login))).body.find((k: { id: string }) => k.id === keyId).revokedAt).toBeNull();
   });
+
+  describe('pages', () => {
+    const sections = ['', '/keys', '/agents', '/webhooks', '/checkouts', '/escrows', '/invoices', '/offerings', '/verification'];
+
+    it('the owner gets every page (strict CSP, no-store); another address gets 404 for every page of it; no session → the sign-in page', async () => {
+      const agentId = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `pg-${randomUUID().slice(0, 8)}`, ownerAddress: owner.address })).body.id as string;
+      const pages = [...sections.map((s) => `/console/orgs/${orgId}${s}`), `/console/orgs/${orgId}/agents/${agentId}`];
+      for (const path of pages) {
+        const mine = await t.http.get(path).set('Cookie', login.cookie);
+        expect({ path, status: mine.status }).toEqual({ path, status: 200 });
+        expect(mine.headers['content-security-policy']).toMatch(/script-src 'self'/);
+        expect(mine.headers['cache-control']).toBe('no-store');
+        expect(mine.text).toContain(`data-csrf="${login.csrf}"`);
+        const theirs = await t.http.get(path).set('Cookie', other.cookie);
+        expect({ path, status: theirs.status }).toEqual({ path, status: 404 });
+        expect(theirs.text).not.toContain('Owner Co');
+        const anonymous = await t.http.get(path);
+        expect({ path, status: anonymous.status, location: anonymous.headers.location }).toEqual({ path, status: 303, location: '/console' });
+      }
+      expect((await t.http.get(`/console/orgs/${randomUUID()}`).set('Cookie', login.cookie)).status).toBe(404);
+      expect((await t.http.get(`/console/orgs/${orgId}/nothing`).set('Cookie', login.cookie)).status).toBe(404);
+      const signIn = await t.http.get('/console');
+      expect(signIn.status).toBe(200);
+      expect(signIn.text).toContain('data-page="signin"');
+      const home = await t.http.get('/console').set('Cookie', login.cookie);
+      expect(home.text).toContain('Owner Co');
+      expect((await t.http.get('/console').set('Cookie', other.cookie)).text).not.toContain('Owner Co');
+    });
+  });
 });
