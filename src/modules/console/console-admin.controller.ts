@@ -11,9 +11,7 @@ import { AgentDto, BalanceDto } from '../agents/dto/agent.dto';
 import { MandateListDto } from '../mandates/dto/mandate.dto';
 import { MandatesService } from '../mandates/mandates.service';
 import { PaymentListDto, PaymentListQueryDto } from '../payments/dto/payment.dto';
-import type { PaymentStatus } from '../payments/payment.entity';
 import { PaymentsService } from '../payments/payments.service';
-import { ApiKey } from '../orgs/orgs.entity';
 import { OrgsService } from '../orgs/orgs.service';
 import { ListQueryDto } from '../../common/http/list.dto';
 import { AddOwnerDto, ApiKeyDto, CreateAgentDto, CreateApiKeyDto, CreatedApiKeyDto, OwnerDto, PolicyDto } from './dto/console.dto';
@@ -21,7 +19,7 @@ import { AddOwnerDto, ApiKeyDto, CreateAgentDto, CreateApiKeyDto, CreatedApiKeyD
 const uuid = (what: string) => new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound(what) });
 
 /** The list view of a key: never its secret or digest. */
-function keyView(k: ApiKey): ApiKeyDto {
+function keyView(k: Awaited<ReturnType<OrgsService['listApiKeys']>>[number]): ApiKeyDto {
   return { id: k.id, kind: k.kind, agentId: k.agentId, prefix: k.displayPrefix, scopes: k.scopes, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
 }
 
@@ -197,7 +195,7 @@ export class ConsoleAdminController {
   @ApiStandardErrors({ notFound: true })
   async agentPayments(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Query() q: PaymentListQueryDto) {
     await this.agents.requireInOrganization(p.organizationId, id);
-    return this.payments.list({ ...p, agentId: id }, { limit: q.limit, startingAfter: q.starting_after, status: q.status as PaymentStatus | undefined });
+    return this.payments.list({ ...p, agentId: id }, { limit: q.limit, startingAfter: q.starting_after, status: q.status as Parameters<PaymentsService['list']>[1]['status'] });
   }
 
   @Get('agents/:id/mandates')
