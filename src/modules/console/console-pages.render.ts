@@ -38,7 +38,7 @@ const WALLET_PANEL = `<div id="wallet" class="panel" hidden><button id="connect"
 function page(title: string, main: string, attrs: Record<string, string>): string {
   const bundle = consoleBundle();
   const head = bundle ? `<script defer src="${CONSOLE_SCRIPT_PATH}?v=${bundle.hash}"></script>\n` : '';
-  return renderShell({ title: `${title} · Console`, main, mainAttrs: attrs, head: `${head}<style>body{max-width:64rem}nav a{margin-right:.8rem}nav{margin:.5rem 0 1rem;border-bottom:1px solid #d0d7de;padding-bottom:.5rem}input,select,textarea{font:inherit;padding:.35rem;margin:.2rem 0;max-width:100%}label{display:block;margin:.4rem 0}pre{white-space:pre-wrap;font-size:.8rem;background:#f6f8fa;padding:.5rem}</style>` });
+  return renderShell({ title: `${title} · Console`, main, mainAttrs: attrs, head: `${head}<style>html body{max-width:64rem}nav a{margin-right:.8rem;white-space:nowrap;display:inline-block}nav{margin:.5rem 0 1rem;border-bottom:1px solid #d0d7de;padding-bottom:.5rem}input,select,textarea{font:inherit;padding:.35rem;margin:.2rem 0;max-width:100%}label{display:block;margin:.4rem 0}pre{white-space:pre-wrap;font-size:.8rem;background:#f6f8fa;padding:.5rem}</style>` });
 }
 
 /** The sign-in page: "Sign in with Ethereum" (EIP-4361) once a wallet is connected. */
