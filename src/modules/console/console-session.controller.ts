@@ -29,6 +29,7 @@ export class ConsoleSessionController {
   @Public()
   @ApiOperation({ summary: 'A single-use SIWE nonce (5 minutes) and the domain, uri and chain id the message must name' })
   @ApiOkResponse({ type: ConsoleNonceDto })
+  @ApiStandardErrors()
   nonce(@Res({ passthrough: true }) res: Response): Promise<ConsoleNonceDto> {
     res.set('Cache-Control', 'no-store');
     return this.auth.nonce();
