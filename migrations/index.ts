@@ -12,10 +12,11 @@ import { A2a1795300030000 } from './1795300030000-A2a';
 import { Mandates1795300040000 } from './1795300040000-Mandates';
 import { CheckoutRelays1795300050000 } from './1795300050000-CheckoutRelays';
 import { CheckoutEscrowAttempts1795300060000 } from './1795300060000-CheckoutEscrowAttempts';
-import { TraceContext1795300072000 } from './1795300072000-TraceContext';
-import { RelayerReplacements1795300075000 } from './1795300075000-RelayerReplacements';
-import { X402Pending1795300073000 } from './1795300073000-X402Pending';
 import { PaymentTaskIdentity1795300070000 } from './1795300070000-PaymentTaskIdentity';
+import { TraceContext1795300072000 } from './1795300072000-TraceContext';
+import { X402Pending1795300073000 } from './1795300073000-X402Pending';
+import { RelayerReplacements1795300075000 } from './1795300075000-RelayerReplacements';
+import { Console1795300076000 } from './1795300076000-Console';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -33,8 +34,9 @@ export const MIGRATIONS = [
   Mandates1795300040000,
   CheckoutRelays1795300050000,
   CheckoutEscrowAttempts1795300060000,
-  TraceContext1795300072000,
-  RelayerReplacements1795300075000,
-  X402Pending1795300073000,
   PaymentTaskIdentity1795300070000,
+  TraceContext1795300072000,
+  X402Pending1795300073000,
+  RelayerReplacements1795300075000,
+  Console1795300076000,
 ];

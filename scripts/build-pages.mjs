@@ -1,16 +1,20 @@
 #!/usr/bin/env node
 // Bundles the hosted pages' one script (docs/architecture.md §16) with esbuild:
-// src/modules/pay-page/client/main.ts (TypeScript, viem) → dist/pay-page/pay.js, minified, for
-// browsers. Part of `npm run build` (after nest build, which empties dist/). The api serves it as
+// src/modules/pay-page/client/main.ts (TypeScript, viem) → dist/pay-page/pay.js and the console's
+// src/modules/console/client/main.ts → dist/console/console.js, minified, for browsers. Part of `npm run build` (after nest build, which empties dist/). The api serves it as
 // /assets/pay.js?v=<content hash>.
 import { build } from 'esbuild';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const outfile = join(root, 'dist', 'pay-page', 'pay.js');
+for (const [entry, out] of [
+  [['pay-page', 'client', 'main.ts'], ['pay-page', 'pay.js']],
+  [['console', 'client', 'main.ts'], ['console', 'console.js']],
+]) {
+const outfile = join(root, 'dist', ...out);
 const result = await build({
-  entryPoints: [join(root, 'src', 'modules', 'pay-page', 'client', 'main.ts')],
+  entryPoints: [join(root, 'src', 'modules', ...entry)],
   outfile,
   bundle: true,
   minify: true,
@@ -23,3 +27,4 @@ const result = await build({
 });
 const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
 console.log(`pages: ${outfile.slice(root.length + 1)} (${Math.round(bytes / 1024)} kB)`);
+}

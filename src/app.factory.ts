@@ -75,6 +75,11 @@ export function buildOpenApi(app: INestApplication) {
     .setVersion('2.0.0')
     .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'bk_live_… or bk_agent_live_…' }, 'apiKey')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'Any credential: bk_live_…, bk_agent_live_… or bat_…' }, 'bearer')
+    .addCookieAuth(
+      'pcp_console',
+      { type: 'apiKey', in: 'cookie', description: 'Console session (SIWE); also X-CSRF-Token, and X-Console-Organization on organisation routes (docs/architecture.md §19)' },
+      'consoleSession',
+    )
     .build();
   return SwaggerModule.createDocument(app, config);
 }

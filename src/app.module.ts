@@ -27,6 +27,8 @@ import { VerificationHttpModule } from './modules/verification/verification.http
 import { OfferingsHttpModule } from './modules/offerings/offerings.http.module';
 import { InvoicesHttpModule } from './modules/invoices/invoices.http.module';
 import { A2aHttpModule } from './modules/a2a/a2a.http.module';
+import { ConsoleModule } from './modules/console/console.module';
+import { ConsoleHttpModule } from './modules/console/console.http.module';
 
 /**
  * The api process (docs/architecture.md §1–2): request id → per-IP allowance of failed
@@ -34,7 +36,7 @@ import { A2aHttpModule } from './modules/a2a/a2a.http.module';
  * → repository, with one error filter. The only process that mounts the features' routes: each
  * feature's `<feature>.http.module.ts` (controllers over the feature's service module) is
  * imported here and nowhere else; MCP rides on the same services (McpModule).
- * OrgsModule is imported for the auth guard's PrincipalResolver.
+ * OrgsModule is imported for the auth guard's PrincipalResolver, ConsoleModule for its SessionAuthenticator.
  */
 @Module({
   imports: [
@@ -59,6 +61,8 @@ import { A2aHttpModule } from './modules/a2a/a2a.http.module';
     OfferingsHttpModule,
     InvoicesHttpModule,
     A2aHttpModule,
+    ConsoleModule,
+    ConsoleHttpModule,
   ],
   providers: [
     { provide: APP_GUARD, useClass: AuthGuard },

@@ -30,5 +30,5 @@ export function authorize(principal: Principal, access: Access): void {
   if (refusal) throw refusal;
 }
 
-/** The credential kinds that are not agents: merchant keys, OAuth tokens (and later console sessions). */
-export const MERCHANT_KINDS = ['merchant', 'oauth'] as const;
+/** The credential kinds that act for an organisation as merchant: merchant keys, OAuth tokens and console sessions (DESIGN §19). */
+export const MERCHANT_KINDS = ['merchant', 'oauth', 'console'] as const;

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Wallet } from 'ethers';
+import { getBytes, type Wallet } from 'ethers';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /** Debian's chromium (apt-get install chromium); `.ci/run` installs it when missing. */
@@ -59,7 +59,7 @@ const rpcError = (code: number, message: string) => ({ error: { code, message } 
  * A fresh browser context (360 px wide unless `viewport`) whose pages see an EIP-1193 wallet that
  * announces itself by EIP-6963 (`eip6963:announceProvider`, answering `eip6963:requestProvider`)
  * and forwards every request to Node through `page.exposeFunction`: accounts are `behaviour.wallet`,
- * typed data is signed with ethers `Wallet.signTypedData` (the EIP712Domain entry dropped, as
+ * `personal_sign` (EIP-191) with `Wallet.signMessage`, typed data is signed with ethers `Wallet.signTypedData` (the EIP712Domain entry dropped, as
  * ethers derives it), `eth_chainId` reports `behaviour.chainId`, `wallet_switchEthereumChain`
  * switches unless `refuseSwitch`. Everything else answers 4200 (unsupported method).
  */
@@ -82,6 +82,12 @@ export async function openWalletPage(browser: Browser, behaviour: WalletBehaviou
         if (b.refuseSwitch) return rpcError(4001, 'User rejected the request.');
         b.chainId = Number((params[0] as { chainId: string }).chainId);
         return { result: null };
+      }
+      case 'personal_sign': {
+        if (b.rejectSignatures) return rpcError(4001, 'User rejected the request.');
+        const [hex, address] = params as [string, string];
+        if (address.toLowerCase() !== b.wallet.address.toLowerCase()) return rpcError(4100, 'Unknown account');
+        return { result: await b.wallet.signMessage(getBytes(hex)) };
       }
       case 'eth_signTypedData_v4': {
         if (b.rejectSignatures) return rpcError(4001, 'User rejected the request.');

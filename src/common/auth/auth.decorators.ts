@@ -10,6 +10,8 @@ export const REQUIRED_SCOPES = 'auth:scopes';
 export const AGENT_ONLY = 'auth:agent-only';
 export const CREDENTIAL_EXCHANGE = 'auth:credential-exchange';
 export const OPERATOR_ROUTE = 'auth:operator';
+export const CONSOLE_ONLY = 'auth:console-only';
+export const CONSOLE_SESSION = 'auth:console-session';
 
 /** Marks a route as needing no credential (fee quote, x402 challenge, agent cards, health). */
 export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
@@ -55,3 +57,18 @@ export const RequireAgentKey = (...scopes: Scope[]) =>
 export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal => {
   return (ctx.switchToHttp().getRequest<Request & { principal: Principal }>()).principal;
 });
+
+/**
+ * Requires a console session acting for one organisation it owns (docs/architecture.md §19):
+ * owner actions such as minting keys and agents, which API keys may not take. Other credentials
+ * get 403 forbidden (`console_session_required`).
+ */
+export const RequireConsole = () =>
+  applyDecorators(SetMetadata(CONSOLE_ONLY, true), ApiExtension('x-console-session', true), ApiSecurity('consoleSession'), RequireScopes());
+
+/**
+ * A console route that acts for the signed-in address, not for an organisation (sign-out,
+ * self-serve organisation creation): needs the session cookie and its CSRF header only.
+ */
+export const ConsoleSessionRoute = () =>
+  applyDecorators(SetMetadata(CONSOLE_SESSION, true), SetMetadata(CONSOLE_ONLY, true), ApiSecurity('consoleSession'), ApiUnauthorizedResponse({ description: 'unauthorized: no valid console session', type: ErrorBody }));

@@ -8,8 +8,8 @@ import { accessRefusal } from '../../kernel/access';
 import { Authenticator, clientAddress } from '../../kernel/authenticator';
 import { CREDENTIAL_KINDS } from '../../kernel/http';
 import type { Access, CredentialKind } from '../../kernel/operation';
-import { AGENT_ONLY, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
-import type { Principal } from './principal';
+import { AGENT_ONLY, CONSOLE_ONLY, CONSOLE_SESSION, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
+import { Principal, SessionAuthenticator } from './principal';
 import type { Scope } from './scopes';
 import { digestsEqual, hashSecret } from './secrets';
 
@@ -37,6 +37,7 @@ export class AuthGuard implements CanActivate {
     private readonly authenticator: Authenticator,
     private readonly limiter: AuthFailureLimiter,
     config: AppConfig,
+    private readonly sessions: SessionAuthenticator,
   ) {
     this.operatorDigest = hashSecret(config.secret('OPERATOR_TOKEN'));
   }
@@ -53,6 +54,11 @@ export class AuthGuard implements CanActivate {
         res.once('finish', () => void attempt.settle(res.statusCode === 401).catch(() => undefined));
         res.once('close', () => void attempt.settle(false).catch(() => undefined));
       }
+      return true;
+    }
+    if (this.sessions.present(req) || this.reflector.getAllAndOverride<boolean>(CONSOLE_SESSION, targets)) {
+      req.principal = await this.session(req, targets);
+      this.authorize(req.principal, targets);
       return true;
     }
     const hit = this.authenticator.cached(req);
@@ -83,15 +89,42 @@ export class AuthGuard implements CanActivate {
 
   /**
    * The route's access (RequireScopes / RequireAgentKey metadata) through the kernel's one check (DESIGN §3, §17).
-   * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`).
+   * Owner routes (`RequireConsole`) take a console session only (DESIGN §19).
+   * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`, `console_session_required`).
    */
   private authorize(principal: Principal, targets: Parameters<Reflector['getAllAndOverride']>[1]): void {
+    const consoleOnly = this.reflector.getAllAndOverride<boolean>(CONSOLE_ONLY, targets) ?? false;
     const access: Access = {
       scopes: this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [],
-      kinds: this.reflector.getAllAndOverride<boolean>(AGENT_ONLY, targets) ? ['agent'] : this.reflector.getAllAndOverride<CredentialKind[] | undefined>(CREDENTIAL_KINDS, targets),
+      kinds: consoleOnly
+        ? undefined
+        : this.reflector.getAllAndOverride<boolean>(AGENT_ONLY, targets)
+          ? ['agent']
+          : this.reflector.getAllAndOverride<CredentialKind[] | undefined>(CREDENTIAL_KINDS, targets),
     };
     const refusal = accessRefusal(principal, access);
     if (refusal) throw refusal;
+    if (consoleOnly && principal.kind !== 'console') {
+      throw new AppError('forbidden', 'This operation is taken from the console by an owner', { reason: 'console_session_required' });
+    }
+  }
+
+  /**
+   * A console session (docs/architecture.md §19) under a slot of the client address's failed-auth
+   * allowance, as a credential lookup: an unknown, expired or revoked session → 401 (spends it).
+   */
+  private async session(req: Request, targets: Parameters<Reflector['getAllAndOverride']>[1]): Promise<Principal> {
+    const attempt = await this.limiter.admit(clientAddress(req));
+    let principal: Principal | null;
+    try {
+      principal = await this.sessions.resolve(req, { organization: !this.reflector.getAllAndOverride<boolean>(CONSOLE_SESSION, targets) });
+    } catch (err) {
+      await attempt.settle(false);
+      throw err;
+    }
+    await attempt.settle(principal === null);
+    if (!principal) throw new AppError('unauthorized', 'No valid console session: sign in again');
+    return principal;
   }
 
   /** `Authorization: Bearer <OPERATOR_TOKEN>`, compared in constant time over SHA-256 digests. */

@@ -2,16 +2,19 @@ import type { Scope } from './scopes';
 
 /**
  * Who is calling, resolved from a credential by the auth guard (docs/architecture.md §3).
- * `actor` is the idempotency principal: `merchant` for merchant keys, `agent:<id>`, `oauth:<clientId>`.
+ * `actor` is the idempotency principal: `merchant` for merchant keys, `agent:<id>`, `oauth:<clientId>`,
+ * `console:<address>` for a console session acting for one organisation it owns (§19).
  */
 export interface Principal {
-  kind: 'merchant' | 'agent' | 'oauth';
+  kind: 'merchant' | 'agent' | 'oauth' | 'console';
   credentialId: string;
   organizationId: string;
   agentId: string | null;
   actor: string;
   grantedScopes: readonly string[];
   scopes: ReadonlySet<Scope>;
+  /** The signed-in wallet address (checksummed) of a `console` principal. */
+  address?: string;
   /** When the credential itself expires (ms since the epoch; OAuth access tokens), if it does. */
   expiresAt?: number;
 }
@@ -20,4 +23,19 @@ export interface Principal {
 export abstract class PrincipalResolver {
   /** @returns the principal, or null for an unknown, revoked, expired or malformed secret. */
   abstract resolve(secret: string): Promise<Principal | null>;
+}
+
+/**
+ * Port the guard uses for console sessions (docs/architecture.md §19), implemented by the console
+ * module: a session cookie, its CSRF header and one owned organisation become a `console` principal.
+ */
+export abstract class SessionAuthenticator {
+  /** Whether the request carries a console session cookie (and no API credential header). */
+  abstract present(req: import('express').Request): boolean;
+  /**
+   * @returns the console principal, or null for an unknown, expired or revoked session (401).
+   * @throws AppError forbidden (`csrf_token_invalid`) without the session's CSRF header; not_found when
+   *   the organisation named by `X-Console-Organization` is missing or not owned by the session's address.
+   */
+  abstract resolve(req: import('express').Request, opts: { organization: boolean }): Promise<Principal | null>;
 }

@@ -37,6 +37,12 @@ export class AgentsRepository {
     return rows[0] ? toRow(rows[0]) : null;
   }
 
+  /** The organisation's agents, oldest first. */
+  async listByOrganization(organizationId: string): Promise<AgentRow[]> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM agents WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
+    return rows.map(toRow);
+  }
+
   /** The agent row under FOR UPDATE: serialises every reservation of this agent (docs/architecture.md §13). */
   async lock(id: string): Promise<AgentRow | null> {
     const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM agents WHERE id = $1 FOR UPDATE`, [id]);

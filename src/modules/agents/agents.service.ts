@@ -110,6 +110,22 @@ export class AgentsService {
     return agent;
   }
 
+  /**
+   * An agent of `organizationId`, for an owner acting from the console (docs/architecture.md §19).
+   * @throws AppError not_found for an unknown agent or an agent of another organisation.
+   */
+  async requireInOrganization(organizationId: string, agentId: string): Promise<AgentRow> {
+    const agent = await this.repo.find(agentId);
+    if (!agent || agent.organizationId !== organizationId) throw AppError.notFound('agent');
+    return agent;
+  }
+
+  /** The organisation's agents as GET /agent renders each, oldest first. */
+  async listForOrganization(organizationId: string): Promise<AgentView[]> {
+    const rows = await this.repo.listByOrganization(organizationId);
+    return Promise.all(rows.map((r) => this.view(r.id)));
+  }
+
   /** The agent as GET /agent renders it, with today's and this month's usage (UTC windows). */
   async view(agentId: string, now = new Date()): Promise<AgentView> {
     const agent = await this.require(agentId);

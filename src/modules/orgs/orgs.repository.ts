@@ -11,8 +11,70 @@ export class OrgsRepository {
     return (this.txHost as TxHost).tx;
   }
 
-  insertOrganization(org: Organization) {
-    return this.em.getRepository(Organization).insert(org);
+  /**
+   * Inserts the organisation and, in the same statement, its payout address as its first owner
+   * (docs/architecture.md §19).
+   */
+  async insertOrganization(org: Organization): Promise<void> {
+    await this.em.query(
+      `WITH o AS (INSERT INTO organizations (id, name, handle, payout_address) VALUES ($1, $2, $3, $4) RETURNING id, payout_address)
+       INSERT INTO organization_owners (organization_id, address) SELECT id, payout_address FROM o WHERE payout_address IS NOT NULL`,
+      [org.id, org.name, org.handle, org.payoutAddress],
+    );
+  }
+  /** Organisations `address` owns (case-insensitive), oldest first. */
+  async findOwnedOrganizations(address: string): Promise<Array<{ id: string; name: string; handle: string; payoutAddress: string | null }>> {
+    const rows: Array<{ id: string; name: string; handle: string; payout_address: string | null }> = await this.em.query(
+      `SELECT o.id, o.name, o.handle, o.payout_address FROM organization_owners w JOIN organizations o ON o.id = w.organization_id
+        WHERE lower(w.address) = lower($1) ORDER BY o.created_at, o.id`,
+      [address],
+    );
+    return rows.map((r) => ({ id: r.id, name: r.name, handle: r.handle, payoutAddress: r.payout_address }));
+  }
+  /** Whether `address` owns organisation `organizationId` (case-insensitive address). */
+  async isOwner(organizationId: string, address: string): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(`SELECT 1 FROM organization_owners WHERE organization_id = $1 AND lower(address) = lower($2)`, [organizationId, address]);
+    return rows.length > 0;
+  }
+  /** The owners of an organisation, oldest first. */
+  async findOwners(organizationId: string): Promise<Array<{ address: string; createdAt: Date }>> {
+    const rows: Array<{ address: string; created_at: Date }> = await this.em.query(
+      `SELECT address, created_at FROM organization_owners WHERE organization_id = $1 ORDER BY created_at, address`,
+      [organizationId],
+    );
+    return rows.map((r) => ({ address: r.address, createdAt: r.created_at }));
+  }
+  /** Adds an owner (no-op when already one). */
+  async insertOwner(organizationId: string, address: string): Promise<void> {
+    await this.em.query(
+      `INSERT INTO organization_owners (organization_id, address) SELECT $1, $2
+        WHERE NOT EXISTS (SELECT 1 FROM organization_owners WHERE organization_id = $1 AND lower(address) = lower($2))`,
+      [organizationId, address],
+    );
+  }
+  /**
+   * Removes an owner unless it is the last one; the owners are locked first, so two concurrent
+   * removals cannot leave none.
+   * @returns 'removed', 'last' (refused) or 'absent'.
+   */
+  async deleteOwner(organizationId: string, address: string): Promise<'removed' | 'last' | 'absent'> {
+    const owners: Array<{ address: string }> = await this.em.query(`SELECT address FROM organization_owners WHERE organization_id = $1 FOR UPDATE`, [organizationId]);
+    const hit = owners.find((o) => o.address.toLowerCase() === address.toLowerCase());
+    if (!hit) return 'absent';
+    if (owners.length === 1) return 'last';
+    await this.em.query(`DELETE FROM organization_owners WHERE organization_id = $1 AND address = $2`, [organizationId, hit.address]);
+    return 'removed';
+  }
+  /** Takes the transaction-scoped advisory lock of an owner address (serialises self-serve creation per address). */
+  async lockOwnerAddress(address: string): Promise<void> {
+    await this.em.query(`SELECT pg_advisory_xact_lock(hashtext('console-owner:' || lower($1)))`, [address]);
+  }
+  /** API keys of an organisation, newest first (secrets never leave; the prefix identifies them). */
+  async findApiKeys(organizationId: string): Promise<ApiKey[]> {
+    return this.em.getRepository(ApiKey).find({ where: { organizationId }, order: { createdAt: 'DESC' } });
+  }
+  findApiKey(id: string) {
+    return this.em.getRepository(ApiKey).findOneBy({ id });
   }
   findOrganization(id: string) {
     return this.em.getRepository(Organization).findOneBy({ id });

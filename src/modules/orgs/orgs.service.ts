@@ -8,6 +8,7 @@ import { Principal, PrincipalResolver } from '../../common/auth/principal';
 import { AGENT_SCOPES, expandScopes, invalidScopes, MERCHANT_SCOPES } from '../../common/auth/scopes';
 import { digestsEqual, hashSecret, randomBase62 } from '../../common/auth/secrets';
 import { AppError } from '../../common/errors/app-error';
+import { TransactionHost, TxHost } from '../../database/transaction';
 import type { MeDto } from './dto/me.dto';
 import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
 import { OrgsRepository } from './orgs.repository';
@@ -34,8 +35,13 @@ export class OrgsService extends PrincipalResolver {
     private readonly config: AppConfig,
     private readonly moduleRef: ModuleRef,
     private readonly revocations: CredentialRevocations,
+    private readonly txHost: TransactionHost,
   ) {
     super();
+  }
+
+  private tx<T>(fn: () => Promise<T>): Promise<T> {
+    return (this.txHost as TxHost).withTransaction(fn);
   }
 
   /**
@@ -67,6 +73,80 @@ export class OrgsService extends PrincipalResolver {
     });
     await this.repo.insertOrganization(org);
     return org;
+  }
+
+  /** Most organisations one address may create from the console (docs/architecture.md §19). */
+  static readonly MAX_OWNED_ORGANIZATIONS = 5;
+
+  /**
+   * Self-serve creation from the console (docs/architecture.md §19): `owner` becomes the first owner
+   * (the payout address defaults to it). Serialised per owner address, so concurrent requests
+   * cannot pass the limit.
+   * @throws AppError forbidden (`details.reason: "organization_limit"`) when `owner` already owns
+   *   {@link OrgsService.MAX_OWNED_ORGANIZATIONS}; invalid_request as {@link createOrganization}.
+   */
+  async createOwnedOrganization(owner: string, input: { name: string; handle: string; payoutAddress?: string }): Promise<Organization> {
+    const ownerAddress = this.address('owner', owner);
+    return this.tx(async () => {
+      await this.repo.lockOwnerAddress(ownerAddress);
+      const owned = await this.repo.findOwnedOrganizations(ownerAddress);
+      if (owned.length >= OrgsService.MAX_OWNED_ORGANIZATIONS) {
+        throw new AppError('forbidden', `An address may own at most ${OrgsService.MAX_OWNED_ORGANIZATIONS} organisations`, {
+          reason: 'organization_limit',
+          limit: OrgsService.MAX_OWNED_ORGANIZATIONS,
+        });
+      }
+      const org = await this.createOrganization({ ...input, payoutAddress: input.payoutAddress || ownerAddress });
+      await this.repo.insertOwner(org.id, ownerAddress);
+      return org;
+    });
+  }
+
+  /** Organisations `address` owns (docs/architecture.md §19), oldest first. */
+  ownedOrganizations(address: string) {
+    return this.repo.findOwnedOrganizations(address);
+  }
+
+  /** Whether `address` is an owner of the organisation. */
+  isOwner(organizationId: string, address: string): Promise<boolean> {
+    return this.repo.isOwner(organizationId, address);
+  }
+
+  /** The organisation's owner addresses. */
+  async owners(organizationId: string): Promise<Array<{ address: string; createdAt: string }>> {
+    return (await this.repo.findOwners(organizationId)).map((o) => ({ address: o.address, createdAt: o.createdAt.toISOString() }));
+  }
+
+  /** Adds an owner (idempotent). @throws AppError invalid_request for a malformed address. */
+  async addOwner(organizationId: string, address: string) {
+    await this.repo.insertOwner(organizationId, this.address('address', address));
+    return this.owners(organizationId);
+  }
+
+  /**
+   * Removes an owner, never the last one (docs/architecture.md §19).
+   * @throws AppError not_found for an address that is not an owner; 409 invalid_request (`details.reason: "last_owner"`) for the last.
+   */
+  async removeOwner(organizationId: string, address: string) {
+    const outcome = await this.tx(() => this.repo.deleteOwner(organizationId, address));
+    if (outcome === 'absent') throw AppError.notFound('owner');
+    if (outcome === 'last') throw new AppError('invalid_request', 'An organisation keeps at least one owner', { reason: 'last_owner' }, 409);
+    return this.owners(organizationId);
+  }
+
+  /** The organisation's API keys (no secrets), newest first. */
+  listApiKeys(organizationId: string) {
+    return this.repo.findApiKeys(organizationId);
+  }
+
+  /**
+   * Revokes a key of this organisation only (console, docs/architecture.md §19).
+   * @throws AppError not_found for a key of another organisation or an unknown id.
+   */
+  async revokeOwnApiKey(organizationId: string, id: string) {
+    const key = UUID.test(id) ? await this.repo.findApiKey(id) : null;
+    if (!key || key.organizationId !== organizationId) throw AppError.notFound('api key');
+    return this.revokeApiKey(id);
   }
 
   getOrganization(id: string): Promise<Organization | null> {

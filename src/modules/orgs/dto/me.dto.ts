@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 
 export class MeIdentityDto {
-  @ApiProperty({ enum: ['merchant', 'agent', 'oauth'] }) type: 'merchant' | 'agent' | 'oauth';
+  @ApiProperty({ enum: ['merchant', 'agent', 'oauth', 'console'] }) type: 'merchant' | 'agent' | 'oauth' | 'console';
   @ApiProperty({ description: 'Id of the API key or OAuth access token used' }) credentialId: string;
   @ApiProperty({ type: String, nullable: true }) agentId: string | null;
 }

@@ -115,6 +115,20 @@ export class Wallet {
   }
 
   /**
+   * Signs a text message with `personal_sign` (EIP-191; the console's EIP-4361 sign-in message).
+   * @throws WalletError rejected (EIP-1193 4001), other.
+   */
+  async personalSign(message: string): Promise<`0x${string}`> {
+    const hex: `0x${string}` = `0x${Array.from(new TextEncoder().encode(message), (b) => b.toString(16).padStart(2, '0')).join('')}`;
+    try {
+      return (await this.provider.request({ method: 'personal_sign', params: [hex, this.account] })) as `0x${string}`;
+    } catch (err) {
+      if (rpcCode(err) === 4001) throw new WalletError('rejected', 'You declined to sign in.');
+      throw new WalletError('other', `Your wallet could not sign: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+
+  /**
    * Signs EIP-712 typed data with `eth_signTypedData_v4` (EIP-712; the JSON as viem's own
    * signTypedData sends it: EIP712Domain type added, values validated, addresses lower-cased);
    * uint/int fields given as decimal text are read as bigint first. Checks the chain first.

@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { SessionAuthenticator } from '../../common/auth/principal';
+import { AuthFailureLimiter } from '../../common/rate-limit/auth-failure.limiter';
+import { OrgsModule } from '../orgs/orgs.module';
+import { ConsoleAuthService } from './console-auth.service';
+import { ConsoleSessionAuthenticator } from './console-session.authenticator';
+import { ConsoleRepository } from './console.repository';
+
+/**
+ * Console sessions (docs/architecture.md §19): SIWE sign-in, server-side sessions, and the
+ * {@link SessionAuthenticator} the api's auth guard uses to turn a session into a `console` principal.
+ */
+@Module({
+  imports: [OrgsModule],
+  providers: [ConsoleRepository, ConsoleAuthService, ConsoleSessionAuthenticator, AuthFailureLimiter, { provide: SessionAuthenticator, useExisting: ConsoleSessionAuthenticator }],
+  exports: [ConsoleAuthService, SessionAuthenticator],
+})
+export class ConsoleModule {}

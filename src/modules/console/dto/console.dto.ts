@@ -1,0 +1,92 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+
+/** GET /console/api/nonce: a single-use SIWE nonce and what the message must name (EIP-4361). */
+export class ConsoleNonceDto {
+  @ApiProperty() nonce: string;
+  @ApiProperty({ description: 'ISO time the nonce stops being accepted (5 minutes)' }) expiresAt: string;
+  @ApiProperty({ description: 'SIWE domain (host of the api origin)' }) domain: string;
+  @ApiProperty({ description: 'SIWE uri ({API origin}/console)' }) uri: string;
+  @ApiProperty() chainId: number;
+}
+
+/** POST /console/api/sign-in: an EIP-4361 message and the wallet's personal_sign signature. */
+export class SignInDto {
+  @ApiProperty({ description: 'The EIP-4361 message as signed' }) @IsString() @MinLength(1) @MaxLength(4000) message: string;
+  @ApiProperty({ description: '0x-prefixed EIP-191 signature' }) @IsString() @Matches(/^0x[0-9a-fA-F]{130}$/) signature: string;
+}
+
+export class ConsoleOrganizationDto {
+  @ApiProperty() id: string;
+  @ApiProperty() name: string;
+  @ApiProperty() handle: string;
+  @ApiProperty({ type: String, nullable: true }) payoutAddress: string | null;
+}
+
+/** The signed-in session: address, expiry, its CSRF token, and the organisations the address owns. */
+export class ConsoleSessionDto {
+  @ApiProperty() address: string;
+  @ApiProperty() expiresAt: string;
+  @ApiProperty({ description: 'Send as X-CSRF-Token on every console API request' }) csrfToken: string;
+  @ApiProperty({ type: [ConsoleOrganizationDto] }) organizations: ConsoleOrganizationDto[];
+}
+
+/** POST /console/api/sign-out: the session is revoked. */
+export class SignedOutDto {
+  @ApiProperty() address: string;
+  @ApiProperty({ enum: [true] }) signedOut: true;
+}
+
+/** POST /console/api/organizations: self-serve creation (docs/architecture.md §19). */
+export class CreateOrganizationDto {
+  @ApiProperty() @IsString() @MinLength(1) @MaxLength(120) name: string;
+  @ApiProperty({ description: '3–40 of a-z, 0-9 and -' }) @IsString() handle: string;
+  @ApiPropertyOptional({ description: 'Defaults to the signed-in address' }) @IsOptional() @IsString() payoutAddress?: string;
+}
+
+export class OwnerDto {
+  @ApiProperty() address: string;
+  @ApiProperty() createdAt: string;
+}
+
+export class AddOwnerDto {
+  @ApiProperty() @IsString() address: string;
+}
+
+/** POST /api/v1/api-keys (console): a merchant key; the secret is shown once. */
+export class CreateApiKeyDto {
+  @ApiProperty({ type: [String], description: 'Merchant scopes (X:read, X:write, X:*)' }) @IsArray() @IsString({ each: true }) scopes: string[];
+}
+
+export class ApiKeyDto {
+  @ApiProperty() id: string;
+  @ApiProperty({ enum: ['merchant', 'agent'] }) kind: string;
+  @ApiProperty({ type: String, nullable: true }) agentId: string | null;
+  @ApiProperty({ description: 'Shown prefix of the secret' }) prefix: string;
+  @ApiProperty({ type: [String] }) scopes: string[];
+  @ApiProperty() createdAt: string;
+  @ApiProperty({ type: String, nullable: true }) revokedAt: string | null;
+}
+
+export class CreatedApiKeyDto extends ApiKeyDto {
+  @ApiProperty({ description: 'The secret, shown once' }) secret: string;
+}
+
+/** POST /api/v1/agents (console). */
+export class CreateAgentDto {
+  @ApiProperty({ description: '3–40 of a-z, 0-9 and -' }) @IsString() slug: string;
+  @ApiProperty({ description: "The agent owner's address (signs EnableSigner and Withdraw)" }) @IsString() ownerAddress: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(120) name?: string;
+}
+
+/** PUT /api/v1/agents/{id}/policy (console): amounts decimal text; absent fields are unset. */
+export class PolicyDto {
+  @ApiPropertyOptional({ example: '25.00' }) @IsOptional() @IsString() perTransactionMax?: string;
+  @ApiPropertyOptional({ example: '100.00' }) @IsOptional() @IsString() dailyLimit?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() monthlyLimit?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() approvalThreshold?: string;
+  @ApiPropertyOptional({ type: [String] }) @IsOptional() @IsArray() @IsString({ each: true }) allowedRecipients?: string[];
+  @ApiPropertyOptional({ enum: ['autonomous', 'mandate'] }) @IsOptional() @IsIn(['autonomous', 'mandate']) mode?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() validFrom?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() expiresAt?: string;
+}

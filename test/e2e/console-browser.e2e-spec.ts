@@ -1,0 +1,176 @@
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import type { Wallet } from 'ethers';
+import type { Browser, Page } from 'playwright-core';
+import { WebhookEvent } from '../../src/common/outbox/webhook-event';
+import { AgentsService } from '../../src/modules/agents/agents.service';
+import { createTestApp, TestApp } from '../support/app';
+import { createPayee } from '../support/agents';
+import { chromiumAvailable, launchChromium, openWalletPage, screenshot, WalletPage } from '../support/browser';
+import { TestChain, USDC } from '../support/chain';
+import { waitFor } from '../support/wait';
+import { emitEvents, IsolatedEnv, isolatedWebhookEnv, startTestWorker, TestWorker } from '../support/webhook-env';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+jest.setTimeout(180_000);
+
+const RUN = chromiumAvailable('the console in a real browser (test/e2e/console-browser.e2e-spec.ts)');
+const describeBrowser = RUN ? describe : describe.skip;
+
+const seeText = (page: Page, text: string | RegExp, timeout = 60_000) => page.getByText(text).first().waitFor({ state: 'visible', timeout });
+
+/**
+ * The console (docs/architecture.md §19) in headless chromium against the real api (listening on a
+ * port), the real worker (relayer, outbox relay, webhook delivery), Postgres, Redis and anvil. The
+ * wallet injected into the page signs for real with an anvil account (SIWE by personal_sign,
+ * EnableSigner by eth_signTypedData_v4; test/support/browser.ts).
+ */
+describeBrowser('the console in a browser', () => {
+  let iso: IsolatedEnv;
+  let t: TestApp;
+  let worker: TestWorker;
+  let chain: TestChain;
+  let receiver: WebhookReceiver;
+  let browser: Browser;
+  let base: string;
+  let person: Wallet;
+  let wp: WalletPage;
+
+  beforeAll(async () => {
+    iso = await isolatedWebhookEnv('console');
+    const env = { ...iso.env, CHAIN_POLL_MS: '200' };
+    t = await createTestApp(env);
+    await t.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    worker = await startTestWorker(env);
+    chain = new TestChain();
+    receiver = await WebhookReceiver.start();
+    person = await chain.wallet({ usdc: 1_000n * USDC });
+    browser = await launchChromium();
+    wp = await openWalletPage(browser, { wallet: person, chainId: 31337 }, { width: 1100, height: 900 });
+  });
+  afterAll(async () => {
+    await wp?.close();
+    await browser?.close();
+    await worker?.close();
+    await t?.close();
+    await receiver?.close();
+    chain?.close();
+    await iso?.drop();
+  });
+
+  const ready = (page: Page) => page.locator('main[data-ready="true"]').waitFor({ state: 'attached', timeout: 30_000 });
+
+  it('signs in, creates an organisation, a key used against the API, an agent with a policy and its signer enabled, sees its payment, retries a failed webhook, signs out', async () => {
+    const { page } = wp;
+    // Sign in with Ethereum.
+    expect((await page.goto(`${base}/console`))?.status()).toBe(200);
+    await ready(page);
+    await screenshot(page, 'console-sign-in');
+    await page.getByRole('button', { name: 'Connect wallet' }).click();
+    await page.getByRole('button', { name: 'Sign in with Ethereum' }).click();
+    await seeText(page, 'You own no organisation yet.');
+    expect(wp.calls.some(([m]) => m === 'personal_sign')).toBe(true);
+    const cookies = await wp.context.cookies(base);
+    expect(cookies.find((c) => c.name === 'pcp_console')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+
+    // Create an organisation (payout address = the signed-in address).
+    const handle = `shop-${randomUUID().slice(0, 8)}`;
+    await page.getByLabel('Name').fill('Console Shop');
+    await page.getByLabel('Handle').fill(handle);
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.waitForURL(/\/console\/orgs\/[0-9a-f-]{36}$/);
+    await ready(page);
+    const orgId = page.url().split('/').pop()!;
+    await seeText(page, person.address);
+    await screenshot(page, 'console-overview');
+
+    // A merchant key, shown once, used against the API.
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await ready(page);
+    await page.getByLabel('checkout:*').check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = (await page.locator('#secret').textContent({ timeout: 30_000 }))!;
+    expect(secret).toMatch(/^bk_live_/);
+    const me = await t.http.get('/api/v1/me').set('X-Api-Key', secret);
+    expect(me.status).toBe(200);
+    expect(me.body.organization).toMatchObject({ id: orgId, handle });
+    const checkout = await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', secret).send({ amount: '7.00', description: 'made with a console key' });
+    expect(checkout.status).toBe(200);
+    await screenshot(page, 'console-keys');
+
+    // An agent with a policy; its signer enabled by the owner's EnableSigner signature.
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await ready(page);
+    const slug = `bot-${randomUUID().slice(0, 8)}`;
+    await page.getByLabel('Slug').fill(slug);
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    await page.waitForURL(/\/agents\/[0-9a-f-]{36}$/);
+    await ready(page);
+    const agentId = page.url().split('/').pop()!;
+    await page.getByLabel('dailyLimit').fill('50');
+    await page.getByLabel('perTransactionMax').fill('20.00');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await seeText(page, 'Policy saved.');
+    expect((await t.app.get(AgentsService).view(agentId)).policy).toMatchObject({ dailyLimit: '50.00', perTransactionMax: '20.00' });
+    await page.getByRole('button', { name: 'Connect wallet' }).click();
+    await page.getByRole('button', { name: 'Enable the session signer' }).click();
+    await seeText(page, 'Session signer enabled.');
+    expect(await page.locator('#signer-status').getAttribute('data-enabled')).toBe('true');
+    await page.getByRole('button', { name: 'Create agent key' }).click();
+    const agentKey = (await page.locator('#secret').textContent({ timeout: 30_000 }))!;
+    expect(agentKey).toMatch(/^bk_agent_live_/);
+
+    // Top up the signer (a plain USDC transfer from the owner) and pay through the API; the console shows it.
+    const signer = (await t.http.get('/api/v1/agent').set('X-Api-Key', agentKey)).body.signer.address as string;
+    await chain.gateway.usdcTransfer(person, signer, 30n * USDC);
+    const payee = await createPayee(t, chain);
+    const payment = await t.http.post('/api/v1/payments').set({ 'X-Api-Key': agentKey, 'Idempotency-Key': randomUUID() }).send({ to: payee.handle, amount: '12.50' });
+    expect(payment.status).toBe(200);
+    await page.reload();
+    await ready(page);
+    await page.locator(`#payments tr[data-id="${payment.body.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
+    await seeText(page, '12.50');
+    await screenshot(page, 'console-agent');
+
+    // Webhooks: an endpoint that fails, the failed delivery in the log, retried once it answers.
+    receiver.respond = () => 500;
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await ready(page);
+    await page.getByLabel('URL').fill(receiver.url('/console-hook'));
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    receiver.secrets = [(await page.locator('#secret').textContent({ timeout: 30_000 }))!];
+    await emitEvents(t.app, orgId, [{ type: WebhookEvent.CheckoutFunded, object: { object: 'checkout_session', id: checkout.body.id } }]);
+    await waitFor(async () => receiver.received.some((d) => d.path === '/console-hook'), { timeoutMs: 60_000, label: 'first attempt' });
+    await waitFor(
+      async () => {
+        await page.reload();
+        await ready(page);
+        return (await page.locator('#deliveries .delivery-status').first().textContent().catch(() => null)) === 'retrying';
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, label: 'delivery shown failing' },
+    );
+    receiver.respond = () => 200;
+    await page.locator('#deliveries button.retry').first().click();
+    await seeText(page, /Retry queued/);
+    await waitFor(
+      async () => {
+        await page.reload();
+        await ready(page);
+        return (await page.locator('#deliveries .delivery-status').first().textContent().catch(() => null)) === 'succeeded';
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, label: 'retried delivery shown succeeded' },
+    );
+    expect(receiver.received.filter((d) => d.path === '/console-hook').at(-1)!.verifiedWith.length).toBeGreaterThan(0);
+    await screenshot(page, 'console-webhooks');
+
+    // Sign out: the session is revoked at once.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(`${base}/console`);
+    await ready(page);
+    await page.getByRole('button', { name: 'Connect wallet' }).waitFor({ state: 'visible' });
+    expect((await page.goto(`${base}/console/orgs/${orgId}`))?.url()).toBe(`${base}/console`);
+    // The one expected resource error: GET /webhook-endpoints answers 404 before an endpoint exists.
+    expect(wp.errors.filter((e) => !/status of 404/.test(e))).toEqual([]);
+  });
+});

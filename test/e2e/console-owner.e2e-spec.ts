@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import { Wallet } from 'ethers';
+import { createTestApp, TestApp } from '../support/app';
+import { consoleHeaders, consoleSignIn, ConsoleLogin } from '../support/console';
+import { expectError } from '../support/errors';
+
+jest.setTimeout(60_000);
+
+/**
+ * Owner actions from the console (docs/architecture.md §19): owners, API keys, agents, policy,
+ * pause, agent keys, an agent's payments and mandates; each through the one guard as a `console`
+ * principal; API keys may not take them; another address gets 404 for all of them.
+ */
+describe('console owner actions', () => {
+  let t: TestApp;
+  const owner = Wallet.createRandom();
+  const stranger = Wallet.createRandom();
+  let login: ConsoleLogin;
+  let other: ConsoleLogin;
+  let orgId: string;
+
+  beforeAll(async () => {
+    t = await createTestApp({ REDIS_PREFIX: `${process.env.REDIS_PREFIX}-${randomUUID().slice(0, 8)}` });
+    login = await consoleSignIn(t, owner);
+    other = await consoleSignIn(t, stranger);
+    orgId = (await t.http.post('/console/api/organizations').set(consoleHeaders(login)).send({ name: 'Owner Co', handle: `owner-${randomUUID().slice(0, 8)}` }).expect(200)).body.id;
+  });
+  afterAll(() => t.close());
+
+  const as = (l: ConsoleLogin, org = orgId) => consoleHeaders(l, org);
+
+  it('creates a merchant key (secret once), which then works against the API; lists it without the secret; revokes it at once', async () => {
+    const created = await t.http.post('/api/v1/api-keys').set(as(login)).send({ scopes: ['checkout:write'] });
+    expect(created.status).toBe(200);
+    expect(created.body.secret).toMatch(/^bk_live_/);
+    const me = await t.http.get('/api/v1/me').set('X-Api-Key', created.body.secret);
+    expect(me.status).toBe(200);
+    expect(me.body.organization.id).toBe(orgId);
+    expect((await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', created.body.secret).send({ amount: '3.00', description: 'key from the console' })).status).toBe(200);
+    const list = await t.http.get('/api/v1/api-keys').set(as(login));
+    expect(list.status).toBe(200);
+    const row = list.body.find((k: { id: string }) => k.id === created.body.id);
+    expect(row).toMatchObject({ kind: 'merchant', scopes: ['checkout:write'], revokedAt: null });
+    expect(JSON.stringify(list.body)).not.toContain(created.body.secret);
+    const revoked = await t.http.post(`/api/v1/api-keys/${created.body.id}/revoke`).set(as(login));
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.revokedAt).not.toBeNull();
+    expectError(await t.http.get('/api/v1/me').set('X-Api-Key', created.body.secret), 401, 'unauthorized');
+  });
+
+  it('an API key may not take owner actions (403 console_session_required)', async () => {
+    const key = (await t.http.post('/api/v1/api-keys').set(as(login)).send({ scopes: ['checkout:*', 'webhooks:*'] })).body.secret as string;
+    expect(expectError(await t.http.get('/api/v1/api-keys').set('X-Api-Key', key), 403, 'forbidden')).toMatchObject({ reason: 'console_session_required' });
+    expect(expectError(await t.http.post('/api/v1/api-keys').set('X-Api-Key', key).send({ scopes: ['checkout:*'] }), 403, 'forbidden')).toMatchObject({ reason: 'console_session_required' });
+    expectError(await t.http.post('/api/v1/agents').set('X-Api-Key', key).send({ slug: `a-${randomUUID().slice(0, 8)}`, ownerAddress: owner.address }), 403, 'forbidden');
+  });
+
+  it('creates an agent, sets its policy (decimal text), pauses and resumes it, mints an agent key; lists its payments and mandates', async () => {
+    const slug = `bot-${randomUUID().slice(0, 8)}`;
+    const agent = await t.http.post('/api/v1/agents').set(as(login)).send({ slug, ownerAddress: owner.address, name: 'Bot' });
+    expect(agent.status).toBe(200);
+    expect(agent.body).toMatchObject({ slug, organizationId: orgId, ownerAddress: owner.address, paused: false, signer: { enabled: false } });
+    const id = agent.body.id as string;
+    const policy = await t.http.put(`/api/v1/agents/${id}/policy`).set(as(login)).send({ perTransactionMax: '25.00', dailyLimit: '100', mode: 'autonomous' });
+    expect(policy.status).toBe(200);
+    expect(policy.body.policy).toMatchObject({ perTransactionMax: '25.00', dailyLimit: '100.00', mode: 'autonomous' });
+    expectError(await t.http.put(`/api/v1/agents/${id}/policy`).set(as(login)).send({ dailyLimit: 'lots' }), 400, 'invalid_request');
+    expect((await t.http.post(`/api/v1/agents/${id}/pause`).set(as(login))).body.paused).toBe(true);
+    expect((await t.http.post(`/api/v1/agents/${id}/resume`).set(as(login))).body.paused).toBe(false);
+    const key = await t.http.post(`/api/v1/agents/${id}/keys`).set(as(login)).send({ scopes: ['agent:pay', 'agent:balance:read'] });
+    expect(key.status).toBe(200);
+    expect(key.body.secret).toMatch(/^bk_agent_live_/);
+    const self = await t.http.get('/api/v1/agent').set('X-Api-Key', key.body.secret);
+    expect(self.body).toMatchObject({ id, policy: { dailyLimit: '100.00' } });
+    expect((await t.http.get('/api/v1/agents').set(as(login))).body.map((a: { id: string }) => a.id)).toContain(id);
+    expect((await t.http.get(`/api/v1/agents/${id}/payments`).set(as(login))).body).toMatchObject({ data: [] });
+    expect((await t.http.get(`/api/v1/agents/${id}/mandates`).set(as(login))).body).toMatchObject({ data: [] });
+  });
+
+  it('owners add and remove owners, never the last; an added owner acts for the organisation', async () => {
+    const added = await t.http.post('/api/v1/owners').set(as(login)).send({ address: stranger.address });
+    expect(added.status).toBe(200);
+    expect(added.body.map((o: { address: string }) => o.address)).toEqual(expect.arrayContaining([owner.address, stranger.address]));
+    expect((await t.http.get('/api/v1/me').set(as(other))).status).toBe(200);
+    expect((await t.http.post(`/api/v1/owners/${stranger.address}/remove`).set(as(login))).status).toBe(200);
+    expectError(await t.http.get('/api/v1/me').set(as(other)), 404, 'not_found');
+    const last = await t.http.post(`/api/v1/owners/${owner.address}/remove`).set(as(login));
+    expect(expectError(last, 409, 'invalid_request')).toMatchObject({ reason: 'last_owner' });
+  });
+
+  it('another address gets 404 for every owner action of an organisation it does not own, and changes nothing', async () => {
+    const agentId = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `own-${randomUUID().slice(0, 8)}`, ownerAddress: owner.address })).body.id as string;
+    const keyId = (await t.http.post('/api/v1/api-keys').set(as(login)).send({ scopes: ['checkout:read'] })).body.id as string;
+    const attempts: Array<[string, string, object?]> = [
+      ['get', '/api/v1/owners'],
+      ['post', '/api/v1/owners', { address: stranger.address }],
+      ['post', `/api/v1/owners/${owner.address}/remove`],
+      ['get', '/api/v1/api-keys'],
+      ['post', '/api/v1/api-keys', { scopes: ['checkout:read'] }],
+      ['post', `/api/v1/api-keys/${keyId}/revoke`],
+      ['get', '/api/v1/agents'],
+      ['post', '/api/v1/agents', { slug: `x-${randomUUID().slice(0, 8)}`, ownerAddress: stranger.address }],
+      ['get', `/api/v1/agents/${agentId}`],
+      ['get', `/api/v1/agents/${agentId}/balance`],
+      ['put', `/api/v1/agents/${agentId}/policy`, { dailyLimit: '1.00' }],
+      ['post', `/api/v1/agents/${agentId}/pause`],
+      ['post', `/api/v1/agents/${agentId}/resume`],
+      ['post', `/api/v1/agents/${agentId}/keys`, { scopes: ['agent:pay'] }],
+      ['get', `/api/v1/agents/${agentId}/payments`],
+      ['get', `/api/v1/agents/${agentId}/mandates`],
+      ['get', '/api/v1/webhook-endpoints'],
+      ['put', '/api/v1/webhook-endpoints', { url: 'https://example.com/hook' }],
+      ['get', '/api/v1/webhook-deliveries'],
+      ['get', '/api/v1/checkout-sessions'],
+      ['get', '/api/v1/escrows'],
+      ['get', '/api/v1/invoices'],
+      ['get', '/api/v1/offerings'],
+      ['get', '/api/v1/verification'],
+    ];
+    for (const [method, path, body] of attempts) {
+      const req = (t.http as unknown as Record<string, (p: string) => import('supertest').Test>)[method](path).set(as(other));
+      const res = body ? await req.send(body) : await req;
+      expect({ method, path, status: res.status }).toEqual({ method, path, status: 404 });
+    }
+    // An owner of ANOTHER organisation cannot reach this organisation's agent through its own.
+    const otherOrg = (await t.http.post('/console/api/organizations').set(consoleHeaders(other)).send({ name: 'Other', handle: `oth-${randomUUID().slice(0, 8)}` })).body.id as string;
+    expectError(await t.http.get(`/api/v1/agents/${agentId}`).set(as(other, otherOrg)), 404, 'not_found');
+    expectError(await t.http.post(`/api/v1/agents/${agentId}/pause`).set(as(other, otherOrg)), 404, 'not_found');
+    expectError(await t.http.post(`/api/v1/api-keys/${keyId}/revoke`).set(as(other, otherOrg)), 404, 'not_found');
+    const agent = (await t.http.get(`/api/v1/agents/${agentId}`).set(as(login))).body;
+    expect(agent.paused).toBe(false);
+    expect((await t.http.get('/api/v1/api-keys').set(as(login))).body.find((k: { id: string }) => k.id === keyId).revokedAt).toBeNull();
+  });
+
+  describe('pages', () => {
+    const sections = ['', '/keys', '/agents', '/webhooks', '/checkouts', '/escrows', '/invoices', '/offerings', '/verification'];
+
+    it('the owner gets every page (strict CSP, no-store); another address gets 404 for every page of it; no session → the sign-in page', async () => {
+      const agentId = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `pg-${randomUUID().slice(0, 8)}`, ownerAddress: owner.address })).body.id as string;
+      const pages = [...sections.map((s) => `/console/orgs/${orgId}${s}`), `/console/orgs/${orgId}/agents/${agentId}`];
+      for (const path of pages) {
+        const mine = await t.http.get(path).set('Cookie', login.cookie);
+        expect({ path, status: mine.status }).toEqual({ path, status: 200 });
+        expect(mine.headers['content-security-policy']).toMatch(/script-src 'self'/);
+        expect(mine.headers['cache-control']).toBe('no-store');
+        expect(mine.text).toContain(`data-csrf="${login.csrf}"`);
+        const theirs = await t.http.get(path).set('Cookie', other.cookie);
+        expect({ path, status: theirs.status }).toEqual({ path, status: 404 });
+        expect(theirs.text).not.toContain('Owner Co');
+        const anonymous = await t.http.get(path);
+        expect({ path, status: anonymous.status, location: anonymous.headers.location }).toEqual({ path, status: 303, location: '/console' });
+      }
+      expect((await t.http.get(`/console/orgs/${randomUUID()}`).set('Cookie', login.cookie)).status).toBe(404);
+      expect((await t.http.get(`/console/orgs/${orgId}/nothing`).set('Cookie', login.cookie)).status).toBe(404);
+      const signIn = await t.http.get('/console');
+      expect(signIn.status).toBe(200);
+      expect(signIn.text).toContain('data-page="signin"');
+      const home = await t.http.get('/console').set('Cookie', login.cookie);
+      expect(home.text).toContain('Owner Co');
+      expect((await t.http.get('/console').set('Cookie', other.cookie)).text).not.toContain('Owner Co');
+    });
+  });
+});
