@@ -14,6 +14,7 @@ export const IDEMPOTENT_OPERATIONS: ReadonlyMap<string, boolean> = new Map([
   ["POST /api/v1/agent-escrows/{id}/cancel", true],
   ["POST /api/v1/agent-escrows/{id}/dispute", true],
   ["POST /api/v1/agent-escrows/{id}/release", true],
+  ["POST /api/v1/agents", false],
   ["POST /api/v1/checkout-sessions", false],
   ["POST /api/v1/escrows/{id}/accept", false],
   ["POST /api/v1/escrows/{id}/cancel", true],
