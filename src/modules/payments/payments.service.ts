@@ -281,8 +281,8 @@ export class PaymentsService {
 
   /**
    * Moves a payment forward from its last recovery point (docs/architecture.md §5), outside any
-   * transaction: signs the authorization once (unless agents are disabled: then an unsigned payment
-   * fails), then relays it unless the chain already used it or it is dead. With AGENTS_ENABLED=false a
+   * transaction: signs the authorization once (unless agents are disabled: then a payment still unsigned
+   * when the write lands fails `agents_disabled`; one signed meanwhile is cancelled like any signed one), then relays it unless the chain already used it or it is dead. With AGENTS_ENABLED=false a
    * signed, unused authorization is cancelled instead. Relay errors leave the payment as it was (it
    * keeps counting toward the policy until used, cancelled or expired).
    * @returns the payment as it is afterwards.
@@ -290,11 +290,13 @@ export class PaymentsService {
   async resume(payment: Payment): Promise<Payment> {
     let p = payment;
     if (p.status === 'succeeded' || p.status === 'failed') return p;
+    if (!p.authNonce && !this.config.env.AGENTS_ENABLED) {
+      // Another process may have signed it since it was read: then it is cancelled below, never failed here.
+      if (await this.tx(() => this.repo.failUnsigned(p.id, 'agents_disabled'))) return (await this.repo.findById(p.id))!;
+      p = (await this.repo.findById(p.id))!;
+      if (!p.authNonce || p.status === 'succeeded' || p.status === 'failed') return p;
+    }
     if (!p.authNonce) {
-      if (!this.config.env.AGENTS_ENABLED) {
-        await this.tx(() => this.repo.markFailed(p.id, 'agents_disabled'));
-        return (await this.repo.findById(p.id))!;
-      }
       const signer = await this.vault.wallet(p.agentId);
       const auth = await this.authorize(p, signer);
       await this.tx(() => this.repo.storeAuthorization(p.id, { nonce: auth.nonce.toLowerCase(), validBefore: auth.validBefore, signature: auth.signature }));
