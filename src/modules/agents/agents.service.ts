@@ -161,21 +161,33 @@ export class AgentsService {
     return this.view(agentId);
   }
 
+  /**
+   * Pauses or resumes the agent (operator CLI). Pausing also fails its reserved, still unsigned
+   * payments (`agent_paused`) in the same transaction; signed ones settle or expire.
+   * @throws AppError not_found.
+   */
   async setPaused(agentId: string, paused: boolean): Promise<AgentView> {
     await this.require(agentId);
-    await this.tx(() => this.repo.setPaused(agentId, paused));
+    await this.tx(async () => {
+      await this.repo.setPaused(agentId, paused);
+      if (paused) await this.repo.failUnsignedPayments(agentId, 'agent_paused');
+    });
     return this.view(agentId);
   }
 
   /**
-   * Enables or disables the session signer (operator CLI). Disabling sweeps the whole float back to
-   * the owner (self-custodial, docs/architecture.md §13) after the flag is committed.
+   * Enables or disables the session signer (operator CLI). Disabling fails the agent's reserved, still
+   * unsigned payments (`signer_disabled`) with the flag, then sweeps the whole float back to the owner
+   * (self-custodial, docs/architecture.md §13); signed payments settle or expire.
    * @returns the agent, and the sweep's transaction hash when one was sent.
    */
   async setSignerEnabled(agentId: string, enabled: boolean): Promise<{ agent: AgentView; sweepTxHash: string | null }> {
     const agent = await this.require(agentId);
     if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
-    await this.tx(() => this.repo.setSignerEnabled(agentId, enabled));
+    await this.tx(async () => {
+      await this.repo.setSignerEnabled(agentId, enabled);
+      if (!enabled) await this.repo.failUnsignedPayments(agentId, 'signer_disabled');
+    });
     const sweepTxHash = enabled ? null : await this.sweep(agent);
     return { agent: await this.view(agentId), sweepTxHash };
   }
@@ -193,6 +205,7 @@ export class AgentsService {
     const fresh = await this.tx(async () => {
       if (!(await this.repo.useOwnerNonce(agentId, body.nonce, 'enable_signer'))) return false;
       await this.repo.setSignerEnabled(agentId, body.enabled);
+      if (!body.enabled) await this.repo.failUnsignedPayments(agentId, 'signer_disabled');
       return true;
     });
     if (!fresh) throw new AppError('invalid_request', 'This signature was already used', { reason: 'nonce_used' });
