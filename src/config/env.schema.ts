@@ -104,6 +104,12 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(100) CHAIN_POLL_MS = 1000;
   /** Per JSON-RPC request; a slow node fails the call instead of stalling the API (docs/architecture.md §5). */
   @Transform(toInt) @IsInt() @Min(100) @Max(120000) RPC_TIMEOUT_MS = 5000;
+  /**
+   * Longest wait for a relayed transaction to be mined (cancelAuthorization, float sweeps and
+   * withdrawals, agent escrow actions); after it the operation stays at its recovery point, pending,
+   * and is resumed later (docs/architecture.md §18: every chain wait is bounded).
+   */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(3600000) CHAIN_WAIT_MS = 120000;
   // Secrets: no class defaults. validateEnv loads only those the process uses, fills the
   // development defaults on the local chain and refuses publicly known values elsewhere.
   @IsOptional() @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { ChainTxError, FundingTerms, type EscrowPartyAction } from '@lib/chain';
+import { ChainTxError, FundingTerms, waitMined, type EscrowPartyAction } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { Signature, type Wallet } from 'ethers';
 import type { Principal } from '../../common/auth/principal';
@@ -118,7 +118,10 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
       if (err instanceof ChainTxError) throw new AppError('invalid_request', `The escrow contract refused ${action}: ${err.message}`, { reason: 'chain_refused', error: err.errorName }, 409);
       throw err;
     }
-    await this.escrowChain.provider.waitForTransaction(txHash);
+    if (!(await waitMined(this.escrowChain.provider, txHash, this.config.env.CHAIN_WAIT_MS))) {
+      // Not stored: a retry with the same key runs again; the indexer applies the action once it is mined.
+      throw new AppError('invalid_request', `${action} was broadcast but not mined within CHAIN_WAIT_MS; retry with the same key`, { reason: 'pending', txHash }, 409);
+    }
     const verified = await this.escrowChain.verify(txHash, escrowKey, rule.event, [payment.fromAddress]);
     await this.ledger.apply(verified.event, verified.by);
     const result = { escrow: await this.render(payment), txHash };

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { waitMined } from '@lib/chain';
 import { formatAmount, parseAmount } from '@lib/money';
 import { getAddress, hexlify, isHexString, randomBytes, verifyTypedData, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
@@ -289,8 +290,9 @@ export class AgentsService {
     const now = await this.chain.headTimestamp();
     const auth = await this.chain.gateway.signTransferAuthorization(signer, { to, value: amount, validBefore: BigInt(now + 600), nonce: hexlify(randomBytes(32)) });
     const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.chain.gateway.encodeTransferWithAuthorization(auth), purpose, reference: agent.id });
-    await this.chain.provider.waitForTransaction(txHash);
-    this.logger.log({ agentId: agent.id, purpose, txHash }, 'float moved to the owner');
+    // Bounded (docs/architecture.md §18): the answer is the broadcast hash either way; not mined in time means pending, not failed.
+    if (await waitMined(this.chain.provider, txHash, this.config.env.CHAIN_WAIT_MS)) this.logger.log({ agentId: agent.id, purpose, txHash }, 'float moved to the owner');
+    else this.logger.warn({ agentId: agent.id, purpose, txHash }, 'float transfer broadcast, not mined within CHAIN_WAIT_MS');
     return txHash;
   }
 }

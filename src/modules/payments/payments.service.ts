@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ChainTxError } from '@lib/chain';
+import { ChainTxError, waitMined } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { getAddress, hexlify, isAddress, randomBytes, type Wallet } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
@@ -366,13 +366,19 @@ export class PaymentsService {
     };
   }
 
-  /** Relays the signer's cancelAuthorization of an unused authorization (kill switch); the indexer marks the payment failed. */
+  /**
+   * Relays the signer's cancelAuthorization of an unused authorization (kill switch) and waits at most
+   * CHAIN_WAIT_MS for it; the indexer marks the payment failed once it is mined. Not mined in time (or
+   * dropped): the payment stays as it is and the sweep tries again.
+   */
   private async cancelAuthorization(p: Payment): Promise<void> {
     const signer = await this.vault.wallet(p.agentId);
     const data = await this.chain.gateway.encodeCancelAuthorization(signer, p.authNonce!);
     try {
       const { txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'cancel_authorization', reference: p.id });
-      await this.chain.provider.waitForTransaction(txHash);
+      if (!(await waitMined(this.chain.provider, txHash, this.config.env.CHAIN_WAIT_MS))) {
+        this.logger.warn({ paymentId: p.id, txHash }, 'cancelAuthorization not mined in time; the sweep resumes the payment');
+      }
     } catch (err) {
       if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError)) throw err;
       this.logger.warn({ paymentId: p.id, error: err.message }, 'cancelAuthorization failed');
