@@ -91,7 +91,18 @@ export function buildOpenApi(app: INestApplication) {
  * @throws Error (no abort) when the configuration is invalid, naming the variable.
  */
 export async function createApiApp(): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule, { bodyParser: false, bufferLogs: true, abortOnError: false });
+  return configureApiApp(await NestFactory.create<NestExpressApplication>(ApiModule, API_APP_OPTIONS));
+}
+
+/** The options {@link createApiApp} creates the api application with (body parsers are ours). */
+export const API_APP_OPTIONS = { bodyParser: false, bufferLogs: true, abortOnError: false } as const;
+
+/**
+ * Everything {@link createApiApp} does to a created (not yet initialised) api application: logger,
+ * proxies, request ids, body parsers, validation, MCP and Swagger. Tests that build the ApiModule
+ * with their own providers (Nest's testing module) finish the application with it.
+ */
+export function configureApiApp(app: NestExpressApplication): NestExpressApplication {
   app.useLogger(app.get(Logger));
   app.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
   app.disable('x-powered-by');

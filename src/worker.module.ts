@@ -18,7 +18,7 @@ import { WebhookDeliveryProcessor } from './modules/webhooks/delivery/webhook-de
 import { WebhookRetentionProcessor } from './modules/webhooks/delivery/webhook-retention.processor';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
-import { PAYMENTS_QUEUE, PaymentsWorkerModule } from './modules/payments/payments.worker.module';
+import { PAYMENT_AUTHORIZATIONS_QUEUE, PAYMENTS_QUEUE, PaymentsWorkerModule } from './modules/payments/payments.worker.module';
 import { RELAYER_QUEUE } from './modules/relayer/relayer.queue';
 import { RelayerWorkerModule } from './modules/relayer/relayer.worker.module';
 import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
@@ -72,6 +72,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: MAINTENANCE_QUEUE, adapter: BullMQAdapter },
       { name: RELAYER_QUEUE, adapter: BullMQAdapter },
       { name: PAYMENTS_QUEUE, adapter: BullMQAdapter },
+      { name: PAYMENT_AUTHORIZATIONS_QUEUE, adapter: BullMQAdapter },
       { name: INVOICES_QUEUE, adapter: BullMQAdapter },
       { name: RECONCILE_QUEUE, adapter: BullMQAdapter },
       { name: X402_QUEUE, adapter: BullMQAdapter },

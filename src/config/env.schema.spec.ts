@@ -190,3 +190,25 @@ describe('secrets', () => {
     expect(() => validateEnv({ STRIPE_API_BASE: 'not a url' })).toThrow(/STRIPE_API_BASE=/);
   });
 });
+
+/** The payment sweep must not resume a payment whose request may still be waiting on the relayer (issue 22, finding 9). */
+describe('PAYMENT_SWEEP_IDLE_SECONDS against RELAYER_WAIT_MS', () => {
+  it('by default the sweep waits longer than any request can (relayer wait and the RPC calls around it)', () => {
+    const env = validateEnv({});
+    expect(env.PAYMENT_SWEEP_IDLE_SECONDS * 1000).toBeGreaterThan(env.RELAYER_WAIT_MS + 2 * env.RPC_TIMEOUT_MS);
+  });
+
+  it.each([
+    [{ RELAYER_WAIT_MS: '30000', PAYMENT_SWEEP_IDLE_SECONDS: '30' }],
+    [{ RELAYER_WAIT_MS: '30000', PAYMENT_SWEEP_IDLE_SECONDS: '20' }],
+    [{ RELAYER_WAIT_MS: '30000', RPC_TIMEOUT_MS: '5000', PAYMENT_SWEEP_IDLE_SECONDS: '40' }],
+    [{ RELAYER_WAIT_MS: '120000' }],
+  ])('refuses a sweep that could resume a payment its request still waits for: %j', (source) => {
+    expect(() => validateEnv(source)).toThrow(/PAYMENT_SWEEP_IDLE_SECONDS=\d+: must be longer than RELAYER_WAIT_MS \+ 2 × RPC_TIMEOUT_MS/);
+  });
+
+  it('accepts a sweep strictly longer than the relayer wait plus two RPC timeouts', () => {
+    expect(validateEnv({ RELAYER_WAIT_MS: '30000', RPC_TIMEOUT_MS: '5000', PAYMENT_SWEEP_IDLE_SECONDS: '41' }).PAYMENT_SWEEP_IDLE_SECONDS).toBe(41);
+    expect(validateEnv({ RELAYER_WAIT_MS: '1000', RPC_TIMEOUT_MS: '500', PAYMENT_SWEEP_IDLE_SECONDS: '3' }).PAYMENT_SWEEP_IDLE_SECONDS).toBe(3);
+  });
+});

@@ -116,6 +116,12 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(100) CHAIN_POLL_MS = 1000;
   /** Per JSON-RPC request; a slow node fails the call instead of stalling the API (docs/architecture.md §5). */
   @Transform(toInt) @IsInt() @Min(100) @Max(120000) RPC_TIMEOUT_MS = 5000;
+  /**
+   * Longest wait for a relayed transaction to be mined (cancelAuthorization, float sweeps and
+   * withdrawals, agent escrow actions); after it the operation stays at its recovery point, pending,
+   * and is resumed later (docs/architecture.md §18: every chain wait is bounded).
+   */
+  @Transform(toInt) @IsInt() @Min(1000) @Max(3600000) CHAIN_WAIT_MS = 120000;
   // Secrets: no class defaults. validateEnv loads only those the process uses, fills the
   // development defaults on the local chain and refuses publicly known values elsewhere.
   @IsOptional() @Matches(PRIVATE_KEY, { message: 'must be a 0x-prefixed 32-byte hex private key' })
@@ -200,8 +206,11 @@ export class EnvSchema {
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) SIGNER_FLOAT_MAX = '10000';
   /** How long the api waits for the relayer queue to broadcast before answering with the payment still pending. */
   @Transform(toInt) @IsInt() @Min(1000) @Max(120000) RELAYER_WAIT_MS = 30000;
-  /** Payments idle this long in pending or submitted are resumed or settled by the worker's sweep. */
-  @Transform(toInt) @IsInt() @Min(1) @Max(3600) PAYMENT_SWEEP_IDLE_SECONDS = 30;
+  /**
+   * Payments idle this long in pending or submitted are resumed or settled by the worker's sweep; must
+   * exceed RELAYER_WAIT_MS + 2 × RPC_TIMEOUT_MS ({@link timingErrors}).
+   */
+  @Transform(toInt) @IsInt() @Min(1) @Max(3600) PAYMENT_SWEEP_IDLE_SECONDS = 60;
   /** Seconds between two reconciliation passes of the ledger against the chain (DESIGN §18); each pass runs on one worker. */
   @Transform(toInt) @IsInt() @Min(5) @Max(86400) RECONCILE_INTERVAL_S = 300;
   // Invoice email (docs/architecture.md §11): unset SMTP_URL = invoices are sent without email.
@@ -210,6 +219,23 @@ export class EnvSchema {
   @Matches(/^smtps?:\/\/[^\s]+$/, { message: 'must be an smtp:// or smtps:// URL, e.g. smtp://user:pass@mail.example.com:587' })
   SMTP_URL?: string = undefined;
   @IsString() @MinLength(3) SMTP_FROM = 'Payments <invoices@localhost>';
+}
+
+/**
+ * Settings that are only valid together. The payment sweep resumes a payment idle (untouched) for
+ * PAYMENT_SWEEP_IDLE_SECONDS; a request that signed it may still be waiting: two RPC calls
+ * (authorizationState, head time; RPC_TIMEOUT_MS each) and the relayer queue (RELAYER_WAIT_MS) before it
+ * records the broadcast. A sweep no longer than that relays the same authorization a second time and
+ * wastes gas (issue 22, finding 9), so it must be strictly longer.
+ * @returns one message line per refused combination (empty when all is well).
+ */
+export function timingErrors(env: EnvSchema): string[] {
+  const longestRequestMs = env.RELAYER_WAIT_MS + 2 * env.RPC_TIMEOUT_MS;
+  if (env.PAYMENT_SWEEP_IDLE_SECONDS * 1000 > longestRequestMs) return [];
+  return [
+    `  PAYMENT_SWEEP_IDLE_SECONDS=${env.PAYMENT_SWEEP_IDLE_SECONDS}: must be longer than RELAYER_WAIT_MS + 2 × RPC_TIMEOUT_MS (${longestRequestMs} ms), ` +
+      'the longest a payment request may still be relaying it',
+  ];
 }
 
 /** Variables whose value never appears in a message (keys, tokens, URLs that may carry a password). */
@@ -257,7 +283,7 @@ export function validateEnv(
     if (!local && env.CONFIRMATIONS < 1) {
       lines.push(`  CONFIRMATIONS=${env.CONFIRMATIONS}: must be at least 1 outside the local chain (CHAIN_ID 31337); a reorg of the head block would otherwise undo settled money`);
     }
-    lines.push(...extraChecks(env));
+    lines.push(...timingErrors(env), ...extraChecks(env));
   }
   if (lines.length > 0) throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   return env;

@@ -52,7 +52,7 @@ describe('agent payment: api killed between signed and broadcast', () => {
 
     const port = await freePort();
     const output: string[] = [];
-    api = spawn(process.execPath, [MAIN_JS], { env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', RELAYER_WAIT_MS: '120000' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    api = spawn(process.execPath, [MAIN_JS], { env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', RELAYER_WAIT_MS: '120000', PAYMENT_SWEEP_IDLE_SECONDS: '180' }, stdio: ['ignore', 'pipe', 'pipe'] });
     api.stdout!.on('data', (b: Buffer) => output.push(b.toString()));
     api.stderr!.on('data', (b: Buffer) => output.push(b.toString()));
     const exited = new Promise((resolve) => api!.on('exit', resolve));

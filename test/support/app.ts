@@ -1,7 +1,9 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Test, TestingModuleBuilder } from '@nestjs/testing';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { createApiApp } from '../../src/app.factory';
+import { API_APP_OPTIONS, configureApiApp, createApiApp } from '../../src/app.factory';
+import { ApiModule } from '../../src/app.module';
 
 export interface TestApp {
   app: NestExpressApplication;
@@ -16,10 +18,26 @@ export interface TestApp {
  * only (config is read at boot).
  */
 export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  return bootTestApp(env, createApiApp);
+}
+
+/**
+ * As {@link createTestApp}, with providers replaced by the test (`override` receives Nest's testing
+ * module builder of the ApiModule, e.g. `b => b.overrideProvider(X).useClass(GatedX)`): the test's
+ * seams live in the test, never in production classes (STYLE.md).
+ */
+export async function createTestAppWith(override: (builder: TestingModuleBuilder) => TestingModuleBuilder, env: Record<string, string> = {}): Promise<TestApp> {
+  return bootTestApp(env, async () => {
+    const moduleRef = await override(Test.createTestingModule({ imports: [ApiModule] })).compile();
+    return configureApiApp(moduleRef.createNestApplication<NestExpressApplication>(API_APP_OPTIONS));
+  });
+}
+
+async function bootTestApp(env: Record<string, string>, create: () => Promise<NestExpressApplication>): Promise<TestApp> {
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   Object.assign(process.env, env);
   try {
-    const app = await createApiApp();
+    const app = await create();
     await app.init();
     return {
       app,

@@ -6,6 +6,7 @@ import type { Principal } from '../../common/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import type { IdempotentWork, RowOwnedWork } from '../../common/idempotency/idempotency.service';
+import { AppConfig } from '../../config/app-config';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
@@ -42,6 +43,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     private readonly relayer: RelayerService,
     private readonly vault: SignerVault,
     private readonly agents: AgentSpendGate,
+    private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
@@ -116,8 +118,13 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
           if (err instanceof ChainTxError) throw new AppError('invalid_request', `The escrow contract refused ${action}: ${err.message}`, { reason: 'chain_refused', error: err.errorName }, 409);
           throw err;
         }
-        // Any hash the relay signed (a fee bump replaces the first; DESIGN §18), bounded.
-        txHash = (await this.relayer.waitMined(relayTxId, 120_000))?.hash ?? txHash;
+        // Any hash the relay signed (a fee bump replaces the first; DESIGN §18), bounded by CHAIN_WAIT_MS.
+        const mined = await this.relayer.waitMined(relayTxId, this.config.env.CHAIN_WAIT_MS);
+        if (!mined) {
+          // Not stored: a retry with the same key runs again; the indexer applies the action once it is mined.
+          throw new AppError('invalid_request', `${action} was broadcast but not mined within CHAIN_WAIT_MS; retry with the same key`, { reason: 'pending', txHash }, 409);
+        }
+        txHash = mined.hash;
         const verified = await this.escrowChain.verify(txHash, escrowKey, rule.event, [payment.fromAddress]);
         await this.ledger.apply(verified.event, verified.by);
         return { escrow: await this.render(payment), txHash };

@@ -74,7 +74,10 @@ export class MandatesRepository {
    * The covering mandate expiring first (docs/architecture.md §14): active (not revoked, expires
    * after `now`), `payees` holding the payee's handle or address (both lower-case), `amount` ≤
    * max per payment and usage + `amount` ≤ total. Call under the agent row lock so usage cannot
-   * move between this read and the payment insert (docs/architecture.md §13).
+   * move between this read and the payment insert (docs/architecture.md §13). The chosen mandate is
+   * locked FOR SHARE until the spend commits: a revocation ({@link lock} FOR UPDATE) waits for it, and
+   * a spend that meets a revocation in flight waits and then skips the revoked mandate, so no spend is
+   * admitted under a mandate after its revocation committed (issue 22, finding 8).
    */
   async covering(agentId: string, handle: string, address: string, amount: bigint, now: Date): Promise<string | null> {
     const rows: Array<{ id: string }> = await this.em.query(
@@ -84,7 +87,8 @@ export class MandatesRepository {
           AND m.max_amount_per_payment >= $5::numeric
           AND m.total_amount >= $5::numeric + COALESCE((SELECT SUM(p.amount) FROM payments p WHERE p.mandate_id = m.id AND p.status IN ${COUNTED}), 0)
         ORDER BY m.expires_at ASC, m.id ASC
-        LIMIT 1`,
+        LIMIT 1
+        FOR SHARE OF m`,
       [agentId, now, handle.toLowerCase(), address.toLowerCase(), amount.toString()],
     );
     return rows[0]?.id ?? null;

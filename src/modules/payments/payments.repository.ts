@@ -67,7 +67,22 @@ export class PaymentsRepository {
     await this.em.query(`UPDATE payments SET updated_at = now() WHERE id = $1`, [id]);
   }
 
-  /** pending/submitted → failed with `reason`; false when it had already settled. */
+  /**
+   * pending → failed with `reason` only while no authorization is stored: a signed payment may still
+   * move on chain, so it is never failed this way (it settles, or fails once cancelled or expired;
+   * docs/architecture.md §13, §18). Serialised with {@link storeAuthorization} by the row, so exactly one
+   * of the two wins. @returns false when the payment was signed (or settled) first.
+   */
+  async failUnsigned(id: string, reason: string): Promise<boolean> {
+    const rows: unknown = await this.em.query(
+      `UPDATE payments SET status = 'failed', failure_reason = $2, updated_at = now()
+        WHERE id = $1 AND status = 'pending' AND auth_nonce IS NULL RETURNING id`,
+      [id, reason],
+    );
+    return flat(rows as unknown[] | [unknown[], number]).length > 0;
+  }
+
+  /** pending/submitted → failed with `reason` (the authorization is dead: expired unused); false when it had already settled. */
   async markFailed(id: string, reason: string): Promise<boolean> {
     const rows: unknown = await this.em.query(
       `UPDATE payments SET status = 'failed', failure_reason = $2, updated_at = now() WHERE id = $1 AND status IN ('pending', 'submitted') RETURNING id`,

@@ -280,8 +280,8 @@ export class PaymentsService {
 
   /**
    * Moves a payment forward from its last recovery point (docs/architecture.md §5), outside any
-   * transaction: signs the authorization once (unless agents are disabled: then an unsigned payment
-   * fails), then relays it unless the chain already used it or it is dead. With AGENTS_ENABLED=false a
+   * transaction: signs the authorization once (unless agents are disabled: then a payment still unsigned
+   * when the write lands fails `agents_disabled`; one signed meanwhile is cancelled like any signed one), then relays it unless the chain already used it or it is dead. With AGENTS_ENABLED=false a
    * signed, unused authorization is cancelled instead. Relay errors leave the payment as it was (it
    * keeps counting toward the policy until used, cancelled or expired).
    * @returns the payment as it is afterwards.
@@ -289,11 +289,13 @@ export class PaymentsService {
   async resume(payment: Payment): Promise<Payment> {
     let p = payment;
     if (p.status === 'succeeded' || p.status === 'failed') return p;
+    if (!p.authNonce && !this.config.env.AGENTS_ENABLED) {
+      // Another process may have signed it since it was read: then it is cancelled below, never failed here.
+      if (await this.tx(() => this.repo.failUnsigned(p.id, 'agents_disabled'))) return (await this.repo.findById(p.id))!;
+      p = (await this.repo.findById(p.id))!;
+      if (!p.authNonce || p.status === 'succeeded' || p.status === 'failed') return p;
+    }
     if (!p.authNonce) {
-      if (!this.config.env.AGENTS_ENABLED) {
-        await this.tx(() => this.repo.markFailed(p.id, 'agents_disabled'));
-        return (await this.repo.findById(p.id))!;
-      }
       const signer = await this.vault.wallet(p.agentId);
       const auth = await this.authorize(p, signer);
       await this.tx(() => this.repo.storeAuthorization(p.id, { nonce: auth.nonce.toLowerCase(), validBefore: auth.validBefore, signature: auth.signature }));
@@ -363,13 +365,19 @@ export class PaymentsService {
     };
   }
 
-  /** Relays the signer's cancelAuthorization of an unused authorization (kill switch); the indexer marks the payment failed. */
+  /**
+   * Relays the signer's cancelAuthorization of an unused authorization (kill switch) and waits at most
+   * CHAIN_WAIT_MS for it; the indexer marks the payment failed once it is mined. Not mined in time (or
+   * dropped): the payment stays as it is and the sweep tries again.
+   */
   private async cancelAuthorization(p: Payment): Promise<void> {
     const signer = await this.vault.wallet(p.agentId);
     const data = await this.chain.gateway.encodeCancelAuthorization(signer, p.authNonce!);
     try {
-      const { relayTxId } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'cancel_authorization', reference: p.id });
-      await this.relayer.waitMined(relayTxId, 60_000);
+      const { relayTxId, txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'cancel_authorization', reference: p.id });
+      if (!(await this.relayer.waitMined(relayTxId, this.config.env.CHAIN_WAIT_MS))) {
+        this.logger.warn({ paymentId: p.id, txHash }, 'cancelAuthorization not mined in time; the sweep resumes the payment');
+      }
     } catch (err) {
       if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError)) throw err;
       this.logger.warn({ paymentId: p.id, error: err.message }, 'cancelAuthorization failed');

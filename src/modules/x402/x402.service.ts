@@ -273,6 +273,10 @@ export class X402Service {
 
   /** The answer for another server's challenge: the payment and the signed payment header for the agent to send (docs/architecture.md §14). */
   private paymentHeader(payment: PaymentRecord, requirement: PaymentRequirements, resource: string, version: 1 | 2): Record<string, unknown> {
+    if (payment.status === 'failed') {
+      // Its authorization is dead (cancelled or expired unused): a header for it would only be refused.
+      throw new AppError('invalid_request', 'This payment failed; sign a new one with another Idempotency-Key', { paymentId: payment.id, status: 'failed', allowed: ['pending', 'submitted', 'succeeded'], failureReason: payment.failureReason }, 409);
+    }
     if (!payment.authSignature) throw new AppError('unavailable', 'The payment is reserved but not signed yet; retry with the same Idempotency-Key', { paymentId: payment.id }, 503, { 'Retry-After': '1' });
     const authorization = { from: payment.fromAddress, to: payment.toAddress, value: payment.amount.toString(), validAfter: '0', validBefore: String(payment.authValidBefore), nonce: payment.authNonce! };
     const body =
