@@ -355,15 +355,21 @@ export class CheckoutRelayService {
   }
 
   /**
-   * A broadcast relay whose transaction the node no longer knows (dropped from its pool): when
-   * `authorizationState` says the buyer's authorization is still unused, the stored authorization is
-   * re-validated and relayed again (one caller wins the row); when it no longer validates (expired,
-   * funds moved) the row fails, so a re-validated request may take it over. Used already: left as is,
-   * the indexer records the funding.
+   * A broadcast relay whose transaction the node no longer knows (dropped from its pool): while the
+   * relayer still carries its transaction, the relayer resends it (answered with its newest hash);
+   * once the relayer gave it up and `authorizationState` says the buyer's authorization is still
+   * unused, the stored authorization is re-validated and relayed again (one caller wins the row);
+   * when it no longer validates (expired, funds moved) the row fails, so a re-validated request may
+   * take it over. Used already: left as is, the indexer records the funding.
    */
   private async recheckBroadcast(row: CheckoutRelayRow): Promise<CheckoutRelayRow> {
     if (await this.chain.provider.getTransaction(row.txHash!).catch(() => null)) return row;
     if (await this.chain.gateway.authorizationState(row.buyer, row.nonce)) return row;
+    // A relayer transaction that is not failed is the relayer's to finish: its tender resends a dropped
+    // one from the stored bytes, or fills its nonce and fails it when the call is dead (DESIGN §18).
+    // Sending the payload again beside it would race that resend, so answer its newest hash.
+    const tracked = row.relayTxId ? await this.relayer.tracked(row.relayTxId) : null;
+    if (tracked && tracked.status !== 'failed') return { ...row, txHash: tracked.txHashes.at(-1) ?? row.txHash };
     if (!(await this.repo.reclaimDropped(row.id, row.txHash!))) return (await this.repo.find(row.buyer, row.nonce))!;
     this.logger.warn({ relayId: row.id, txHash: row.txHash }, 'the node no longer knows the funding transaction and the authorization is unused; relaying it again');
     const stored = await this.repo.storedAuthorization(row.id);

@@ -158,6 +158,17 @@ export class RelayerService implements OnApplicationShutdown {
     }
   }
 
+  /**
+   * Whether the relayer still carries a relay (DESIGN §18): a row not failed is the tender's to
+   * finish — a dropped transaction is resent from its stored bytes, a stuck one replaced — so callers
+   * must not send its payload again beside it.
+   * @returns the row's status and every hash it signed (newest last), or null for an unknown id.
+   */
+  async tracked(relayTxId: string): Promise<{ status: 'queued' | 'broadcast' | 'failed'; txHashes: string[] } | null> {
+    const row = await this.repo.find(relayTxId);
+    return row ? { status: row.status, txHashes: row.txHashes } : null;
+  }
+
   private async queueEvents(): Promise<QueueEvents> {
     if (!this.events) {
       const env = this.config.env;
