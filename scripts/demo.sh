@@ -56,6 +56,7 @@ const s = JSON.parse(process.argv[1]);
 console.log(`
 Payments control plane is running.
 
+  Console       ${s.apiUrl}/console   (sign in with a browser wallet: keys, agents, webhooks, payments)
   API           ${s.apiUrl}/api/v1
   Swagger UI    ${s.swaggerUrl}
   MCP           ${(process.env.MCP_BASE_URL || s.apiUrl).replace(/\/$/, '')}/mcp   (tools for AI agents; same keys)
