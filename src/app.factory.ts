@@ -91,7 +91,15 @@ export function buildOpenApi(app: INestApplication) {
  * @throws Error (no abort) when the configuration is invalid, naming the variable.
  */
 export async function createApiApp(): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule, { bodyParser: false, bufferLogs: true, abortOnError: false });
+  return configureApiApp(await NestFactory.create<NestExpressApplication>(ApiModule, { bodyParser: false, bufferLogs: true, abortOnError: false }));
+}
+
+/**
+ * The api's HTTP setup of {@link createApiApp} on an application of ApiModule created elsewhere
+ * (tests create it from Nest's testing module to override a port). The app must be created with
+ * `bodyParser: false` and `bufferLogs: true`.
+ */
+export function configureApiApp(app: NestExpressApplication): NestExpressApplication {
   app.useLogger(app.get(Logger));
   app.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
   app.disable('x-powered-by');

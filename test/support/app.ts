@@ -1,7 +1,15 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { createApiApp } from '../../src/app.factory';
+import { configureApiApp, createApiApp } from '../../src/app.factory';
+import { ApiModule } from '../../src/app.module';
+
+/** A provider swapped in a test app: `provide` is the token (usually an abstract-class port). */
+export interface ProviderOverride {
+  provide: unknown;
+  useValue: unknown;
+}
 
 export interface TestApp {
   app: NestExpressApplication;
@@ -16,10 +24,25 @@ export interface TestApp {
  * only (config is read at boot).
  */
 export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  return createTestAppWith([], env);
+}
+
+/**
+ * {@link createTestApp} with providers overridden through Nest's testing module (e.g. a fault port
+ * that throws at a recovery point, for the crash proofs); the rest is the real api.
+ */
+export async function createTestAppWith(overrides: ProviderOverride[], env: Record<string, string> = {}): Promise<TestApp> {
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   Object.assign(process.env, env);
   try {
-    const app = await createApiApp();
+    let app: NestExpressApplication;
+    if (overrides.length === 0) {
+      app = await createApiApp();
+    } else {
+      let builder = Test.createTestingModule({ imports: [ApiModule] });
+      for (const o of overrides) builder = builder.overrideProvider(o.provide).useValue(o.useValue);
+      app = configureApiApp((await builder.compile()).createNestApplication<NestExpressApplication>({ bodyParser: false, bufferLogs: true }));
+    }
     await app.init();
     return {
       app,
