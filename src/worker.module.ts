@@ -11,11 +11,10 @@ import { IdempotencyReaperModule, MAINTENANCE_QUEUE } from './common/idempotency
 import { CHAIN_QUEUE, EscrowJobsModule } from './modules/escrow/escrow-jobs.processor';
 import { HealthModule } from './modules/health/health.module';
 import { HttpMetricsMiddleware } from './modules/health/metrics';
-import { DeliveryRecoveryProcessor } from './modules/webhooks/delivery/delivery-recovery.processor';
 import { OutboxRelayProcessor } from './modules/webhooks/delivery/outbox-relay.processor';
 import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-delivery.module';
 import { WebhookDeliveryProcessor } from './modules/webhooks/delivery/webhook-delivery.processor';
-import { WebhookRetentionProcessor } from './modules/webhooks/delivery/webhook-retention.processor';
+import { WEBHOOK_JOBS_QUEUE, WebhookJobsModule } from './modules/webhooks/delivery/webhook-jobs.processor';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
 import { PAYMENT_AUTHORIZATIONS_QUEUE, PAYMENTS_QUEUE, PaymentsWorkerModule } from './modules/payments/payments.worker.module';
@@ -34,7 +33,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
 /**
  * The worker process (docs/architecture.md §1): the core and the features' service modules,
  * plus the queue processors, which are registered here only: the outbox relay loop, the webhook
- * delivery processor, the recovery pass and the 30-day retention pass, the chain jobs (indexer,
+ * delivery processor, the recovery pass and the 30-day retention pass (BullMQ job schedulers), the chain jobs (indexer,
  * auto-release, checkout expiry), the hourly idempotency reaper, the relayer queue (every
  * relayer transaction, docs/architecture.md §5), the payment jobs (USDC authorization indexer,
  * idle-payment sweep), the x402 settlement sweep, invoice email delivery (which also registers the invoices' listener of
@@ -49,6 +48,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }),
     WebhooksModule,
     WebhookDeliveryModule,
+    WebhookJobsModule,
     EscrowJobsModule,
     IdempotencyReaperModule,
     RelayerWorkerModule,
@@ -68,6 +68,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     }),
     BullBoardModule.forFeature(
       { name: WEBHOOK_DELIVERY_QUEUE, adapter: BullMQAdapter },
+      { name: WEBHOOK_JOBS_QUEUE, adapter: BullMQAdapter },
       { name: CHAIN_QUEUE, adapter: BullMQAdapter },
       { name: MAINTENANCE_QUEUE, adapter: BullMQAdapter },
       { name: RELAYER_QUEUE, adapter: BullMQAdapter },
@@ -78,7 +79,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: X402_QUEUE, adapter: BullMQAdapter },
     ),
   ],
-  providers: [WebhookDeliveryProcessor, OutboxRelayProcessor, DeliveryRecoveryProcessor, WebhookRetentionProcessor],
+  providers: [WebhookDeliveryProcessor, OutboxRelayProcessor],
 })
 export class WorkerModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

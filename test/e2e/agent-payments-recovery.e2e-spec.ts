@@ -2,9 +2,10 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { hexlify, id as topicId, randomBytes, zeroPadValue } from 'ethers';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
-import { PaymentFaults } from '../../src/modules/payments/payments.service';
+import { PaymentFaultPoint, PaymentFaults } from '../../src/modules/payments/payments.service';
 import { ownerDomain, WITHDRAW_TYPES } from '../../src/modules/agents/owner-messages';
-import { createTestApp, TestApp } from '../support/app';
+import { createTestApp, createTestAppWith, TestApp } from '../support/app';
+import { FaultSwitch } from '../support/faults';
 import { createAgent, createPayee, pay, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 
@@ -19,22 +20,23 @@ describe('agent payment recovery', () => {
   let off: TestApp;
   let chain: TestChain;
   let worker: INestApplicationContext;
+  const faults = new FaultSwitch<PaymentFaultPoint>();
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestAppWith([{ provide: PaymentFaults, useValue: faults }]);
     off = await createTestApp({ AGENTS_ENABLED: 'false' });
     chain = new TestChain();
     worker = await startRelayerWorker();
   });
   afterAll(async () => {
-    t.app.get(PaymentFaults).at = null;
+    faults.at = null;
     await worker?.close();
     await off?.close();
     await t?.close();
     chain?.close();
   });
   afterEach(() => {
-    t.app.get(PaymentFaults).at = null;
+    faults.at = null;
   });
 
   /** USDC Transfer logs from the signer to `to` since `fromBlock`. */
@@ -48,9 +50,9 @@ describe('agent payment recovery', () => {
   }
 
   async function crashAt(point: 'after_reserve' | 'after_signed', agent: TestAgent, body: Record<string, unknown>, key: string) {
-    t.app.get(PaymentFaults).at = point;
+    faults.at = point;
     const res = await pay(t, agent, body, key);
-    t.app.get(PaymentFaults).at = null;
+    faults.at = null;
     expect(res.status).toBe(500);
     return res;
   }

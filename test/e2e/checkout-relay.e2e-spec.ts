@@ -1,6 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Wallet } from 'ethers';
 import { RelayerFaults } from '../../src/modules/relayer/relayer-sender.service';
+import { FaultSwitch } from '../support/faults';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { checkoutEvents, createCheckout, createParties, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
@@ -26,12 +27,13 @@ describe('checkout host: gasless funding relay and buyer actions', () => {
   let t: TestApp;
   let chain: TestChain;
   let relayerWorker: INestApplicationContext;
+  const relayerFaults = new FaultSwitch<'after_signed'>();
   let seller: Party;
 
   beforeAll(async () => {
     t = await createTestApp();
     chain = new TestChain();
-    relayerWorker = await startRelayerWorker();
+    relayerWorker = await startRelayerWorker([{ provide: RelayerFaults, useValue: relayerFaults }]);
     ({ seller } = await createParties(t, chain, 0n));
   });
   afterAll(async () => {
@@ -148,7 +150,7 @@ describe('checkout host: gasless funding relay and buyer actions', () => {
     const checkout = await createCheckout(t, seller.org, { amount: '1.50' });
     const buyer = await gaslessBuyer();
     const { body } = await signedFunding(checkout.id, buyer);
-    const faults = relayerWorker.get(RelayerFaults);
+    const faults = relayerFaults;
     faults.at = 'after_signed';
     let first;
     try {

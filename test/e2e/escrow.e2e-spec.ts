@@ -1,6 +1,6 @@
 import { getAddress } from 'ethers';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
-import { EscrowLedger } from '../../src/modules/escrow/escrow-ledger.service';
+import { EscrowProjector } from '../../src/modules/escrow/escrow-projector.service';
 import type { INestApplicationContext } from '@nestjs/common';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
@@ -286,14 +286,14 @@ describe('escrow lifecycle (API + chain + indexer)', () => {
         ['accepted', acceptTx.toLowerCase()],
       ]);
 
-      // Feed the same logs to the ledger again, as a second indexer (or a re-read range) would.
-      const ledger = t.app.get(EscrowLedger);
+      // Feed the same logs to the projector again, as a second indexer (or a re-read range) would.
+      const projector = t.app.get(EscrowProjector);
       for (const txHash of [fundTx, acceptTx]) {
         const receipt = await chain.provider.getTransactionReceipt(txHash);
         const logs = await chain.gateway.getEscrowEvents(receipt!.blockNumber, receipt!.blockNumber);
         const mine = logs.filter((e) => e.txHash.toLowerCase() === txHash.toLowerCase());
         expect(mine).toHaveLength(1);
-        const result = await ledger.apply(mine[0]);
+        const result = await projector.apply(mine[0]);
         expect(result.applied).toBe(false);
       }
 

@@ -9,7 +9,8 @@ import { createServer } from 'node:net';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { X402Faults, X402Settlements } from '../../src/modules/x402/x402-settlements.service';
-import { createTestApp, TestApp } from '../support/app';
+import { createTestAppWith, TestApp } from '../support/app';
+import { FaultSwitch } from '../support/faults';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
@@ -38,13 +39,14 @@ describe('x402 settlement on a real chain', () => {
   let t: TestApp;
   let chain: TestChain;
   let worker: INestApplicationContext;
+  const x402Faults = new FaultSwitch<'after_reserved'>();
   let base: string;
   let restoreClock = () => {};
 
   beforeAll(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ API_BASE_URL: base, X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' });
+    t = await createTestAppWith([{ provide: X402Faults, useValue: x402Faults }], { API_BASE_URL: base, X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' });
     await t.app.listen(port, '127.0.0.1');
     chain = new TestChain();
     worker = await startRelayerWorker();
@@ -216,7 +218,7 @@ describe('x402 settlement on a real chain', () => {
     const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const url = challengeUrl(payee.handle, '0.50');
     const header = encode(await payloadFor(payer, url));
-    const faults = t.app.get(X402Faults);
+    const faults = x402Faults;
     faults.at = 'after_reserved';
     try {
       expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
@@ -276,7 +278,7 @@ describe('x402 settlement on a real chain', () => {
     const url = challengeUrl(payee.handle, '0.30');
     const payload = await payloadFor(payer, url);
     const header = encode(payload);
-    const faults = t.app.get(X402Faults);
+    const faults = x402Faults;
     faults.at = 'after_reserved';
     try {
       expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);

@@ -1,5 +1,6 @@
 import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
 import { Logger } from 'nestjs-pino';
 import { PROCESS_SECRETS } from '../../src/config/secrets';
@@ -9,7 +10,7 @@ import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.serv
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { RelayerWorkerModule } from '../../src/modules/relayer/relayer.worker.module';
-import type { TestApp } from './app';
+import type { ProviderOverride, TestApp } from './app';
 import { TestChain, USDC } from './chain';
 
 @Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), RelayerWorkerModule] })
@@ -19,8 +20,15 @@ class RelayerOnlyWorkerModule {}
  * The relayer queue's processor in this process (the worker's RelayerWorkerModule on the run's
  * database and Redis prefix), so api calls that relay get their transactions broadcast.
  */
-export async function startRelayerWorker(): Promise<INestApplicationContext> {
-  const app = await NestFactory.createApplicationContext(RelayerOnlyWorkerModule, { bufferLogs: true });
+export async function startRelayerWorker(overrides: ProviderOverride[] = []): Promise<INestApplicationContext> {
+  let app: INestApplicationContext;
+  if (overrides.length === 0) {
+    app = await NestFactory.createApplicationContext(RelayerOnlyWorkerModule, { bufferLogs: true });
+  } else {
+    let builder = Test.createTestingModule({ imports: [RelayerOnlyWorkerModule] });
+    for (const o of overrides) builder = builder.overrideProvider(o.provide).useValue(o.useValue);
+    app = (await builder.compile()).createNestApplication({ bufferLogs: true });
+  }
   app.useLogger(app.get(Logger));
   await app.init();
   return app;

@@ -5,6 +5,12 @@ import { DataSource } from 'typeorm';
 import { API_APP_OPTIONS, configureApiApp, createApiApp } from '../../src/app.factory';
 import { ApiModule } from '../../src/app.module';
 
+/** A provider swapped in a test app: `provide` is the token (usually an abstract-class port). */
+export interface ProviderOverride {
+  provide: unknown;
+  useValue: unknown;
+}
+
 export interface TestApp {
   app: NestExpressApplication;
   http: ReturnType<typeof request>;
@@ -22,13 +28,20 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
 }
 
 /**
- * As {@link createTestApp}, with providers replaced by the test (`override` receives Nest's testing
- * module builder of the ApiModule, e.g. `b => b.overrideProvider(X).useClass(GatedX)`): the test's
- * seams live in the test, never in production classes (STYLE.md).
+ * As {@link createTestApp}, with providers replaced by the test: a list of `{provide, useValue}`
+ * (e.g. a fault port that throws at a recovery point, for the crash proofs), or a function over
+ * Nest's testing module builder of the ApiModule (e.g. `b => b.overrideProvider(X).useClass(GatedX)`).
+ * The test's seams live in the test, never in production classes (STYLE.md).
  */
-export async function createTestAppWith(override: (builder: TestingModuleBuilder) => TestingModuleBuilder, env: Record<string, string> = {}): Promise<TestApp> {
+export async function createTestAppWith(
+  override: ProviderOverride[] | ((builder: TestingModuleBuilder) => TestingModuleBuilder),
+  env: Record<string, string> = {},
+): Promise<TestApp> {
+  const apply = Array.isArray(override)
+    ? (builder: TestingModuleBuilder) => override.reduce((b, o) => b.overrideProvider(o.provide).useValue(o.useValue), builder)
+    : override;
   return bootTestApp(env, async () => {
-    const moduleRef = await override(Test.createTestingModule({ imports: [ApiModule] })).compile();
+    const moduleRef = await apply(Test.createTestingModule({ imports: [ApiModule] })).compile();
     return configureApiApp(moduleRef.createNestApplication<NestExpressApplication>(API_APP_OPTIONS));
   });
 }

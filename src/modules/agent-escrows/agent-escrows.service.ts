@@ -12,7 +12,7 @@ import { SignerVault } from '../agents/signer-vault.service';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
 import { checkoutEscrowKey } from '../checkout/checkout-escrow-key';
 import { EscrowChainService } from '../escrow/escrow-chain.service';
-import { EscrowLedger } from '../escrow/escrow-ledger.service';
+import { EscrowProjector } from '../escrow/escrow-projector.service';
 import { ESCROW_ACTIONS } from '../escrow/escrow.state';
 import { mapOwned, PaymentModeHandler, PaymentRecord as Payment, PaymentsService, StoredAuthorization } from '../payments/payments.service';
 import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
@@ -39,7 +39,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     private readonly payments: PaymentsService,
     private readonly checkout: CheckoutService,
     private readonly escrowChain: EscrowChainService,
-    private readonly ledger: EscrowLedger,
+    private readonly projector: EscrowProjector,
     private readonly relayer: RelayerService,
     private readonly vault: SignerVault,
     private readonly agents: AgentSpendGate,
@@ -81,7 +81,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
    * refusals → state 409, recorded under the key), an in-flight claim committed under the key's
    * lock, then with no transaction open the signer signs an EscrowAction, the relayer submits
    * `…BySig`, the API verifies the receipt (event `by` = the signer) and applies it through the
-   * escrow ledger; the answer replaces the claim. So same-key twins relay once (DESIGN §5): they
+   * escrow projector; the answer replaces the claim. So same-key twins relay once (DESIGN §5): they
    * get 409 in flight, then the replay.
    * @throws AppError 400 confirm_required, 404 (at once); 403 agent refusals, 409 (state, or the
    *   contract refused) as the work's outcome.
@@ -126,7 +126,7 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
         }
         txHash = mined.hash;
         const verified = await this.escrowChain.verify(txHash, escrowKey, rule.event, [payment.fromAddress]);
-        await this.ledger.apply(verified.event, verified.by);
+        await this.projector.apply(verified.event, verified.by);
         return { escrow: await this.render(payment), txHash };
       },
     };

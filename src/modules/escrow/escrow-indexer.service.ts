@@ -8,7 +8,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService } from '../checkout/checkout.service';
 import { RelayerService } from '../relayer/relayer.service';
 import { EscrowChainService } from './escrow-chain.service';
-import { EscrowLedger } from './escrow-ledger.service';
+import { EscrowProjector } from './escrow-projector.service';
 import { chainEvents, chainJobItemFailures, chainJobRuns, indexedBlock, reorgs } from './escrow.metrics';
 import { EscrowRepository } from './escrow.repository';
 import { EscrowTransitionError, lastConfirmedBlock } from './escrow.state';
@@ -41,7 +41,7 @@ export interface PollResult {
  * of each job runs at a time; a pass that finds the lock taken is skipped.
  * - {@link pollOnce} reads CheckoutEscrow logs from the cursor kept in Postgres up to the last
  *   confirmed block ({@link lastConfirmedBlock}, the rule the API's verification uses too) and
- *   applies each through the ledger (once per tx hash + log index). A log the ledger cannot apply
+ *   applies each through the projector (once per tx hash + log index). A log the projector cannot apply
  *   even in chain order is set aside (chain_events_set_aside, an error log, the
  *   `chain_indexer_events_total{outcome="set_aside"}` metric) and the cursor moves on; a transient
  *   failure (database, RPC) fails the pass, which the next one retries from the same cursor.
@@ -66,7 +66,7 @@ export class EscrowIndexer implements OnModuleDestroy {
 
   constructor(
     private readonly repo: EscrowRepository,
-    private readonly ledger: EscrowLedger,
+    private readonly projector: EscrowProjector,
     private readonly chain: EscrowChainService,
     private readonly checkout: CheckoutService,
     private readonly config: AppConfig,
@@ -146,7 +146,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     for (const e of events) {
       try {
         const attributes = { 'escrow.action': e.action, 'chain.tx_hash': e.txHash.toLowerCase(), 'chain.log_index': e.logIndex, 'chain.block_number': e.blockNumber };
-        if ((await continueTrace(`escrow apply ${e.action}`, origins?.get(e.txHash.toLowerCase()), { attributes }, () => this.ledger.apply(e))).applied) applied++;
+        if ((await continueTrace(`escrow apply ${e.action}`, origins?.get(e.txHash.toLowerCase()), { attributes }, () => this.projector.apply(e))).applied) applied++;
       } catch (err) {
         if (!isPoison(err)) throw err;
         if (await this.setAside(e, err as Error)) setAside++;
@@ -166,7 +166,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     return { fromBlock, toBlock, events: events.length, applied, setAside, reorgForkBlock };
   }
 
-  /** Records an event the ledger refused; true (logged as an error) the first time this log is set aside. */
+  /** Records an event the projector refused; true (logged as an error) the first time this log is set aside. */
   private async setAside(e: EscrowChainEvent, err: Error): Promise<boolean> {
     const { action, escrowKey, txHash, logIndex, blockNumber, blockHash, ...data } = e;
     const fresh = await (this.txHost as TxHost).withTransaction(() =>
@@ -205,7 +205,7 @@ export class EscrowIndexer implements OnModuleDestroy {
         if (!receipt) throw new Error(`auto-release ${relayed.txHash} not mined in ${AUTO_RELEASE_MINE_TIMEOUT_MS} ms`);
         const txHash = receipt.hash;
         const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: escrow.escrowKey, action: 'released' });
-        await this.ledger.apply(verified.event, verified.from);
+        await this.projector.apply(verified.event, verified.from);
         released.push(escrow.id);
       } catch (err) {
         chainJobItemFailures.inc({ job: 'auto-release' });
@@ -236,7 +236,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     this.logger.error({ forkBlock: fork, cursor }, 'chain reorg of applied blocks; re-deriving escrows from the canonical chain');
     await (this.txHost as TxHost).withTransaction(async () => {
       const affected = await this.repo.rollbackAbove(fork);
-      for (const id of affected) await this.ledger.rebuild(id);
+      for (const id of affected) await this.projector.rebuild(id);
       await this.repo.setCursor(CURSOR, Math.min(fork, cursor));
     });
   }

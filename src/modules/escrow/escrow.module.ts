@@ -5,7 +5,7 @@ import { OrgsModule } from '../orgs/orgs.module';
 import { RelayerModule } from '../relayer/relayer.module';
 import { EscrowChainService } from './escrow-chain.service';
 import { EscrowIndexer } from './escrow-indexer.service';
-import { EscrowLedger } from './escrow-ledger.service';
+import { EscrowProjector } from './escrow-projector.service';
 import { EscrowMapper } from './escrow.mapper';
 import { EscrowRepository } from './escrow.repository';
 import { EscrowService } from './escrow.service';
@@ -13,8 +13,8 @@ import { EscrowService } from './escrow.service';
 /** Escrows, their chain gateway and indexer (services only; routes in EscrowHttpModule, jobs in EscrowJobsModule). */
 @Module({
   imports: [CheckoutModule, OrgsModule, RelayerModule],
-  providers: [EscrowRepository, EscrowChainService, EscrowLedger, EscrowMapper, EscrowService, EscrowIndexer],
-  exports: [EscrowService, EscrowLedger, EscrowChainService, EscrowIndexer],
+  providers: [EscrowRepository, EscrowChainService, EscrowProjector, EscrowMapper, EscrowService, EscrowIndexer],
+  exports: [EscrowService, EscrowProjector, EscrowChainService, EscrowIndexer],
 })
 export class EscrowModule implements OnApplicationShutdown {
   constructor(private readonly moduleRef: ModuleRef) {}

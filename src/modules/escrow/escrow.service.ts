@@ -13,7 +13,7 @@ import { OrgsService } from '../orgs/orgs.service';
 import { CheckoutFundingDto, EscrowDto } from './dto/escrow.dto';
 import { EscrowChainService } from './escrow-chain.service';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
-import { EscrowLedger } from './escrow-ledger.service';
+import { EscrowProjector } from './escrow-projector.service';
 import { EscrowMapper } from './escrow.mapper';
 import { RelayerService } from '../relayer/relayer.service';
 import { EscrowRepository } from './escrow.repository';
@@ -41,7 +41,7 @@ export interface PreparedEscrowAction {
 export class EscrowService {
   constructor(
     private readonly repo: EscrowRepository,
-    private readonly ledger: EscrowLedger,
+    private readonly projector: EscrowProjector,
     private readonly chain: EscrowChainService,
     private readonly mapper: EscrowMapper,
     private readonly checkout: CheckoutService,
@@ -102,7 +102,7 @@ export class EscrowService {
       if (!prepared.verified) {
         throw new AppError('invalid_request', `Transaction ${txHash} is no longer applied to this escrow (chain reorganisation); retry`, { reason: 'pending', txHash }, 409);
       }
-      const { escrow: after } = await this.ledger.apply(prepared.verified.event, prepared.verified.by);
+      const { escrow: after } = await this.projector.apply(prepared.verified.event, prepared.verified.by);
       return this.render(after ?? escrow!, principal.organizationId);
     });
   }
@@ -196,7 +196,7 @@ export class EscrowService {
 
   /**
    * An escrow as its buyer's pay page shows it (public by checkout id, docs/architecture.md §16), or null.
-   * `fundedAt` is when the ledger first recorded it; `inspectionEndsAt` is the auto-release time once delivered.
+   * `fundedAt` is when the projector first recorded it; `inspectionEndsAt` is the auto-release time once delivered.
    */
   async buyerView(escrowId: string): Promise<{
     escrowId: string;
@@ -224,7 +224,7 @@ export class EscrowService {
    * Demo payment on a local chain (docs/architecture.md §9 demo:pay): `buyer` signs an EIP-3009
    * ReceiveWithAuthorization for the checkout's signed terms, as the pay page's wallet does, and the
    * relayer queue broadcasts it (docs/architecture.md §5: the one sender of the relayer key, so a
-   * worker must be running). Waits for the receipt and applies the funding through the ledger (the
+   * worker must be running). Waits for the receipt and applies the funding through the projector (the
    * indexer converges on the same row). Must not be called inside a database transaction.
    * @throws AppError as {@link fundingTerms}; ChainTxError when the contract refuses; RelayTimeoutError
    *   when no worker broadcast it within RELAYER_WAIT_MS (it stays queued and is sent later).
@@ -237,7 +237,7 @@ export class EscrowService {
     const relayed = await this.relayer.relay({ to: this.chain.gateway.escrowAddress, data, purpose: 'demo-funding', reference: checkoutId });
     const txHash = (await this.relayer.waitMined(relayed.relayTxId, 120_000))?.hash ?? relayed.txHash;
     const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: terms.escrowKey, action: 'funded' });
-    const { escrow } = await this.ledger.apply(verified.event, verified.from);
+    const { escrow } = await this.projector.apply(verified.event, verified.from);
     if (!escrow) throw new AppError('internal', 'funding was mined but not recorded');
     return { txHash, escrowId: escrow.id, status: escrow.status };
   }
@@ -252,7 +252,7 @@ export class EscrowService {
     if (escrow.status !== 'disputed') throw AppError.invalidState('escrow', escrow.status, ['disputed']);
     const txHash = await this.chain.gateway.resolve(this.chain.arbiter, escrow.escrowKey, to === 'seller');
     const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: escrow.escrowKey, action: 'resolved' });
-    const { escrow: after } = await this.ledger.apply(verified.event, verified.from);
+    const { escrow: after } = await this.projector.apply(verified.event, verified.from);
     return { txHash, escrowId, status: (after ?? escrow).status };
   }
 

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { NO_FAULTS } from '../../common/faults/faults';
 import { VerificationModule } from '../verification/verification.module';
 import { AgentsModule } from '../agents/agents.module';
 import { MandatesModule } from '../mandates/mandates.module';
@@ -11,7 +12,7 @@ import { PaymentFaults, PaymentsService } from './payments.service';
 /** Agent payments: reservation, signing, relaying and settlement (docs/architecture.md §13). No controllers. */
 @Module({
   imports: [AgentsModule, RelayerModule, VerificationModule, MandatesModule],
-  providers: [PaymentsRepository, PaymentsService, PaymentsOperations, PaymentSettlement, PaymentFaults],
+  providers: [PaymentsRepository, PaymentsService, PaymentsOperations, PaymentSettlement, { provide: PaymentFaults, useValue: NO_FAULTS }],
   exports: [PaymentsService, PaymentsOperations, PaymentSettlement, PaymentFaults],
 })
 export class PaymentsModule {}

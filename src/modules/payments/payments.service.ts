@@ -41,17 +41,16 @@ function addressPayee(address: string): PayeeTarget & { address: string } {
   return { kind: 'address', id: '', organizationId: '', handle: checksummed.toLowerCase(), address: checksummed };
 }
 
-/**
- * Test seam for the crash proofs: when `at` names a recovery point, the service throws there, as if
- * the process died right after committing it. Always null in production.
- */
-@Injectable()
-export class PaymentFaults {
-  at: 'after_reserve' | 'after_signed' | null = null;
+/** The recovery points of a payment where a crash test may stop it. */
+export type PaymentFaultPoint = 'after_reserve' | 'after_signed';
 
-  hit(point: 'after_reserve' | 'after_signed'): void {
-    if (this.at === point) throw new Error(`fault injected at ${point}`);
-  }
+/**
+ * Port for the crash proofs: {@link PaymentsService} calls `hit` right after committing a recovery
+ * point. Bound to the no-op `NO_FAULTS` (common/faults) in production; crash tests provide one that throws
+ * there, as if the process died right after the commit.
+ */
+export abstract class PaymentFaults {
+  abstract hit(point: PaymentFaultPoint): void;
 }
 
 /** A spend request after validation: payee handle and base units. */

@@ -8,16 +8,12 @@ import { RelayerTender } from './relayer-tender.service';
 import { RelayerRepository } from './relayer.repository';
 
 /**
- * Test seam for the crash proofs: when `at` is 'after_signed', {@link RelayerSender.send} throws right
- * after committing the signed transaction, as if the process died before broadcasting. Always null in production.
+ * Port for the crash proofs: {@link RelayerSender.send} calls `hit('after_signed')` right after
+ * committing the signed transaction. Bound to the no-op `NO_FAULTS` (common/faults) in production; crash tests
+ * provide one that throws there, as if the process died before broadcasting.
  */
-@Injectable()
-export class RelayerFaults {
-  at: 'after_signed' | null = null;
-
-  hit(point: 'after_signed'): void {
-    if (this.at === point) throw new Error(`fault injected at ${point}`);
-  }
+export abstract class RelayerFaults {
+  abstract hit(point: 'after_signed'): void;
 }
 
 /** The relayer's ETH is below RELAYER_MIN_BALANCE: the row was left queued (no nonce, not failed). */

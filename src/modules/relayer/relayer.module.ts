@@ -1,4 +1,5 @@
 import { BullModule } from '@nestjs/bullmq';
+import { NO_FAULTS } from '../../common/faults/faults';
 import { Module } from '@nestjs/common';
 import { QueueModule } from '../../common/queue/queue.module';
 import { ChainAccess } from './chain-access.service';
@@ -14,7 +15,7 @@ import { RelayerTender } from './relayer-tender.service';
  */
 @Module({
   imports: [QueueModule, BullModule.registerQueue({ name: RELAYER_QUEUE })],
-  providers: [ChainAccess, RelayerRepository, RelayerSender, RelayerTender, RelayerFaults, RelayerService],
+  providers: [ChainAccess, RelayerRepository, RelayerSender, RelayerTender, { provide: RelayerFaults, useValue: NO_FAULTS }, RelayerService],
   exports: [ChainAccess, RelayerService, RelayerSender, RelayerTender, RelayerFaults, BullModule],
 })
 export class RelayerModule {}

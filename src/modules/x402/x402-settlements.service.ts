@@ -45,16 +45,12 @@ export interface X402Advance {
 }
 
 /**
- * Test seam for the crash proof: `after_reserved` throws right after the reservation is committed,
- * as if the process died before relaying. Always null in production.
+ * Port for the crash proof: the x402 settle calls `hit('after_reserved')` right after the
+ * reservation is committed. Bound to the no-op `NO_FAULTS` (common/faults) in production; crash tests provide
+ * one that throws there, as if the process died before relaying.
  */
-@Injectable()
-export class X402Faults {
-  at: 'after_reserved' | null = null;
-
-  hit(point: 'after_reserved'): void {
-    if (this.at === point) throw new Error(`fault injected at ${point}`);
-  }
+export abstract class X402Faults {
+  abstract hit(point: 'after_reserved'): void;
 }
 
 /** Rows of an `UPDATE … RETURNING` (TypeORM's Postgres driver answers `[rows, affected]` for UPDATE). */

@@ -1,21 +1,46 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { AppConfig } from '../../../config/app-config';
+import { ClusterLock } from '../../../database/cluster-lock';
 import { DeliveryQueue } from '../webhooks.queue';
 import { WebhooksRepository } from '../webhooks.repository';
 
 const PARALLEL = 50;
+/** The cluster-wide lock name of the recovery pass ({@link ClusterLock}). */
+export const RECOVERY_LOCK = 'webhooks:recovery';
 
 /**
  * Rebuilds the queue from Postgres (docs/architecture.md §8: the delivery row is the record, the job only the
  * trigger): every `pending`/`retrying` delivery whose next attempt is due, that no worker holds,
  * and that has no live job (Redis wiped, a crash between commit and enqueue, a job lost to a
- * stalled worker) gets its job again, with the same deterministic job id.
+ * stalled worker) gets its job again, with the same deterministic job id. The scheduled pass
+ * ({@link recoverExclusive}) runs under the cluster-wide lock {@link RECOVERY_LOCK}, so of several
+ * worker replicas one runs it and the others skip.
  */
 @Injectable()
-export class DeliveryRecoveryService {
+export class DeliveryRecoveryService implements OnModuleDestroy {
+  private readonly lock: ClusterLock;
+
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly queue: DeliveryQueue,
-  ) {}
+    config: AppConfig,
+  ) {
+    this.lock = new ClusterLock(config.env.DATABASE_URL);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.lock.close();
+  }
+
+  /**
+   * {@link recoverDue} under the cluster-wide lock {@link RECOVERY_LOCK}.
+   * @returns how many jobs were (re-)enqueued, or null when another process holds the lock.
+   * @throws on Postgres or Redis failure (the lock is released first).
+   */
+  async recoverExclusive(overdueMs = 0, limit = 1000): Promise<number | null> {
+    const run = await this.lock.run(RECOVERY_LOCK, () => this.recoverDue(overdueMs, limit));
+    return run.ran ? run.value : null;
+  }
 
   /**
    * @param overdueMs how long a delivery must have been due before it is checked (a live job

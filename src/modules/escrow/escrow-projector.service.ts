@@ -11,7 +11,7 @@ import { EscrowRepository } from './escrow.repository';
 import { applyChainEvent, EscrowStateSnapshot, EscrowTransitionError } from './escrow.state';
 
 /** What applying one chain event did. */
-export interface LedgerResult {
+export interface ProjectionResult {
   escrow: Escrow | null;
   /** false when this log (tx hash + log index) had been applied before, or was ignored. */
   applied: boolean;
@@ -20,7 +20,8 @@ export interface LedgerResult {
 type CheckoutSessionRow = NonNullable<Awaited<ReturnType<CheckoutService['findById']>>>;
 
 /**
- * The one writer of escrow state (docs/architecture.md §7). Applies a CheckoutEscrow event exactly
+ * The projector of CheckoutEscrow chain events, and so the one writer of escrow state
+ * (docs/architecture.md §7): escrow state is the fold of its applied events. Applies an event exactly
  * once — the API fast path, the chain indexer and the CLI all call it and converge — and, in the
  * same transaction, mirrors the status onto the checkout and writes the webhook event to the
  * outbox, with an event id derived from the log (tx hash, log index, type), so a log re-applied
@@ -37,8 +38,8 @@ type CheckoutSessionRow = NonNullable<Awaited<ReturnType<CheckoutService['findBy
  *   (the newest event fixes it), so it sends no webhook.
  */
 @Injectable()
-export class EscrowLedger {
-  private readonly logger = new Logger(EscrowLedger.name);
+export class EscrowProjector {
+  private readonly logger = new Logger(EscrowProjector.name);
 
   constructor(
     private readonly repo: EscrowRepository,
@@ -54,7 +55,7 @@ export class EscrowLedger {
    * @throws EscrowTransitionError when the event cannot follow the escrow's events even in chain
    *   order (nothing is written; the indexer sets such an event aside).
    */
-  apply(e: EscrowChainEvent, fromAddress: string | null = null): Promise<LedgerResult> {
+  apply(e: EscrowChainEvent, fromAddress: string | null = null): Promise<ProjectionResult> {
     return (this.txHost as TxHost).withTransaction(async () => {
       if (e.action === 'funded') await this.repo.insertIfAbsent(await this.fromFunding(e));
       const escrow = await this.repo.findByKeyForUpdate(e.escrowKey.toLowerCase());
