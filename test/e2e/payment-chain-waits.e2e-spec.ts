@@ -36,10 +36,12 @@ async function startPaymentsWorker(env: Record<string, string>): Promise<INestAp
 
 /**
  * Chain waits on the payment path are bounded and never hold up settlement of other payments
- * (docs/architecture.md §18; issue 22, finding 7): a kill-switch cancel whose transaction the node
- * dropped keeps the sweep waiting, while the USDC authorization indexer goes on settling another
- * agent's payment and moving its cursor; the wait ends after its timeout with the payment still at its
- * recovery point (not failed).
+ * (docs/architecture.md §18; issue 22, finding 7): a kill-switch cancel that the chain does not mine
+ * (the next block's base fee is above RELAYER_MAX_FEE_GWEI, so no relayer transaction fits in it;
+ * the relayer resends dropped transactions itself, so a dropped one would not stay stuck) keeps the
+ * sweep waiting, while the USDC authorization indexer, on its own queue, goes on settling another
+ * agent's payment and moving its cursor; the wait ends after its timeout with the payment still at
+ * its recovery point (not failed).
  */
 describe('chain waits on the payment path', () => {
   let t: TestApp;
@@ -60,22 +62,27 @@ describe('chain waits on the payment path', () => {
     chain?.close();
   });
 
-  it('a dropped cancelAuthorization does not stop the usdc-authorizations cursor for another agent; the wait ends at its timeout, the payment still pending', async () => {
+  it('a cancelAuthorization the chain does not mine does not stop the usdc-authorizations cursor for another agent; the wait ends at its timeout, the payment still submitted', async () => {
     const payee = await createPayee(t, chain);
     const stuck = await createAgent(t, chain, { float: 50n * USDC });
     const other = await createAgent(t, chain, { float: 50n * USDC });
+    const submitter = await chain.wallet({ eth: true });
     try {
-      // `stuck` pays while nothing is mined, and the node forgets the transfer: signed, broadcast once, unused.
+      // `stuck` pays while nothing is mined: signed, broadcast, unused.
       await chain.rpc('evm_setAutomine', [false]);
       const first = await pay(t, stuck, { to: payee.handle, amount: '10.00' });
       expect(first.body.status).toBe('submitted');
       const [submitted] = await paymentRows(t, stuck.agentId);
+      // Its transfer leaves the pool and the relayer gives it up (as after a fill of its nonce), so nothing
+      // resends it and its authorization stays unused: the kill switch may cancel it.
       await chain.rpc('anvil_dropTransaction', [submitted.relay_tx_hashes[0]]);
+      await waitFor(async () => (await chain.provider.getTransaction(submitted.relay_tx_hashes[0])) === null, { label: 'the transfer dropped' });
+      await t.dataSource.query(`UPDATE relayer_transactions SET status = 'failed', error = 'dropped; given up (test)' WHERE reference = $1`, [submitted.id]);
 
-      // The kill switch is on in the worker: its sweep cancels the authorization; the node drops the cancel too.
+      // The kill switch is on in the worker: its sweep relays the cancel of that authorization and waits for it.
       worker = await startPaymentsWorker({ AGENTS_ENABLED: 'false', CHAIN_POLL_MS: '200', CHAIN_WAIT_MS: '20000', RELAYER_WAIT_MS: '1000', RPC_TIMEOUT_MS: '1000', PAYMENT_SWEEP_IDLE_SECONDS: '4' });
       const payments = worker.get<Queue>(getQueueToken(PAYMENTS_QUEUE));
-      const cancel = await waitFor(
+      await waitFor(
         async () => {
           await payments.add('sweep', {}, { removeOnComplete: true, removeOnFail: true });
           const rows: Array<{ tx_hash: string | null }> = await t.dataSource.query(
@@ -86,15 +93,30 @@ describe('chain waits on the payment path', () => {
         },
         { timeoutMs: 30_000, intervalMs: 1000, label: 'the sweep relays the cancel' },
       );
-      await chain.rpc('anvil_dropTransaction', [cancel]);
-      await chain.rpc('evm_setAutomine', [true]);
-      const [sweep] = await payments.getActive();
-      expect(sweep?.name).toBe('sweep');
+      const sweep = await waitFor(async () => (await payments.getActive()).find((j) => j.name === 'sweep'), { label: 'the sweep waiting on the cancel' });
 
-      // Another agent pays and its transfer is mined: the indexer settles it while the sweep still waits.
+      // Another agent pays; its authorization is used by a transaction that pays the high base fee
+      // (anyone may submit an EIP-3009 authorization), mined in a block no relayer transaction fits in.
       const paid = await pay(t, other, { to: payee.handle, amount: '7.00' });
       expect(paid.body.status).toBe('submitted');
-      const receipt = (await chain.provider.getTransactionReceipt((await paymentRows(t, other.agentId))[0].relay_tx_hashes[0]))!;
+      const [auth]: Array<{ from_address: string; to_address: string; amount: string; auth_nonce: string; auth_valid_before: string; auth_signature: string }> = await t.dataSource.query(
+        `SELECT from_address, to_address, amount::text, auth_nonce, auth_valid_before::text, auth_signature FROM payments WHERE agent_id = $1`,
+        [other.agentId],
+      );
+      const data = chain.gateway.encodeTransferWithAuthorization({
+        from: auth.from_address,
+        to: auth.to_address,
+        value: BigInt(auth.amount),
+        validAfter: 0n,
+        validBefore: BigInt(auth.auth_valid_before),
+        nonce: auth.auth_nonce,
+        signature: auth.auth_signature,
+      });
+      const direct = await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data, gasLimit: 200_000n, maxFeePerGas: 5_000n * 10n ** 9n, maxPriorityFeePerGas: 10n ** 9n });
+      await chain.rpc('anvil_setNextBlockBaseFeePerGas', ['0x' + (1_000n * 10n ** 9n).toString(16)]);
+      await chain.mine();
+      const receipt = (await chain.provider.getTransactionReceipt(direct.hash))!;
+      expect(receipt.status).toBe(1);
       await waitFor(async () => (await paymentRows(t, other.agentId))[0].status === 'succeeded', { timeoutMs: 15_000, label: "the other agent's payment settled by the worker's indexer" });
       const [cursor] = await t.dataSource.query(`SELECT block_number::int AS block FROM chain_cursors WHERE name = $1`, [AUTHORIZATION_CURSOR]);
       expect(cursor.block).toBeGreaterThanOrEqual(receipt.blockNumber);
@@ -109,6 +131,9 @@ describe('chain waits on the payment path', () => {
       expect(['completed', 'unknown']).toContain(ended);
       expect((await paymentRows(t, stuck.agentId))[0]).toMatchObject({ id: submitted.id, status: 'submitted', failure_reason: null });
     } finally {
+      // Leave no relayer transaction pending for the suites after this one: a cheap block mines them.
+      await chain.rpc('anvil_setNextBlockBaseFeePerGas', ['0x1']);
+      await chain.mine();
       await chain.rpc('evm_setAutomine', [true]);
     }
   });
