@@ -9,6 +9,7 @@ import { Payment } from '../modules/payments/payment.entity';
 import { Mandate } from '../modules/mandates/mandate.entity';
 import { Offering } from '../modules/offerings/offerings.entity';
 import { Invoice, InvoiceEmail } from '../modules/invoices/invoices.entity';
+import { ConsoleNonce, ConsoleSession, OrganizationOwner } from '../modules/console/console.entity';
 
 /** Every TypeORM entity, listed as classes so dist and jest load the same set. */
 export const ENTITIES = [
@@ -31,4 +32,7 @@ export const ENTITIES = [
   Offering,
   Invoice,
   InvoiceEmail,
+  ConsoleNonce,
+  ConsoleSession,
+  OrganizationOwner,
 ];
