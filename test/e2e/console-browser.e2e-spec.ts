@@ -4,6 +4,7 @@ import type { Wallet } from 'ethers';
 import type { Browser, Page } from 'playwright-core';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { AgentsService } from '../../src/modules/agents/agents.service';
+import { signIntentMandate } from '../../src/modules/mandates/mandate-signing';
 import { createTestApp, TestApp } from '../support/app';
 import { createPayee } from '../support/agents';
 import { chromiumAvailable, launchChromium, openWalletPage, screenshot, WalletPage } from '../support/browser';
@@ -17,7 +18,11 @@ jest.setTimeout(180_000);
 const RUN = chromiumAvailable('the console in a real browser (test/e2e/console-browser.e2e-spec.ts)');
 const describeBrowser = RUN ? describe : describe.skip;
 
-const seeText = (page: Page, text: string | RegExp, timeout = 60_000) => page.getByText(text).first().waitFor({ state: 'visible', timeout });
+/** Waits for `text` on the page; on timeout the error carries what the page's status region said instead. */
+const seeText = (page: Page, text: string | RegExp, timeout = 60_000) =>
+  page.getByText(text).first().waitFor({ state: 'visible', timeout }).catch(async (err: Error) => {
+    throw new Error(`${err.message}\nThe page said: ${await page.locator('#message').textContent().catch(() => '?')}`);
+  });
 
 /**
  * The console (docs/architecture.md §19) in headless chromium against the real api (listening on a
@@ -121,9 +126,18 @@ describeBrowser('the console in a browser', () => {
     const agentKey = (await page.locator('#secret').textContent({ timeout: 30_000 }))!;
     expect(agentKey).toMatch(/^bk_agent_live_/);
 
-    // Top up the signer (a plain USDC transfer from the owner) and pay through the API; the console shows it.
+    // Top up the signer from the console: the wallet sends a plain USDC transfer; the page shows the mined balance.
     const signer = (await t.http.get('/api/v1/agent').set('X-Api-Key', agentKey)).body.signer.address as string;
-    await chain.gateway.usdcTransfer(person, signer, 30n * USDC);
+    expect(await chain.usdcBalance(signer)).toBe(0n);
+    await page.getByLabel('Top up amount (USDC)').fill('30');
+    await page.getByRole('button', { name: 'Top up', exact: true }).click();
+    await seeText(page, /Topped up/);
+    expect(await page.locator('#signer-balance').textContent()).toBe('30.00');
+    expect(await chain.usdcBalance(signer)).toBe(30n * USDC);
+    const sent = wp.calls.find(([m]) => m === 'eth_sendTransaction')![1] as Array<{ from: string; to: string }>;
+    expect(sent[0].from.toLowerCase()).toBe(person.address.toLowerCase());
+    expect(sent[0].to.toLowerCase()).toBe(chain.gateway.usdcAddress.toLowerCase());
+    // Pay through the API; the console shows it.
     const payee = await createPayee(t, chain);
     const payment = await t.http.post('/api/v1/payments').set({ 'X-Api-Key': agentKey, 'Idempotency-Key': randomUUID() }).send({ to: payee.handle, amount: '12.50' });
     expect(payment.status).toBe(200);
@@ -131,6 +145,30 @@ describeBrowser('the console in a browser', () => {
     await ready(page);
     await page.locator(`#payments tr[data-id="${payment.body.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
     await seeText(page, '12.50');
+
+    // A mandate created through the API, revoked from the console with the owner's RevokeMandate signature.
+    const terms = { payees: [payee.handle], maxAmountPerPayment: '5.00', totalAmount: '20.00', expiresAt: new Date(Date.now() + 86_400_000).toISOString(), description: 'console revoke' };
+    const mandate = await t.http.post('/api/v1/mandates').set('X-Api-Key', agentKey).send({ ...terms, credential: await signIntentMandate(person, 31337, slug, terms) });
+    expect(mandate.status).toBe(200);
+    await page.reload();
+    await ready(page);
+    await page.getByRole('button', { name: 'Connect wallet' }).click();
+    await page.getByLabel('Top up amount (USDC)').waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator(`#mandates tr[data-id="${mandate.body.id}"] .mandate-status`).filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
+    page.once('dialog', (d) => void d.accept());
+    await page.locator(`#mandates tr[data-id="${mandate.body.id}"] button.revoke-mandate`).click();
+    await seeText(page, 'Mandate revoked.');
+    expect(await page.locator(`#mandates tr[data-id="${mandate.body.id}"] .mandate-status`).textContent()).toBe('revoked');
+    expect((await t.http.get(`/api/v1/mandates/${mandate.body.id}`).set('X-Api-Key', agentKey)).body).toMatchObject({ status: 'revoked' });
+
+    // Withdraw part of the float: the owner signs Withdraw; the USDC comes back to the owner.
+    await waitFor(async () => (await chain.usdcBalance(signer)) === 17_500_000n, { timeoutMs: 60_000, label: 'payment settled from the signer' });
+    const ownerBefore = await chain.usdcBalance(person.address);
+    await page.getByLabel('Withdraw amount (USDC)').fill('5.00');
+    await page.getByRole('button', { name: 'Withdraw', exact: true }).click();
+    await seeText(page, /Withdrew 5\.00 USDC to the owner/);
+    await waitFor(async () => (await chain.usdcBalance(person.address)) === ownerBefore + 5n * USDC, { timeoutMs: 60_000, label: 'withdrawal mined' });
+    expect(await chain.usdcBalance(signer)).toBe(12_500_000n);
     await screenshot(page, 'console-agent');
 
     // Webhooks: an endpoint that fails, the failed delivery in the log, retried once it answers.
