@@ -8,7 +8,7 @@ import { signIntentMandate } from '../../src/modules/mandates/mandate-signing';
 import { createTestApp, TestApp } from '../support/app';
 import { createPayee } from '../support/agents';
 import { chromiumAvailable, launchChromium, openWalletPage, screenshot, WalletPage } from '../support/browser';
-import { TestChain, USDC } from '../support/chain';
+import { fundOnChain, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
 import { emitEvents, IsolatedEnv, isolatedWebhookEnv, startTestWorker, TestWorker } from '../support/webhook-env';
 import { WebhookReceiver } from '../support/webhook-receiver';
@@ -201,6 +201,19 @@ describeBrowser('the console in a browser', () => {
     );
     expect(receiver.received.filter((d) => d.path === '/console-hook').at(-1)!.verifiedWith.length).toBeGreaterThan(0);
     await screenshot(page, 'console-webhooks');
+
+    // A checkout funded on-chain: its detail page shows the escrow's chain events, `funded` with its transaction hash and block.
+    const buyer = await chain.wallet({ usdc: 100n * USDC });
+    const fundTx = await fundOnChain(t, chain, checkout.body.id, buyer);
+    const fundBlock = (await person.provider!.getTransactionReceipt(fundTx))!.blockNumber;
+    await waitFor(async () => (await t.http.get(`/api/v1/checkout-sessions/${checkout.body.id}`).set('X-Api-Key', secret)).body.status === 'funded', { timeoutMs: 60_000, label: 'checkout indexed as funded' });
+    await page.goto(`${base}/console/orgs/${orgId}/checkouts/${checkout.body.id}`);
+    await ready(page);
+    const funded = page.locator('#timeline tbody tr').filter({ has: page.locator('.chain-action', { hasText: 'funded' }) });
+    await funded.waitFor({ state: 'visible', timeout: 30_000 });
+    expect(await funded.locator('.chain-tx').textContent()).toBe(fundTx);
+    expect(await funded.locator('.chain-block').textContent()).toBe(String(fundBlock));
+    await screenshot(page, 'console-checkout');
 
     // Sign out: the session is revoked at once.
     await page.getByRole('button', { name: 'Sign out' }).click();

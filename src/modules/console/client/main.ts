@@ -464,11 +464,17 @@ async function listPage(section: string, after?: string): Promise<void> {
   const spec = LISTS[section];
   if (data.item) {
     const item = await call<Row>('GET', `${spec.path}/${data.item}`);
-    const events = (item.events ?? item.timeline ?? []) as Row[];
+    // The chain-event timeline is the escrow's `transactions` (GET /api/v1/escrows/{id}): a checkout
+    // shows the one its funding created (escrowId), once funded.
+    const escrow = section === 'escrows' ? item : typeof item.escrowId === 'string' ? await call<Row>('GET', `/api/v1/escrows/${item.escrowId}`) : null;
+    const events = ((escrow?.transactions as Row[] | undefined) ?? []).slice().sort((a, b) => Number(a.blockNumber) - Number(b.blockNumber));
     content().replaceChildren(
-      table(Object.entries(item).filter(([k]) => k !== 'events' && k !== 'timeline').map(([k, v]) => ({ k, v })), [['Field', (r) => String(r.k)], ['Value', (r) => text(r.v)]], 'detail'),
-      h('h2', {}, 'Timeline'),
-      table(events, [['Event', (r) => text(r.type ?? r.event ?? r.name)], ['Tx', (r) => text(r.txHash)], ['Block', (r) => text(r.blockNumber ?? r.block)], ['At', (r) => text(r.at ?? r.createdAt)]], 'timeline'),
+      table(Object.entries(item).filter(([k]) => k !== 'transactions').map(([k, v]) => ({ k, v })), [['Field', (r) => String(r.k)], ['Value', (r) => text(r.v)]], 'detail'),
+      h('h2', {}, 'Chain events'),
+      escrow && section !== 'escrows' ? h('p', {}, 'Escrow ', h('a', { href: `${orgBase()}/escrows/${text(escrow.id)}` }, text(escrow.id)), ` · ${text(escrow.status)}`) : null,
+      events.length
+        ? table(events, [['Action', (r) => h('span', { class: 'chain-action' }, text(r.action))], ['Transaction', (r) => h('code', { class: 'chain-tx' }, text(r.txHash))], ['Block', (r) => h('span', { class: 'chain-block' }, text(r.blockNumber))], ['From', (r) => text(r.from)], ['Recorded', (r) => text(r.recordedAt)]], 'timeline')
+        : h('p', { id: 'timeline-empty', class: 'muted' }, 'No chain event yet.'),
     );
     return;
   }
