@@ -200,6 +200,20 @@ describeBrowser('the console in a browser', () => {
       { timeoutMs: 60_000, intervalMs: 1000, label: 'retried delivery shown succeeded' },
     );
     expect(receiver.received.filter((d) => d.path === '/console-hook').at(-1)!.verifiedWith.length).toBeGreaterThan(0);
+
+    // "Send test event": a signed ping through the delivery path, in the log.
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await seeText(page, /Test event queued/);
+    await waitFor(async () => receiver.received.some((d) => d.path === '/console-hook' && d.body?.type === 'ping' && d.verifiedWith.length > 0), { timeoutMs: 60_000, label: 'ping received and verified' });
+    await waitFor(
+      async () => {
+        await page.reload();
+        await ready(page);
+        const row = page.locator('#deliveries tbody tr').filter({ has: page.locator('.delivery-event', { hasText: 'ping' }) });
+        return (await row.locator('.delivery-status').textContent().catch(() => null)) === 'succeeded';
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, label: 'ping delivery shown succeeded' },
+    );
     await screenshot(page, 'console-webhooks');
 
     // A checkout funded on-chain: its detail page shows the escrow's chain events, `funded` with its transaction hash and block.

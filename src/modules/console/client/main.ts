@@ -425,6 +425,12 @@ async function webhooksPage(): Promise<void> {
       const res = await call<Row>('PUT', '/api/v1/webhook-endpoints', { url: endpoint.url, rotateSecret: true });
       showSecret('New signing secret', text(res.secret));
     }) }, 'Rotate secret') : null,
+    endpoint ? h('button', { id: 'send-test', type: 'button', click: () => void attempt(async () => {
+      // A `ping` through the normal delivery path (docs/decisions.md "Console"); it shows in the log below.
+      const res = await call<Row>('POST', '/api/v1/webhook-endpoints/test', undefined, { 'idempotency-key': crypto.randomUUID() });
+      await webhooksPage();
+      say(`Test event queued (delivery ${text(res.id)}). Reload to follow it.`, 'ok');
+    }) }, 'Send test event') : null,
   ) as HTMLFormElement;
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -440,7 +446,7 @@ async function webhooksPage(): Promise<void> {
     form,
     h('h2', {}, 'Deliveries'),
     table(deliveries.data, [
-      ['Event', (r) => text(r.eventType)],
+      ['Event', (r) => h('span', { class: 'delivery-event' }, text(r.eventType))],
       ['Status', (r) => h('span', { class: 'delivery-status' }, text(r.status))],
       ['Attempts', (r) => text(r.attempts)],
       ['Response', (r) => h('details', {}, h('summary', {}, text(r.responseStatus)), h('pre', {}, text(r.responseBody ?? r.lastError)))],
@@ -471,7 +477,7 @@ async function listPage(section: string, after?: string): Promise<void> {
     content().replaceChildren(
       table(Object.entries(item).filter(([k]) => k !== 'transactions').map(([k, v]) => ({ k, v })), [['Field', (r) => String(r.k)], ['Value', (r) => text(r.v)]], 'detail'),
       h('h2', {}, 'Chain events'),
-      escrow && section !== 'escrows' ? h('p', {}, 'Escrow ', h('a', { href: `${orgBase()}/escrows/${text(escrow.id)}` }, text(escrow.id)), ` · ${text(escrow.status)}`) : null,
+      escrow && section !== 'escrows' ? h('p', {}, 'Escrow ', h('a', { href: `${orgBase()}/escrows/${text(escrow.id)}` }, text(escrow.id)), ` · ${text(escrow.status)}`) : '',
       events.length
         ? table(events, [['Action', (r) => h('span', { class: 'chain-action' }, text(r.action))], ['Transaction', (r) => h('code', { class: 'chain-tx' }, text(r.txHash))], ['Block', (r) => h('span', { class: 'chain-block' }, text(r.blockNumber))], ['From', (r) => text(r.from)], ['Recorded', (r) => text(r.recordedAt)]], 'timeline')
         : h('p', { id: 'timeline-empty', class: 'muted' }, 'No chain event yet.'),
