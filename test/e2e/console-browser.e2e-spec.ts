@@ -104,6 +104,23 @@ describeBrowser('the console in a browser', () => {
     expect(checkout.status).toBe(200);
     await screenshot(page, 'console-keys');
 
+    // An OAuth client, its secret shown once; a token from it works; revoked from the page, it stops.
+    await page.getByRole('link', { name: 'OAuth clients' }).click();
+    await ready(page);
+    await page.getByLabel('checkout:read').check();
+    await page.getByRole('button', { name: 'Create client' }).click();
+    const clientSecret = (await page.locator('#secret').textContent({ timeout: 30_000 }))!;
+    const clientId = (await page.locator('#oauth-clients tbody tr').first().getAttribute('data-id'))!;
+    expect(clientId).toMatch(/^bac_/);
+    const grant = () => t.http.post('/oauth/token').send({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+    expect((await grant()).status).toBe(200);
+    await screenshot(page, 'console-oauth-clients');
+    page.once('dialog', (d) => void d.accept());
+    await page.locator(`#oauth-clients tr[data-id="${clientId}"] button`).click();
+    await seeText(page, 'OAuth client revoked.');
+    await page.locator(`#oauth-clients tr[data-id="${clientId}"] .revoked`).waitFor({ state: 'visible' });
+    expect((await grant()).status).toBe(401);
+
     // An agent with a policy; its signer enabled by the owner's EnableSigner signature.
     await page.getByRole('link', { name: 'Agents' }).click();
     await ready(page);

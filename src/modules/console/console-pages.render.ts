@@ -23,6 +23,7 @@ export function consoleBundle(): { body: Buffer; hash: string } | null {
 export const SECTIONS = [
   ['overview', 'Overview'],
   ['keys', 'API keys'],
+  ['oauth-clients', 'OAuth clients'],
   ['agents', 'Agents'],
   ['webhooks', 'Webhooks'],
   ['checkouts', 'Checkouts'],

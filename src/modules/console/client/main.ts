@@ -208,6 +208,41 @@ async function keysPage(): Promise<void> {
   );
 }
 
+/** OAuth clients (client-credentials grant): list, create with a scope picker (secret shown once), revoke. */
+async function oauthClientsPage(): Promise<void> {
+  const clients = await call<Row[]>('GET', '/api/v1/oauth-clients');
+  const form = h(
+    'form',
+    { id: 'create-oauth-client', class: 'panel' },
+    h('h2', {}, 'Create an OAuth client'),
+    ...MERCHANT_SCOPES.map((s) => h('label', {}, h('input', { type: 'checkbox', name: 'scope', value: s }), ` ${s}`)),
+    h('button', { class: 'primary', type: 'submit' }, 'Create client'),
+  ) as HTMLFormElement;
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void attempt(async () => {
+      const scopes = [...form.querySelectorAll<HTMLInputElement>('input[name=scope]:checked')].map((i) => i.value);
+      const client = await call<{ clientId: string; clientSecret: string }>('POST', '/api/v1/oauth-clients', { scopes });
+      await oauthClientsPage();
+      showSecret(`Client secret of ${client.clientId}`, client.clientSecret);
+    });
+  });
+  content().replaceChildren(
+    form,
+    table(clients.map((c) => ({ ...c, id: c.clientId })), [
+      ['Client id', (r) => h('code', {}, text(r.clientId))],
+      ['Scopes', (r) => (r.scopes as string[]).join(' ')],
+      ['Created', (r) => text(r.createdAt)],
+      ['', (r) => (r.revokedAt ? h('span', { class: 'revoked' }, `revoked ${text(r.revokedAt)}`) : h('button', { class: 'danger', type: 'button', click: () => void attempt(async () => {
+        if (!confirm(`Revoke ${text(r.clientId)}? Its tokens stop working at once.`)) return;
+        await call('POST', `/api/v1/oauth-clients/${encodeURIComponent(text(r.clientId))}/revoke`);
+        await oauthClientsPage();
+        say('OAuth client revoked.', 'ok');
+      }) }, 'Revoke'))],
+    ], 'oauth-clients'),
+  );
+}
+
 async function agentsPage(): Promise<void> {
   if (data.item) return agentPage(data.item);
   const agents = await call<Row[]>('GET', '/api/v1/agents');
@@ -513,6 +548,7 @@ async function start(): Promise<void> {
     case 'home': return homePage();
     case 'overview': return overviewPage();
     case 'keys': return keysPage();
+    case 'oauth-clients': return oauthClientsPage();
     case 'agents': return agentsPage();
     case 'webhooks': return webhooksPage();
     case 'verification': return verificationPage();
