@@ -61,6 +61,10 @@ describe('webhook test event (POST /api/v1/webhook-endpoints/test)', () => {
       return log.body.data.some((d: { id: string; status: string; eventType: string }) => d.id === res.body.id && d.status === 'succeeded' && d.eventType === 'ping');
     }, { timeoutMs: 30_000, label: 'ping delivery succeeded in the log' });
 
+    const filtered = await t.http.get('/api/v1/webhook-deliveries?eventType=ping').set('X-Api-Key', org.key);
+    expect(filtered.status).toBe(200);
+    expect(filtered.body.data.map((d: { id: string }) => d.id)).toEqual([res.body.id]);
+
     const replay = await sendTest(org, key);
     expect(replay.status).toBe(200);
     expect(replay.body.id).toBe(res.body.id);

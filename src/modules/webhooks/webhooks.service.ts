@@ -8,19 +8,13 @@ import { Propagation, TransactionHost, TxHost } from '../../database/transaction
 import { generateWebhookSecret } from './delivery/webhook-signing';
 import { ListWebhookDeliveriesQueryDto, WebhookDeliveryDto } from './dto/webhook-delivery.dto';
 import { PutWebhookEndpointDto, WebhookEndpointDto } from './dto/webhook-endpoint.dto';
-import { WebhookEndpoint } from './webhooks.entity';
+import { PING_EVENT_TYPE, WebhookEndpoint } from './webhooks.entity';
 import { WebhookErrors } from './webhooks.errors';
 import { WebhooksMapper } from './webhooks.mapper';
 import { DeliveryQueue } from './webhooks.queue';
 import { WebhooksRepository } from './webhooks.repository';
 import { ROTATION_OVERLAP_MS, SealedSecrets, WebhookSecrets } from './webhook-secrets.service';
 import { WebhookUrlService } from './webhook-url.service';
-
-/**
- * Type of the test event ("send test event", docs/decisions.md "Console"): not one of SPEC's event
- * types and never written by a state change, so a receiver that switches on `type` ignores it.
- */
-export const PING_EVENT_TYPE = 'ping';
 
 /**
  * The secret columns a rotation writes (docs/architecture.md §8): the new sealed secret becomes

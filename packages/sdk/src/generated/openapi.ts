@@ -1614,8 +1614,11 @@ export interface components {
              * @description The event id, sent as webhook-id on every attempt
              */
             eventId: string;
-            /** @enum {string} */
-            eventType: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid";
+            /**
+             * @description ping: the test event (POST /api/v1/webhook-endpoints/test)
+             * @enum {string}
+             */
+            eventType: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "ping";
             /**
              * @description endpoint: the organisation's webhook endpoint as it is at each attempt (a replaced URL or secret applies to retries); checkout: the checkout session's own webhookUrl
              * @enum {string}
@@ -3332,7 +3335,7 @@ export interface operations {
                 starting_after?: string;
                 /** @description pending: due now; retrying: failed, next attempt at nextAttemptAt; succeeded; failed: no automatic attempts left (a manual retry is possible); held: an endpoint delivery waiting while the webhook endpoint is disabled (by the merchant or by a 410 Gone): nothing is sent until PUT /api/v1/webhook-endpoints enables it, which sends every held delivery with its original webhook-id */
                 status?: "pending" | "succeeded" | "retrying" | "failed" | "held";
-                eventType?: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid";
+                eventType?: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "ping";
             };
             header?: never;
             path?: never;
