@@ -4,10 +4,11 @@ import type { Wallet } from 'ethers';
 import type { Browser, Page } from 'playwright-core';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { AgentsService } from '../../src/modules/agents/agents.service';
+import { signIntentMandate } from '../../src/modules/mandates/mandate-signing';
 import { createTestApp, TestApp } from '../support/app';
 import { createPayee } from '../support/agents';
 import { chromiumAvailable, launchChromium, openWalletPage, screenshot, WalletPage } from '../support/browser';
-import { TestChain, USDC } from '../support/chain';
+import { fundOnChain, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
 import { emitEvents, IsolatedEnv, isolatedWebhookEnv, startTestWorker, TestWorker } from '../support/webhook-env';
 import { WebhookReceiver } from '../support/webhook-receiver';
@@ -17,7 +18,11 @@ jest.setTimeout(180_000);
 const RUN = chromiumAvailable('the console in a real browser (test/e2e/console-browser.e2e-spec.ts)');
 const describeBrowser = RUN ? describe : describe.skip;
 
-const seeText = (page: Page, text: string | RegExp, timeout = 60_000) => page.getByText(text).first().waitFor({ state: 'visible', timeout });
+/** Waits for `text` on the page; on timeout the error carries what the page's status region said instead. */
+const seeText = (page: Page, text: string | RegExp, timeout = 60_000) =>
+  page.getByText(text).first().waitFor({ state: 'visible', timeout }).catch(async (err: Error) => {
+    throw new Error(`${err.message}\nThe page said: ${await page.locator('#message').textContent().catch(() => '?')}`);
+  });
 
 /**
  * The console (docs/architecture.md §19) in headless chromium against the real api (listening on a
@@ -99,6 +104,23 @@ describeBrowser('the console in a browser', () => {
     expect(checkout.status).toBe(200);
     await screenshot(page, 'console-keys');
 
+    // An OAuth client, its secret shown once; a token from it works; revoked from the page, it stops.
+    await page.getByRole('link', { name: 'OAuth clients' }).click();
+    await ready(page);
+    await page.getByLabel('checkout:read').check();
+    await page.getByRole('button', { name: 'Create client' }).click();
+    const clientSecret = (await page.locator('#secret').textContent({ timeout: 30_000 }))!;
+    const clientId = (await page.locator('#oauth-clients tbody tr').first().getAttribute('data-id'))!;
+    expect(clientId).toMatch(/^bac_/);
+    const grant = () => t.http.post('/oauth/token').send({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+    expect((await grant()).status).toBe(200);
+    await screenshot(page, 'console-oauth-clients');
+    page.once('dialog', (d) => void d.accept());
+    await page.locator(`#oauth-clients tr[data-id="${clientId}"] button`).click();
+    await seeText(page, 'OAuth client revoked.');
+    await page.locator(`#oauth-clients tr[data-id="${clientId}"] .revoked`).waitFor({ state: 'visible' });
+    expect((await grant()).status).toBe(401);
+
     // An agent with a policy; its signer enabled by the owner's EnableSigner signature.
     await page.getByRole('link', { name: 'Agents' }).click();
     await ready(page);
@@ -121,9 +143,18 @@ describeBrowser('the console in a browser', () => {
     const agentKey = (await page.locator('#secret').textContent({ timeout: 30_000 }))!;
     expect(agentKey).toMatch(/^bk_agent_live_/);
 
-    // Top up the signer (a plain USDC transfer from the owner) and pay through the API; the console shows it.
+    // Top up the signer from the console: the wallet sends a plain USDC transfer; the page shows the mined balance.
     const signer = (await t.http.get('/api/v1/agent').set('X-Api-Key', agentKey)).body.signer.address as string;
-    await chain.gateway.usdcTransfer(person, signer, 30n * USDC);
+    expect(await chain.usdcBalance(signer)).toBe(0n);
+    await page.getByLabel('Top up amount (USDC)').fill('30');
+    await page.getByRole('button', { name: 'Top up', exact: true }).click();
+    await seeText(page, /Topped up/);
+    expect(await page.locator('#signer-balance').textContent()).toBe('30.00');
+    expect(await chain.usdcBalance(signer)).toBe(30n * USDC);
+    const sent = wp.calls.find(([m]) => m === 'eth_sendTransaction')![1] as Array<{ from: string; to: string }>;
+    expect(sent[0].from.toLowerCase()).toBe(person.address.toLowerCase());
+    expect(sent[0].to.toLowerCase()).toBe(chain.gateway.usdcAddress.toLowerCase());
+    // Pay through the API; the console shows it.
     const payee = await createPayee(t, chain);
     const payment = await t.http.post('/api/v1/payments').set({ 'X-Api-Key': agentKey, 'Idempotency-Key': randomUUID() }).send({ to: payee.handle, amount: '12.50' });
     expect(payment.status).toBe(200);
@@ -131,6 +162,30 @@ describeBrowser('the console in a browser', () => {
     await ready(page);
     await page.locator(`#payments tr[data-id="${payment.body.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
     await seeText(page, '12.50');
+
+    // A mandate created through the API, revoked from the console with the owner's RevokeMandate signature.
+    const terms = { payees: [payee.handle], maxAmountPerPayment: '5.00', totalAmount: '20.00', expiresAt: new Date(Date.now() + 86_400_000).toISOString(), description: 'console revoke' };
+    const mandate = await t.http.post('/api/v1/mandates').set('X-Api-Key', agentKey).send({ ...terms, credential: await signIntentMandate(person, 31337, slug, terms) });
+    expect(mandate.status).toBe(200);
+    await page.reload();
+    await ready(page);
+    await page.getByRole('button', { name: 'Connect wallet' }).click();
+    await page.getByLabel('Top up amount (USDC)').waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator(`#mandates tr[data-id="${mandate.body.id}"] .mandate-status`).filter({ hasText: 'active' }).waitFor({ timeout: 30_000 });
+    page.once('dialog', (d) => void d.accept());
+    await page.locator(`#mandates tr[data-id="${mandate.body.id}"] button.revoke-mandate`).click();
+    await seeText(page, 'Mandate revoked.');
+    expect(await page.locator(`#mandates tr[data-id="${mandate.body.id}"] .mandate-status`).textContent()).toBe('revoked');
+    expect((await t.http.get(`/api/v1/mandates/${mandate.body.id}`).set('X-Api-Key', agentKey)).body).toMatchObject({ status: 'revoked' });
+
+    // Withdraw part of the float: the owner signs Withdraw; the USDC comes back to the owner.
+    await waitFor(async () => (await chain.usdcBalance(signer)) === 17_500_000n, { timeoutMs: 60_000, label: 'payment settled from the signer' });
+    const ownerBefore = await chain.usdcBalance(person.address);
+    await page.getByLabel('Withdraw amount (USDC)').fill('5.00');
+    await page.getByRole('button', { name: 'Withdraw', exact: true }).click();
+    await seeText(page, /Withdrew 5\.00 USDC to the owner/);
+    await waitFor(async () => (await chain.usdcBalance(person.address)) === ownerBefore + 5n * USDC, { timeoutMs: 60_000, label: 'withdrawal mined' });
+    expect(await chain.usdcBalance(signer)).toBe(12_500_000n);
     await screenshot(page, 'console-agent');
 
     // Webhooks: an endpoint that fails, the failed delivery in the log, retried once it answers.
@@ -162,7 +217,34 @@ describeBrowser('the console in a browser', () => {
       { timeoutMs: 60_000, intervalMs: 1000, label: 'retried delivery shown succeeded' },
     );
     expect(receiver.received.filter((d) => d.path === '/console-hook').at(-1)!.verifiedWith.length).toBeGreaterThan(0);
+
+    // "Send test event": a signed ping through the delivery path, in the log.
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await seeText(page, /Test event queued/);
+    await waitFor(async () => receiver.received.some((d) => d.path === '/console-hook' && d.body?.type === 'ping' && d.verifiedWith.length > 0), { timeoutMs: 60_000, label: 'ping received and verified' });
+    await waitFor(
+      async () => {
+        await page.reload();
+        await ready(page);
+        const row = page.locator('#deliveries tbody tr').filter({ has: page.locator('.delivery-event', { hasText: 'ping' }) });
+        return (await row.locator('.delivery-status').textContent().catch(() => null)) === 'succeeded';
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, label: 'ping delivery shown succeeded' },
+    );
     await screenshot(page, 'console-webhooks');
+
+    // A checkout funded on-chain: its detail page shows the escrow's chain events, `funded` with its transaction hash and block.
+    const buyer = await chain.wallet({ usdc: 100n * USDC });
+    const fundTx = await fundOnChain(t, chain, checkout.body.id, buyer);
+    const fundBlock = (await person.provider!.getTransactionReceipt(fundTx))!.blockNumber;
+    await waitFor(async () => (await t.http.get(`/api/v1/checkout-sessions/${checkout.body.id}`).set('X-Api-Key', secret)).body.status === 'funded', { timeoutMs: 60_000, label: 'checkout indexed as funded' });
+    await page.goto(`${base}/console/orgs/${orgId}/checkouts/${checkout.body.id}`);
+    await ready(page);
+    const funded = page.locator('#timeline tbody tr').filter({ has: page.locator('.chain-action', { hasText: 'funded' }) });
+    await funded.waitFor({ state: 'visible', timeout: 30_000 });
+    expect(await funded.locator('.chain-tx').textContent()).toBe(fundTx);
+    expect(await funded.locator('.chain-block').textContent()).toBe(String(fundBlock));
+    await screenshot(page, 'console-checkout');
 
     // Sign out: the session is revoked at once.
     await page.getByRole('button', { name: 'Sign out' }).click();

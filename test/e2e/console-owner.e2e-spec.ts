@@ -160,4 +160,30 @@ describe('console owner actions', () => {
       expect((await t.http.get('/console').set('Cookie', other.cookie)).text).not.toContain('Owner Co');
     });
   });
+
+  it('creates an OAuth client (secret once) whose tokens work; lists it without the secret; revokes it at once; another organisation gets 404; an API key gets 403', async () => {
+    const created = await t.http.post('/api/v1/oauth-clients').set(as(login)).send({ scopes: ['checkout:read'] });
+    expect(created.status).toBe(200);
+    expect(created.body).toMatchObject({ clientId: expect.stringMatching(/^bac_/), clientSecret: expect.any(String), scopes: ['checkout:read'], revokedAt: null });
+    const grant = () => t.http.post('/oauth/token').send({ grant_type: 'client_credentials', client_id: created.body.clientId, client_secret: created.body.clientSecret });
+    const token = (await grant().expect(200)).body.access_token as string;
+    expect((await t.http.get('/api/v1/checkout-sessions').set('Authorization', `Bearer ${token}`)).status).toBe(200);
+
+    const list = await t.http.get('/api/v1/oauth-clients').set(as(login)).expect(200);
+    expect(list.body.find((c: { clientId: string }) => c.clientId === created.body.clientId)).toMatchObject({ scopes: ['checkout:read'], revokedAt: null });
+    expect(JSON.stringify(list.body)).not.toContain(created.body.clientSecret);
+
+    const otherOrg = (await t.http.post('/console/api/organizations').set(consoleHeaders(other)).send({ name: 'Other Co', handle: `other-${randomUUID().slice(0, 8)}` }).expect(200)).body.id as string;
+    expectError(await t.http.post(`/api/v1/oauth-clients/${created.body.clientId}/revoke`).set(as(other, otherOrg)), 404, 'not_found');
+    expect((await t.http.get('/api/v1/oauth-clients').set(as(other, otherOrg)).expect(200)).body).toEqual([]);
+    const key = (await t.http.post('/api/v1/api-keys').set(as(login)).send({ scopes: ['checkout:*'] }).expect(200)).body.secret as string;
+    expect(expectError(await t.http.post('/api/v1/oauth-clients').set('X-Api-Key', key).send({ scopes: ['checkout:*'] }), 403, 'forbidden')).toMatchObject({ reason: 'console_session_required' });
+    expect((await t.http.get('/api/v1/checkout-sessions').set('Authorization', `Bearer ${token}`)).status).toBe(200);
+
+    const revoked = await t.http.post(`/api/v1/oauth-clients/${created.body.clientId}/revoke`).set(as(login));
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.revokedAt).toEqual(expect.any(String));
+    expectError(await t.http.get('/api/v1/checkout-sessions').set('Authorization', `Bearer ${token}`), 401, 'unauthorized');
+    expectError(await grant(), 401, 'unauthorized');
+  });
 });

@@ -29,7 +29,7 @@ export function launchChromium(): Promise<Browser> {
 
 /** How the injected test wallet answers (changeable between steps of one test). */
 export interface WalletBehaviour {
-  /** The Node-side anvil account that signs. */
+  /** The Node-side anvil account that signs (connected to anvil's provider for `eth_sendTransaction`). */
   wallet: Wallet;
   /** The chain id the wallet reports (`eth_chainId`). */
   chainId: number;
@@ -61,7 +61,8 @@ const rpcError = (code: number, message: string) => ({ error: { code, message } 
  * and forwards every request to Node through `page.exposeFunction`: accounts are `behaviour.wallet`,
  * `personal_sign` (EIP-191) with `Wallet.signMessage`, typed data is signed with ethers `Wallet.signTypedData` (the EIP712Domain entry dropped, as
  * ethers derives it), `eth_chainId` reports `behaviour.chainId`, `wallet_switchEthereumChain`
- * switches unless `refuseSwitch`. Everything else answers 4200 (unsupported method).
+ * switches unless `refuseSwitch`, `eth_sendTransaction` is sent by the wallet (connected to anvil) and
+ * `eth_getTransactionReceipt` read from its provider. Everything else answers 4200 (unsupported method).
  */
 export async function openWalletPage(browser: Browser, behaviour: WalletBehaviour, viewport = { width: 360, height: 780 }): Promise<WalletPage> {
   const context = await browser.newContext({ viewport, deviceScaleFactor: 1, locale: 'en-US', timezoneId: 'UTC' });
@@ -96,6 +97,17 @@ export async function openWalletPage(browser: Browser, behaviour: WalletBehaviou
         const data = JSON.parse(json) as { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; message: Record<string, unknown> };
         const types = Object.fromEntries(Object.entries(data.types).filter(([k]) => k !== 'EIP712Domain'));
         return { result: await b.wallet.signTypedData(data.domain, types, data.message) };
+      }
+      case 'eth_sendTransaction': {
+        if (b.rejectSignatures) return rpcError(4001, 'User rejected the request.');
+        const [tx] = params as [{ from: string; to: string; data?: string; value?: string }];
+        if (tx.from.toLowerCase() !== b.wallet.address.toLowerCase()) return rpcError(4100, 'Unknown account');
+        const sent = await b.wallet.sendTransaction({ to: tx.to, data: tx.data, value: tx.value ? BigInt(tx.value) : undefined });
+        return { result: sent.hash };
+      }
+      case 'eth_getTransactionReceipt': {
+        const receipt = await b.wallet.provider!.getTransactionReceipt((params as [string])[0]);
+        return { result: receipt ? { transactionHash: receipt.hash, status: `0x${(receipt.status ?? 0).toString(16)}`, blockNumber: `0x${receipt.blockNumber.toString(16)}` } : null };
       }
       default:
         return rpcError(4200, `Unsupported method ${method}`);

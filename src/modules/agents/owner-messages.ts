@@ -23,6 +23,15 @@ export const WITHDRAW_TYPES = {
   ],
 };
 
+/** RevokeMandate{mandateId, nonce, deadline}: the owner revokes a mandate (docs/architecture.md §14). */
+export const REVOKE_MANDATE_TYPES = {
+  RevokeMandate: [
+    { name: 'mandateId', type: 'string' },
+    { name: 'nonce', type: 'bytes32' },
+    { name: 'deadline', type: 'uint256' },
+  ],
+};
+
 /** The owner domain on `chainId` (no verifying contract: the service verifies these signatures). */
 export function ownerDomain(chainId: number) {
   return { name: OWNER_DOMAIN_NAME, version: OWNER_DOMAIN_VERSION, chainId };

@@ -14,13 +14,18 @@ import { PaymentListDto, PaymentListQueryDto } from '../payments/dto/payment.dto
 import { PaymentsService } from '../payments/payments.service';
 import { OrgsService } from '../orgs/orgs.service';
 import { ListQueryDto } from '../../common/http/list.dto';
-import { AddOwnerDto, ApiKeyDto, CreateAgentDto, CreateApiKeyDto, CreatedApiKeyDto, OwnerDto, PolicyDto } from './dto/console.dto';
+import { AddOwnerDto, ApiKeyDto, CreateAgentDto, CreateApiKeyDto, CreatedApiKeyDto, CreatedOAuthClientDto, OAuthClientDto, OwnerDto, PolicyDto } from './dto/console.dto';
 
 const uuid = (what: string) => new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound(what) });
 
 /** The list view of a key: never its secret or digest. */
 function keyView(k: Awaited<ReturnType<OrgsService['listApiKeys']>>[number]): ApiKeyDto {
   return { id: k.id, kind: k.kind, agentId: k.agentId, prefix: k.displayPrefix, scopes: k.scopes, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
+}
+
+/** The list view of an OAuth client: never its secret or digest. */
+function oauthClientView(c: { clientId: string; scopes: string[]; createdAt: Date; revokedAt: Date | null }): OAuthClientDto {
+  return { clientId: c.clientId, scopes: c.scopes, createdAt: c.createdAt.toISOString(), revokedAt: c.revokedAt?.toISOString() ?? null };
 }
 
 /**
@@ -99,6 +104,37 @@ export class ConsoleAdminController {
   async revokeApiKey(@CurrentPrincipal() p: Principal, @Param('id', uuid('api key')) id: string): Promise<ApiKeyDto> {
     await this.orgs.revokeOwnApiKey(p.organizationId, id);
     return (await this.orgs.listApiKeys(p.organizationId)).filter((k) => k.id === id).map(keyView)[0];
+  }
+
+  @Get('oauth-clients')
+  @RequireConsole()
+  @ApiOperation({ summary: "The organisation's OAuth clients (client_id, scopes, created, revoked; never the secret)" })
+  @ApiOkResponse({ type: [OAuthClientDto] })
+  @ApiStandardErrors()
+  async oauthClients(@CurrentPrincipal() p: Principal): Promise<OAuthClientDto[]> {
+    return (await this.orgs.listOAuthClients(p.organizationId)).map(oauthClientView);
+  }
+
+  @Post('oauth-clients')
+  @HttpCode(200)
+  @RequireConsole()
+  @ApiOperation({ summary: 'Create an OAuth client (client-credentials grant, merchant scopes); the secret is in this response only' })
+  @ApiOkResponse({ type: CreatedOAuthClientDto })
+  @ApiStandardErrors()
+  async createOAuthClient(@CurrentPrincipal() p: Principal, @Body() body: CreateApiKeyDto): Promise<CreatedOAuthClientDto> {
+    const { client, clientSecret } = await this.orgs.createOAuthClient({ organizationId: p.organizationId, scopes: body.scopes });
+    return { ...oauthClientView({ ...client, createdAt: client.createdAt ?? new Date() }), clientSecret };
+  }
+
+  @Post('oauth-clients/:clientId/revoke')
+  @HttpCode(200)
+  @RequireConsole()
+  @ApiOperation({ summary: 'Revoke an OAuth client of this organisation: no new tokens, and its tokens answer 401 from the next request on' })
+  @ApiOkResponse({ type: OAuthClientDto })
+  @ApiStandardErrors({ notFound: true })
+  async revokeOAuthClient(@CurrentPrincipal() p: Principal, @Param('clientId') clientId: string): Promise<OAuthClientDto> {
+    await this.orgs.revokeOwnOAuthClient(p.organizationId, clientId);
+    return (await this.orgs.listOAuthClients(p.organizationId)).filter((c) => c.clientId === clientId).map(oauthClientView)[0];
   }
 
   @Get('agents')

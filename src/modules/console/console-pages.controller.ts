@@ -94,6 +94,7 @@ export class ConsolePagesController {
         address: session.address,
         csrf: ConsoleAuthService.csrfToken(token),
         chainId: this.config.env.CHAIN_ID,
+        usdc: this.config.env.USDC_ADDRESS,
         organization: { id: org.id, name: org.name, handle: org.handle },
       }),
     );

@@ -23,6 +23,7 @@ export function consoleBundle(): { body: Buffer; hash: string } | null {
 export const SECTIONS = [
   ['overview', 'Overview'],
   ['keys', 'API keys'],
+  ['oauth-clients', 'OAuth clients'],
   ['agents', 'Agents'],
   ['webhooks', 'Webhooks'],
   ['checkouts', 'Checkouts'],
@@ -65,9 +66,10 @@ ${MESSAGE_REGION}`,
 
 /**
  * An organisation's section page: the switcher link, navigation and an empty region the console
- * script fills from `/api/v1` as a `console` principal (`data-org`, `data-csrf`).
+ * script fills from `/api/v1` as a `console` principal (`data-org`, `data-csrf`; `data-usdc` is the
+ * USDC contract the wallet's top-up transfer calls).
  */
-export function renderSection(opts: { section: Section; item?: string; address: string; csrf: string; chainId: number; organization: { id: string; name: string; handle: string } }): string {
+export function renderSection(opts: { section: Section; item?: string; address: string; csrf: string; chainId: number; usdc: string; organization: { id: string; name: string; handle: string } }): string {
   const base = `/console/orgs/${escapeHtml(opts.organization.id)}`;
   const nav = SECTIONS.map(([s, label]) => `<a href="${base}${s === 'overview' ? '' : `/${s}`}"${s === opts.section ? ' aria-current="page"' : ''}>${label}</a>`).join('');
   const title = SECTIONS.find(([s]) => s === opts.section)![1];
@@ -75,7 +77,7 @@ export function renderSection(opts: { section: Section; item?: string; address: 
     `${title} · ${opts.organization.name}`,
     `<p class="muted"><a href="/console">All organisations</a> · <strong>${escapeHtml(opts.organization.name)}</strong> · <code>${escapeHtml(opts.address)}</code> <button id="sign-out" type="button">Sign out</button></p>
 <nav>${nav}</nav><h1>${escapeHtml(title)}</h1>${MESSAGE_REGION}${opts.section === 'agents' && opts.item ? WALLET_PANEL : ''}<div id="content"></div>`,
-    { page: opts.section, org: opts.organization.id, item: opts.item ?? '', csrf: opts.csrf, 'chain-id': String(opts.chainId), address: opts.address },
+    { page: opts.section, org: opts.organization.id, item: opts.item ?? '', csrf: opts.csrf, 'chain-id': String(opts.chainId), usdc: opts.usdc, address: opts.address },
   );
 }
 

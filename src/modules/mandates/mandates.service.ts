@@ -7,7 +7,7 @@ import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
-import { ownerDomain } from '../agents/owner-messages';
+import { ownerDomain, REVOKE_MANDATE_TYPES } from '../agents/owner-messages';
 import { MandateTerms, verifyMandateCredential } from './mandate-credentials';
 import { Mandate } from './mandate.entity';
 import { MandateAgent, MandatesRepository } from './mandates.repository';
@@ -16,14 +16,8 @@ import { MandateAgent, MandatesRepository } from './mandates.repository';
 export const MANDATE_STATUSES = ['active', 'exhausted', 'expired', 'revoked'] as const;
 export type MandateStatus = (typeof MANDATE_STATUSES)[number];
 
-/** RevokeMandate{mandateId, nonce, deadline}: the owner revokes a mandate (owner domain of docs/architecture.md §13). */
-export const REVOKE_MANDATE_TYPES = {
-  RevokeMandate: [
-    { name: 'mandateId', type: 'string' },
-    { name: 'nonce', type: 'bytes32' },
-    { name: 'deadline', type: 'uint256' },
-  ],
-};
+/** RevokeMandate{mandateId, nonce, deadline} lives with the other owner messages (the console's browser bundle signs it). */
+export { REVOKE_MANDATE_TYPES };
 
 /** Longest validity of an owner's revocation signature, as the other owner messages (one hour). */
 const OWNER_MESSAGE_MAX_SECONDS = 3600;

@@ -120,6 +120,10 @@ export class OrgsRepository {
   insertOAuthClient(client: OAuthClient) {
     return this.em.getRepository(OAuthClient).insert(client);
   }
+  /** An organisation's OAuth clients, newest first. */
+  findOAuthClients(organizationId: string): Promise<OAuthClient[]> {
+    return this.em.getRepository(OAuthClient).find({ where: { organizationId }, order: { createdAt: 'DESC' } });
+  }
   findOAuthClient(clientId: string) {
     return this.em.getRepository(OAuthClient).findOneBy({ clientId });
   }

@@ -149,6 +149,22 @@ export class OrgsService extends PrincipalResolver {
     return this.revokeApiKey(id);
   }
 
+  /** An organisation's OAuth clients, newest first (console; never a secret). */
+  listOAuthClients(organizationId: string): Promise<OAuthClient[]> {
+    return this.repo.findOAuthClients(organizationId);
+  }
+
+  /**
+   * Revokes an OAuth client of this organisation only (console, docs/architecture.md §19): no new
+   * tokens, and its tokens stop working at once ({@link revokeOAuthClient}).
+   * @throws AppError not_found for another organisation's client or an unknown `client_id`.
+   */
+  async revokeOwnOAuthClient(organizationId: string, clientId: string): Promise<{ clientId: string; revokedAt: Date }> {
+    const client = await this.repo.findOAuthClient(clientId);
+    if (!client || client.organizationId !== organizationId) throw AppError.notFound('oauth client');
+    return this.revokeOAuthClient(clientId);
+  }
+
   getOrganization(id: string): Promise<Organization | null> {
     return this.repo.findOrganization(id);
   }

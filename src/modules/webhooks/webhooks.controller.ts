@@ -43,6 +43,23 @@ export class WebhookEndpointsController {
   put(@CurrentPrincipal() principal: Principal, @Body() body: PutWebhookEndpointDto): Promise<WebhookEndpointDto> {
     return this.webhooks.putEndpoint(principal, body);
   }
+
+  @Post('test')
+  @HttpCode(200)
+  @RequireScopes('webhooks:write')
+  @Idempotent({ required: false })
+  @ApiOperation({
+    summary: 'Send a test event (type ping) to the endpoint',
+    description:
+      'A `ping` event (not one of the event types; never sent otherwise) delivered to the endpoint whatever its events filter, signed and retried like any event; ' +
+      'it shows in the deliveries log. The same Idempotency-Key replays the first answer instead of sending again.',
+  })
+  @ApiOkResponse({ type: WebhookDeliveryDto })
+  @ApiConflictResponse({ description: 'invalid_request (details.reason endpoint_disabled): the endpoint is disabled', type: ErrorBody })
+  @ApiStandardErrors({ notFound: true })
+  sendTest(@CurrentPrincipal() principal: Principal): Promise<WebhookDeliveryDto> {
+    return this.webhooks.sendTestEvent(principal);
+  }
 }
 
 /** GET /api/v1/webhook-deliveries and POST …/{id}/retry (docs/api.md Events 4). */

@@ -1,4 +1,14 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { WEBHOOK_EVENTS } from '../../common/outbox/webhook-event';
+
+/**
+ * Type of the test event ("send test event", docs/decisions.md "Console"): not one of SPEC's event
+ * types and never written by a state change, so a receiver that switches on `type` ignores it.
+ */
+export const PING_EVENT_TYPE = 'ping';
+
+/** Event types a delivery can carry: SPEC's events and the test `ping`. */
+export const DELIVERY_EVENT_TYPES: readonly string[] = [...WEBHOOK_EVENTS, PING_EVENT_TYPE];
 
 /**
  * Delivery statuses (docs/architecture.md §8): `pending` (due now), `retrying` (due at

@@ -1,12 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from '../../common/auth/principal';
+import { OutboxEvent } from '../../common/outbox/outbox-event.entity';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { Propagation, TransactionHost, TxHost } from '../../database/transaction';
 import { generateWebhookSecret } from './delivery/webhook-signing';
 import { ListWebhookDeliveriesQueryDto, WebhookDeliveryDto } from './dto/webhook-delivery.dto';
 import { PutWebhookEndpointDto, WebhookEndpointDto } from './dto/webhook-endpoint.dto';
-import { WebhookEndpoint } from './webhooks.entity';
+import { PING_EVENT_TYPE, WebhookEndpoint } from './webhooks.entity';
 import { WebhookErrors } from './webhooks.errors';
 import { WebhooksMapper } from './webhooks.mapper';
 import { DeliveryQueue } from './webhooks.queue';
@@ -104,6 +106,44 @@ export class WebhooksService {
     const limit = q.limit ?? 10;
     const rows = await this.repo.listDeliveries(principal.organizationId, limit, q.starting_after, { status: q.status, eventType: q.eventType });
     return toPage(rows, limit, (d) => WebhooksMapper.delivery(d));
+  }
+
+  /**
+   * "Send test event" (docs/decisions.md "Console"): a `ping` event (`data.object` =
+   * `{object: "ping", message, url}`) to the organisation's endpoint, whatever its events filter,
+   * through the normal delivery path: its event row (already relayed, so the outbox relay never
+   * fans it out to a checkout URL) and its one `endpoint` delivery commit together, then the job
+   * is enqueued; signing, attempts, retries and the deliveries log are those of any event.
+   * @returns the delivery, `pending` until the worker sends it.
+   * @throws AppError not_found when there is no endpoint; invalid_request 409 (reason
+   *   `endpoint_disabled`) when it is disabled.
+   */
+  async sendTestEvent(principal: Principal): Promise<WebhookDeliveryDto> {
+    const organizationId = principal.organizationId;
+    const endpoint = await this.repo.findEndpoint(organizationId);
+    if (!endpoint) throw WebhookErrors.endpointNotFound();
+    if (!endpoint.enabled) throw WebhookErrors.endpointDisabled(endpoint.disabledReason);
+    const eventId = uuidv7();
+    const deliveryId = uuidv7();
+    await (this.txHost as TxHost).withTransaction(Propagation.RequiresNew, async () => {
+      const event = Object.assign(new OutboxEvent(), {
+        id: eventId,
+        organizationId,
+        type: PING_EVENT_TYPE,
+        data: { object: { object: 'ping', message: 'A test event sent from the console: your endpoint receives and verifies webhooks.', url: endpoint.url } },
+        extraTargetUrl: null,
+        relayedAt: new Date(),
+        traceparent: null,
+      });
+      await (this.txHost as TxHost).tx.getRepository(OutboxEvent).insert(event as QueryDeepPartialEntity<OutboxEvent>);
+      await this.repo.insertDeliveriesAndMarkRelayed([{ id: deliveryId, eventId, organizationId, eventType: PING_EVENT_TYPE, target: 'endpoint', url: endpoint.url, status: 'pending', lastError: null }], [eventId]);
+    });
+    try {
+      await this.queue.enqueue([{ deliveryId, attempt: 0 }]);
+    } catch (err) {
+      this.logger.warn({ err, deliveryId }, 'test event committed but not enqueued; the worker recovery pass will pick it up');
+    }
+    return WebhooksMapper.delivery((await this.repo.findDelivery(organizationId, deliveryId))!);
   }
 
   /**

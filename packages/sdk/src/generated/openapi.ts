@@ -109,6 +109,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event (type ping) to the endpoint
+         * @description A `ping` event (not one of the event types; never sent otherwise) delivered to the endpoint whatever its events filter, signed and retried like any event; it shows in the deliveries log. The same Idempotency-Key replays the first answer instead of sending again.
+         */
+        post: operations["WebhookEndpointsController_sendTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook-deliveries": {
         parameters: {
             query?: never;
@@ -1165,6 +1185,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/oauth-clients": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organisation's OAuth clients (client_id, scopes, created, revoked; never the secret) */
+        get: operations["ConsoleAdminController_oauthClients"];
+        put?: never;
+        /** Create an OAuth client (client-credentials grant, merchant scopes); the secret is in this response only */
+        post: operations["ConsoleAdminController_createOAuthClient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth-clients/{clientId}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke an OAuth client of this organisation: no new tokens, and its tokens answer 401 from the next request on */
+        post: operations["ConsoleAdminController_revokeOAuthClient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents": {
         parameters: {
             query?: never;
@@ -1559,8 +1614,11 @@ export interface components {
              * @description The event id, sent as webhook-id on every attempt
              */
             eventId: string;
-            /** @enum {string} */
-            eventType: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid";
+            /**
+             * @description ping: the test event (POST /api/v1/webhook-endpoints/test)
+             * @enum {string}
+             */
+            eventType: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "ping";
             /**
              * @description endpoint: the organisation's webhook endpoint as it is at each attempt (a replaced URL or secret applies to retries); checkout: the checkout session's own webhookUrl
              * @enum {string}
@@ -2656,6 +2714,28 @@ export interface components {
             /** @description The secret, shown once */
             secret: string;
         };
+        OAuthClientDto: {
+            /**
+             * @description The client_id of the client-credentials grant (POST /oauth/token)
+             * @example bac_…
+             */
+            clientId: string;
+            scopes: string[];
+            createdAt: string;
+            revokedAt: string | null;
+        };
+        CreatedOAuthClientDto: {
+            /**
+             * @description The client_id of the client-credentials grant (POST /oauth/token)
+             * @example bac_…
+             */
+            clientId: string;
+            scopes: string[];
+            createdAt: string;
+            revokedAt: string | null;
+            /** @description The client secret, shown once */
+            clientSecret: string;
+        };
         CreateAgentDto: {
             /** @description 3–40 of a-z, 0-9 and - */
             slug: string;
@@ -3158,6 +3238,95 @@ export interface operations {
             };
         };
     };
+    WebhookEndpointsController_sendTest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1–128 printable ASCII characters; a retry with the same key returns the first outcome for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs webhooks:write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description invalid_request (details.reason endpoint_disabled): the endpoint is disabled
+             *
+             *     idempotency_conflict: a request with this key is still in flight
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description idempotency_conflict: this key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     WebhookDeliveriesController_list: {
         parameters: {
             query?: {
@@ -3166,7 +3335,7 @@ export interface operations {
                 starting_after?: string;
                 /** @description pending: due now; retrying: failed, next attempt at nextAttemptAt; succeeded; failed: no automatic attempts left (a manual retry is possible); held: an endpoint delivery waiting while the webhook endpoint is disabled (by the merchant or by a 410 Gone): nothing is sent until PUT /api/v1/webhook-endpoints enables it, which sends every held delivery with its original webhook-id */
                 status?: "pending" | "succeeded" | "retrying" | "failed" | "held";
-                eventType?: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid";
+                eventType?: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "ping";
             };
             header?: never;
             path?: never;
@@ -7717,6 +7886,186 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs a valid credential */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ConsoleAdminController_oauthClients: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthClientDto"][];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs a valid credential */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ConsoleAdminController_createOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedOAuthClientDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs a valid credential */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ConsoleAdminController_revokeOAuthClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                clientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthClientDto"];
                 };
             };
             /** @description invalid_request: the field is named in details.fields */

@@ -32,5 +32,6 @@ export const IDEMPOTENT_OPERATIONS: ReadonlyMap<string, boolean> = new Map([
   ["POST /api/v1/verification/confirm", true],
   ["POST /api/v1/verification/start", false],
   ["POST /api/v1/webhook-deliveries/{id}/retry", false],
+  ["POST /api/v1/webhook-endpoints/test", false],
   ["POST /api/v1/x402/settle", true],
 ]);

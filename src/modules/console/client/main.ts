@@ -4,10 +4,11 @@
  * `/api/v1/*` as a `console` principal (session cookie, `X-CSRF-Token`, `X-Console-Organization`).
  * Everything the API returns is written as text (never as HTML).
  */
-import { ENABLE_SIGNER_TYPES, ownerDomain } from '../../agents/owner-messages';
+import { encodeFunctionData, erc20Abi, parseUnits } from 'viem';
+import { ENABLE_SIGNER_TYPES, ownerDomain, REVOKE_MANDATE_TYPES, WITHDRAW_TYPES } from '../../agents/owner-messages';
 import { setupConnect } from '../../pay-page/client/connect';
 import { say } from '../../pay-page/client/ui';
-import { WalletError } from '../../pay-page/client/wallet';
+import { rpcCode, Wallet, WalletError } from '../../pay-page/client/wallet';
 
 const root = document.getElementById('page')!;
 const data = root.dataset;
@@ -207,6 +208,41 @@ async function keysPage(): Promise<void> {
   );
 }
 
+/** OAuth clients (client-credentials grant): list, create with a scope picker (secret shown once), revoke. */
+async function oauthClientsPage(): Promise<void> {
+  const clients = await call<Row[]>('GET', '/api/v1/oauth-clients');
+  const form = h(
+    'form',
+    { id: 'create-oauth-client', class: 'panel' },
+    h('h2', {}, 'Create an OAuth client'),
+    ...MERCHANT_SCOPES.map((s) => h('label', {}, h('input', { type: 'checkbox', name: 'scope', value: s }), ` ${s}`)),
+    h('button', { class: 'primary', type: 'submit' }, 'Create client'),
+  ) as HTMLFormElement;
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void attempt(async () => {
+      const scopes = [...form.querySelectorAll<HTMLInputElement>('input[name=scope]:checked')].map((i) => i.value);
+      const client = await call<{ clientId: string; clientSecret: string }>('POST', '/api/v1/oauth-clients', { scopes });
+      await oauthClientsPage();
+      showSecret(`Client secret of ${client.clientId}`, client.clientSecret);
+    });
+  });
+  content().replaceChildren(
+    form,
+    table(clients.map((c) => ({ ...c, id: c.clientId })), [
+      ['Client id', (r) => h('code', {}, text(r.clientId))],
+      ['Scopes', (r) => (r.scopes as string[]).join(' ')],
+      ['Created', (r) => text(r.createdAt)],
+      ['', (r) => (r.revokedAt ? h('span', { class: 'revoked' }, `revoked ${text(r.revokedAt)}`) : h('button', { class: 'danger', type: 'button', click: () => void attempt(async () => {
+        if (!confirm(`Revoke ${text(r.clientId)}? Its tokens stop working at once.`)) return;
+        await call('POST', `/api/v1/oauth-clients/${encodeURIComponent(text(r.clientId))}/revoke`);
+        await oauthClientsPage();
+        say('OAuth client revoked.', 'ok');
+      }) }, 'Revoke'))],
+    ], 'oauth-clients'),
+  );
+}
+
 async function agentsPage(): Promise<void> {
   if (data.item) return agentPage(data.item);
   const agents = await call<Row[]>('GET', '/api/v1/agents');
@@ -238,11 +274,53 @@ async function agentsPage(): Promise<void> {
   );
 }
 
+/** 32 random bytes as 0x hex: the single-use nonce of an owner message. */
+function randomNonce(): string {
+  return `0x${Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** USDC decimal text ("12.50") as base units (6 decimals). @throws Error when it is not a positive amount with at most 6 decimals. */
+function usdcUnits(amount: string): bigint {
+  if (!/^\d+(\.\d{1,6})?$/.test(amount)) throw new Error(`"${amount}" is not a USDC amount such as 12.50`);
+  const units = parseUnits(amount, 6);
+  if (units <= 0n) throw new Error('The amount must be more than zero');
+  return units;
+}
+
+/**
+ * Sends a plain USDC `transfer(to, units)` from the connected account (EIP-1193
+ * `eth_sendTransaction`) and waits, bounded (2 min), for its receipt (`eth_getTransactionReceipt`).
+ * @returns the transaction hash once mined with status 1.
+ * @throws WalletError rejected (4001); Error when it reverted or is not mined in time (it may still
+ *   be: the message says so, never that nothing moved).
+ */
+async function sendUsdcTransfer(wallet: Wallet, usdc: string, to: string, units: bigint): Promise<string> {
+  await wallet.ensureChain();
+  let hash: string;
+  try {
+    hash = (await wallet.provider.request({
+      method: 'eth_sendTransaction',
+      params: [{ from: wallet.account, to: usdc as `0x${string}`, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to as `0x${string}`, units] }) }],
+    })) as string;
+  } catch (err) {
+    if (rpcCode(err) === 4001) throw new WalletError('rejected', 'You rejected the transfer in your wallet. Nothing was sent.');
+    throw new WalletError('other', `Your wallet could not send: ${(err as Error).message.split('\n')[0]}`);
+  }
+  say(`Transfer sent (${hash}); waiting for it to be mined…`);
+  for (const until = Date.now() + 120_000; Date.now() < until; await new Promise((r) => setTimeout(r, 1000))) {
+    const receipt = (await wallet.provider.request({ method: 'eth_getTransactionReceipt', params: [hash as `0x${string}`] }).catch(() => null)) as { status?: string } | null;
+    if (receipt?.status === '0x1') return hash;
+    if (receipt?.status === '0x0') throw new Error(`The transfer ${hash} reverted: nothing moved.`);
+  }
+  throw new Error(`The transfer ${hash} is not mined yet; it may still be. Reload later to see the balance.`);
+}
+
 const POLICY_FIELDS = ['perTransactionMax', 'dailyLimit', 'monthlyLimit', 'approvalThreshold', 'validFrom', 'expiresAt'] as const;
 
 async function agentPage(id: string): Promise<void> {
-  const [agent, payments, mandates] = await Promise.all([
+  const [agent, balance, payments, mandates] = await Promise.all([
     call<Row>('GET', `/api/v1/agents/${id}`),
+    call<Row>('GET', `/api/v1/agents/${id}/balance`).catch(() => null),
     call<List>('GET', `/api/v1/agents/${id}/payments?limit=50`),
     call<List>('GET', `/api/v1/agents/${id}/mandates?limit=50`),
   ]);
@@ -281,22 +359,80 @@ async function agentPage(id: string): Promise<void> {
     h('p', {}, h('strong', {}, text(agent.slug)), ' · owner ', h('code', {}, text(agent.ownerAddress)), ' · signer ', h('code', {}, text(signer.address)), ' ',
       h('span', { id: 'signer-status', class: 'status', 'data-enabled': String(signer.enabled) }, signer.enabled ? 'signer enabled' : 'signer disabled'), ' ',
       h('span', { id: 'paused', class: 'status' }, agent.paused ? 'paused' : 'active')),
+    h('p', {}, 'Signer balance ', h('strong', { id: 'signer-balance' }, balance ? text(balance.onChainBalance) : '—'), ' USDC · owner ', h('span', { id: 'owner-balance' }, balance ? text(balance.ownerBalance) : '—'), ' USDC'),
     h('p', { id: 'usage' }, `Used today ${text((agent.usage as Row).usedToday)} · this month ${text((agent.usage as Row).usedThisMonth)} USDC`),
     h('p', {}, pause, keyButton),
     policyForm,
     h('h2', {}, 'Payments'),
     table(payments.data, [['Id', (r) => text(r.id)], ['Status', (r) => text(r.status)], ['To', (r) => text(r.to)], ['Amount', (r) => text(r.amount)], ['Tx', (r) => text(r.txHash)], ['Created', (r) => text(r.createdAt)]], 'payments'),
     h('h2', {}, 'Mandates'),
-    table(mandates.data, [['Id', (r) => text(r.id)], ['Status', (r) => text(r.status)], ['Used', (r) => text(r.usedAmount)]], 'mandates'),
+    table(mandates.data, [['Id', (r) => text(r.id)], ['Status', (r) => h('span', { class: 'mandate-status' }, text(r.status))], ['Used', (r) => text(r.usedAmount)], ['Total', (r) => text(r.totalAmount)], ['', (r) => (r.status === 'revoked' ? '' : h('button', { class: 'revoke-mandate danger', type: 'button', click: () => void attempt(async () => {
+      // The owner's EIP-712 RevokeMandate, posted to the public owner-signed route (docs/architecture.md §14).
+      if (!ownerWallet) throw new Error('Connect the owner wallet first.');
+      if (!confirm(`Revoke mandate ${text(r.id)}? It stops covering payments at once.`)) return;
+      const nonce = randomNonce();
+      const deadline = Math.floor(Date.now() / 1000) + 600;
+      say('Confirm in your wallet.');
+      const signature = await ownerWallet.signTypedData({ domain: ownerDomain(chainId), types: REVOKE_MANDATE_TYPES, primaryType: 'RevokeMandate', message: { mandateId: r.id, nonce, deadline: String(deadline) } });
+      await call('POST', `/api/v1/mandates/${text(r.id)}/revoke`, { nonce, deadline, signature });
+      await agentPage(id);
+      say('Mandate revoked.', 'ok');
+    }) }, 'Revoke'))]], 'mandates'),
   );
   // The owner wallet signs EnableSigner (EIP-712), as the signer page does.
-  const chainId = Number(data.chainId);
   document.getElementById('wallet')!.hidden = false;
-  setupConnect(() => chainId, (wallet) => {
+  if (ownerWallet) ownerActions(id, agent, ownerWallet);
+  else setupConnect(() => chainId, (wallet) => {
+    ownerWallet = wallet;
+    ownerActions(id, agent, wallet);
+  });
+}
+
+/** The connected owner wallet of the agent page (kept across re-renders of the page). */
+let ownerWallet: Wallet | null = null;
+const chainId = Number(data.chainId);
+
+/**
+ * The wallet's actions on an agent: EnableSigner/disable (EIP-712), top up (a plain USDC transfer
+ * from the wallet to the session signer, DESIGN §19) and Withdraw (EIP-712 Withdraw{agentId,
+ * amount, nonce, deadline}, amount in base units, posted with the decimal text to the owner-signed
+ * route of docs/architecture.md §13).
+ */
+function ownerActions(id: string, agent: Row, wallet: Wallet): void {
+  const signer = agent.signer as Row;
+  const amountForm = (formId: string, label: string, run: (units: bigint, amount: string) => Promise<void>) => {
+    const form = h('form', { id: formId }, h('label', {}, `${label} amount (USDC) `, h('input', { name: 'amount', inputmode: 'decimal', required: true, placeholder: '10.00' })), h('button', { type: 'submit' }, label)) as HTMLFormElement;
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      void attempt(async () => {
+        const amount = formValues(form).amount;
+        await run(usdcUnits(amount), amount);
+      });
+    });
+    return form;
+  };
+  const topUp = amountForm('top-up', 'Top up', async (units) => {
+    if (!signer.address) throw new Error('This agent has no session signer.');
+    if (!data.usdc) throw new Error('The USDC contract is unknown to this page.');
+    say('Confirm the transfer in your wallet.');
+    await sendUsdcTransfer(wallet, data.usdc, text(signer.address), units);
+    await agentPage(id);
+    say(`Topped up: the signer holds ${document.getElementById('signer-balance')?.textContent ?? '?'} USDC.`, 'ok');
+  });
+  const withdraw = amountForm('withdraw', 'Withdraw', async (units, amount) => {
+    const nonce = randomNonce();
+    const deadline = Math.floor(Date.now() / 1000) + 600;
+    say('Confirm in your wallet.');
+    const signature = await wallet.signTypedData({ domain: ownerDomain(chainId), types: WITHDRAW_TYPES, primaryType: 'Withdraw', message: { agentId: id, amount: units.toString(), nonce, deadline: String(deadline) } });
+    const res = await call<{ txHash: string; amount: string }>('POST', `/api/v1/agents/${id}/withdraw`, { amount, nonce, deadline, signature });
+    await agentPage(id);
+    say(`Withdrew ${res.amount} USDC to the owner (${res.txHash}).`, 'ok');
+  });
+  {
     const actions = document.getElementById('actions')!;
-    actions.replaceChildren(h('button', { id: 'toggle-signer', class: 'primary', type: 'button', click: () => void attempt(async () => {
+    actions.replaceChildren(topUp, withdraw, h('button', { id: 'toggle-signer', class: 'primary', type: 'button', click: () => void attempt(async () => {
       const want = !(signer.enabled as boolean);
-      const nonce = `0x${Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, '0')).join('')}`;
+      const nonce = randomNonce();
       const deadline = Math.floor(Date.now() / 1000) + 600;
       say('Confirm in your wallet.');
       const signature = await wallet.signTypedData({ domain: ownerDomain(chainId), types: ENABLE_SIGNER_TYPES, primaryType: 'EnableSigner', message: { agentId: id, signer: signer.address, enabled: want, nonce, deadline: String(deadline) } });
@@ -304,7 +440,7 @@ async function agentPage(id: string): Promise<void> {
       await agentPage(id);
       say(want ? 'Session signer enabled.' : 'Session signer disabled.', 'ok');
     }) }, signer.enabled ? 'Disable the session signer' : 'Enable the session signer'));
-  });
+  }
 }
 
 async function webhooksPage(): Promise<void> {
@@ -324,6 +460,12 @@ async function webhooksPage(): Promise<void> {
       const res = await call<Row>('PUT', '/api/v1/webhook-endpoints', { url: endpoint.url, rotateSecret: true });
       showSecret('New signing secret', text(res.secret));
     }) }, 'Rotate secret') : null,
+    endpoint ? h('button', { id: 'send-test', type: 'button', click: () => void attempt(async () => {
+      // A `ping` through the normal delivery path (docs/decisions.md "Console"); it shows in the log below.
+      const res = await call<Row>('POST', '/api/v1/webhook-endpoints/test', undefined, { 'idempotency-key': crypto.randomUUID() });
+      await webhooksPage();
+      say(`Test event queued (delivery ${text(res.id)}). Reload to follow it.`, 'ok');
+    }) }, 'Send test event') : null,
   ) as HTMLFormElement;
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -339,7 +481,7 @@ async function webhooksPage(): Promise<void> {
     form,
     h('h2', {}, 'Deliveries'),
     table(deliveries.data, [
-      ['Event', (r) => text(r.eventType)],
+      ['Event', (r) => h('span', { class: 'delivery-event' }, text(r.eventType))],
       ['Status', (r) => h('span', { class: 'delivery-status' }, text(r.status))],
       ['Attempts', (r) => text(r.attempts)],
       ['Response', (r) => h('details', {}, h('summary', {}, text(r.responseStatus)), h('pre', {}, text(r.responseBody ?? r.lastError)))],
@@ -363,11 +505,17 @@ async function listPage(section: string, after?: string): Promise<void> {
   const spec = LISTS[section];
   if (data.item) {
     const item = await call<Row>('GET', `${spec.path}/${data.item}`);
-    const events = (item.events ?? item.timeline ?? []) as Row[];
+    // The chain-event timeline is the escrow's `transactions` (GET /api/v1/escrows/{id}): a checkout
+    // shows the one its funding created (escrowId), once funded.
+    const escrow = section === 'escrows' ? item : typeof item.escrowId === 'string' ? await call<Row>('GET', `/api/v1/escrows/${item.escrowId}`) : null;
+    const events = ((escrow?.transactions as Row[] | undefined) ?? []).slice().sort((a, b) => Number(a.blockNumber) - Number(b.blockNumber));
     content().replaceChildren(
-      table(Object.entries(item).filter(([k]) => k !== 'events' && k !== 'timeline').map(([k, v]) => ({ k, v })), [['Field', (r) => String(r.k)], ['Value', (r) => text(r.v)]], 'detail'),
-      h('h2', {}, 'Timeline'),
-      table(events, [['Event', (r) => text(r.type ?? r.event ?? r.name)], ['Tx', (r) => text(r.txHash)], ['Block', (r) => text(r.blockNumber ?? r.block)], ['At', (r) => text(r.at ?? r.createdAt)]], 'timeline'),
+      table(Object.entries(item).filter(([k]) => k !== 'transactions').map(([k, v]) => ({ k, v })), [['Field', (r) => String(r.k)], ['Value', (r) => text(r.v)]], 'detail'),
+      h('h2', {}, 'Chain events'),
+      escrow && section !== 'escrows' ? h('p', {}, 'Escrow ', h('a', { href: `${orgBase()}/escrows/${text(escrow.id)}` }, text(escrow.id)), ` · ${text(escrow.status)}`) : '',
+      events.length
+        ? table(events, [['Action', (r) => h('span', { class: 'chain-action' }, text(r.action))], ['Transaction', (r) => h('code', { class: 'chain-tx' }, text(r.txHash))], ['Block', (r) => h('span', { class: 'chain-block' }, text(r.blockNumber))], ['From', (r) => text(r.from)], ['Recorded', (r) => text(r.recordedAt)]], 'timeline')
+        : h('p', { id: 'timeline-empty', class: 'muted' }, 'No chain event yet.'),
     );
     return;
   }
@@ -400,6 +548,7 @@ async function start(): Promise<void> {
     case 'home': return homePage();
     case 'overview': return overviewPage();
     case 'keys': return keysPage();
+    case 'oauth-clients': return oauthClientsPage();
     case 'agents': return agentsPage();
     case 'webhooks': return webhooksPage();
     case 'verification': return verificationPage();

@@ -72,6 +72,18 @@ export class CreatedApiKeyDto extends ApiKeyDto {
   @ApiProperty({ description: 'The secret, shown once' }) secret: string;
 }
 
+/** An OAuth client as the console lists it (never its secret). */
+export class OAuthClientDto {
+  @ApiProperty({ example: 'bac_…', description: 'The client_id of the client-credentials grant (POST /oauth/token)' }) clientId: string;
+  @ApiProperty({ type: [String] }) scopes: string[];
+  @ApiProperty() createdAt: string;
+  @ApiProperty({ type: String, nullable: true }) revokedAt: string | null;
+}
+
+export class CreatedOAuthClientDto extends OAuthClientDto {
+  @ApiProperty({ description: 'The client secret, shown once' }) clientSecret: string;
+}
+
 /** POST /api/v1/agents (console). */
 export class CreateAgentDto {
   @ApiProperty({ description: '3–40 of a-z, 0-9 and -' }) @IsString() slug: string;

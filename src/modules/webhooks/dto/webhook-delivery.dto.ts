@@ -1,8 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional } from 'class-validator';
 import { ListEnvelopeDto, ListQueryDto } from '../../../common/http/list.dto';
-import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
-import { DELIVERY_STATUSES, DELIVERY_TARGETS } from '../webhooks.entity';
+import { DELIVERY_EVENT_TYPES, DELIVERY_STATUSES, DELIVERY_TARGETS } from '../webhooks.entity';
 import type { DeliveryStatus, DeliveryTarget } from '../webhooks.entity';
 
 const STATUS_DESCRIPTION =
@@ -16,9 +15,9 @@ export class ListWebhookDeliveriesQueryDto extends ListQueryDto {
   @IsIn(DELIVERY_STATUSES, { message: `status must be one of ${DELIVERY_STATUSES.join(', ')}` })
   status?: DeliveryStatus;
 
-  @ApiPropertyOptional({ enum: WEBHOOK_EVENTS })
+  @ApiPropertyOptional({ enum: DELIVERY_EVENT_TYPES })
   @IsOptional()
-  @IsIn(WEBHOOK_EVENTS, { message: `eventType must be one of ${WEBHOOK_EVENTS.join(', ')}` })
+  @IsIn(DELIVERY_EVENT_TYPES, { message: `eventType must be one of ${DELIVERY_EVENT_TYPES.join(', ')}` })
   eventType?: string;
 }
 
@@ -26,7 +25,7 @@ export class ListWebhookDeliveriesQueryDto extends ListQueryDto {
 export class WebhookDeliveryDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid', description: 'The event id, sent as webhook-id on every attempt' }) eventId: string;
-  @ApiProperty({ enum: WEBHOOK_EVENTS }) eventType: string;
+  @ApiProperty({ enum: DELIVERY_EVENT_TYPES, description: 'ping: the test event (POST /api/v1/webhook-endpoints/test)' }) eventType: string;
   @ApiProperty({
     enum: DELIVERY_TARGETS,
     description: "endpoint: the organisation's webhook endpoint as it is at each attempt (a replaced URL or secret applies to retries); checkout: the checkout session's own webhookUrl",
