@@ -37,6 +37,8 @@ const DAILY_LIMIT = '20.00';
 /** Every fault the run knows; `reorg` is left out by default (docs/operations.md, "Chaos run": it fails today). */
 const ALL_FAULTS = ['drop', 'fee', 'reorg', 'drain', 'kill'];
 const DEFAULT_FAULTS = ['drop', 'fee', 'drain', 'kill'];
+/** 30 gwei: far above anvil's idle base fee, under the relayer's default cap (RELAYER_MAX_FEE_GWEI=100). */
+const SPIKED_BASE_FEE_WEI = 30_000_000_000n;
 const QUIESCENCE_TIMEOUT_MS = 240_000;
 const REQUEST_TIMEOUT_MS = 20_000;
 
@@ -237,6 +239,7 @@ export async function main(args = []) {
       return Object.values(mine).map((tx) => tx.hash);
     };
     let drops = 0;
+    let stranded = 0;
     let reorgedBlocks = 0;
     let snapshot = null;
     const faults = [
@@ -262,10 +265,18 @@ export async function main(args = []) {
         key: 'fee',
         name: 'base-fee spike',
         run: async () => {
+          // Spike while a relayer transaction waits in the pool, so it is stranded underpriced and must be
+          // replaced (RELAYER_BUMP_AFTER_S) with the node's new fees, under RELAYER_MAX_FEE_GWEI (100).
+          const deadline = Date.now() + 10_000;
+          let pending = [];
+          while (pending.length === 0 && Date.now() < deadline) {
+            pending = await relayerPending();
+            if (!pending.length) await sleep(50);
+          }
           const block = await provider.getBlock('latest');
-          const spiked = (block.baseFeePerGas ?? 1_000_000_000n) * 8n;
-          await provider.send('anvil_setNextBlockBaseFeePerGas', ['0x' + spiked.toString(16)]);
-          return `next base fee ${spiked} wei (was ${block.baseFeePerGas})`;
+          await provider.send('anvil_setNextBlockBaseFeePerGas', ['0x' + SPIKED_BASE_FEE_WEI.toString(16)]);
+          stranded += pending.length;
+          return `next base fee ${SPIKED_BASE_FEE_WEI} wei (was ${block.baseFeePerGas}), ${pending.length} relayer txs pending`;
         },
       },
       {
@@ -422,6 +433,7 @@ export async function main(args = []) {
     const unheard = fundedRows.filter((r) => !perObjectType.has(`${r.id} checkout.funded`));
     if (unheard.length) failures.push(`${unheard.length} funded checkouts without a checkout.funded webhook`);
     if (!reconcile?.clean) failures.push(`reconciliation not clean: ${JSON.stringify(reconcile?.mismatches ?? reconcile)}`);
+    if (stranded > 0 && db.relayer.replacements === 0) failures.push(`the fee spike stranded ${stranded} relayer transactions and none was replaced`);
     if (opts.faults.includes('drop') && drops === 0) failures.push('the drop fault found no pending relayer transaction to drop');
 
     Object.assign(out, {
