@@ -32,8 +32,7 @@ const DB_NAME = 'pcp_chaos';
 const DATABASE_URL = databaseUrl(DB_NAME);
 const BLOCK_SECONDS = 2;
 const CONFIRMATIONS = 2;
-const PAYMENT_AMOUNT = '5.00';
-const DAILY_LIMIT = '20.00';
+const PAYMENT_AMOUNT = '1.00';
 /** Every fault the run knows; `reorg` is left out by default (docs/operations.md, "Chaos run": it fails today). */
 const ALL_FAULTS = ['drop', 'fee', 'reorg', 'drain', 'kill'];
 const DEFAULT_FAULTS = ['drop', 'fee', 'drain', 'kill'];
@@ -152,6 +151,8 @@ export async function main(args = []) {
     const payee = await cli('org:create', '--name', 'Chaos Payee', '--handle', `chaospayee-${process.pid}`, '--payout-address', Wallet.createRandom().address);
     const agentOrg = await cli('org:create', '--name', 'Chaos Agent Org', '--handle', `chaosagents-${process.pid}`);
     const agent = await cli('agent:create', '--org', agentOrg.id, '--slug', `chaos-agent-${process.pid}`, '--owner-address', owner.address);
+    // The limit lets all but two payments through, so it bites under load and the overspend check means something.
+    const DAILY_LIMIT = `${Math.max(1, opts.payments - 2)}.00`;
     await cli('agent:policy:set', '--agent', agent.id, '--daily-limit', DAILY_LIMIT);
     const signer = await cli('agent:signer:enable', '--agent', agent.id);
     await cli('agent:fund', '--agent', agent.id, '--amount', '500.00');
@@ -185,19 +186,20 @@ export async function main(args = []) {
 
     // ---- load ----
     const statusCounts = {};
-    const count = (kind, status) => {
+    const count = (kind, status, body) => {
+      const label = typeof status === 'number' && status >= 400 && body?.code ? `${status} ${body.code}` : String(status);
       statusCounts[kind] ??= {};
-      statusCounts[kind][status] = (statusCounts[kind][status] ?? 0) + 1;
+      statusCounts[kind][label] = (statusCounts[kind][label] ?? 0) + 1;
     };
     const checkouts = [];
     const payments = [];
     const oneCheckout = async (i) => {
       const base = apis[i % 2];
       const created = await call(base, 'POST', '/api/v1/checkout-sessions', { key, body: { amount: '3.00', description: `chaos ${i}` } });
-      count('checkout create', created.status);
+      count('checkout create', created.status, created.body);
       if (created.status !== 201 && created.status !== 200) return;
       const funding = await call(base, 'GET', `/checkout/${created.body.id}/funding?buyer=${buyer.address}`);
-      if (funding.status !== 200) return void count('funding terms', funding.status);
+      if (funding.status !== 200) return void count('funding terms', funding.status, funding.body);
       const td = funding.body.typedData;
       const types = { ...td.types };
       delete types.EIP712Domain;
@@ -208,7 +210,7 @@ export async function main(args = []) {
       // A buyer whose relay answered 503 (relayer out of ETH) or timed out tries the same signature again, bounded.
       for (let attempt = 0; attempt < 12; attempt++) {
         const relayed = await call(apis[(i + attempt) % 2], 'POST', `/checkout/${created.body.id}/relay`, { body });
-        count('relay', relayed.status);
+        count('relay', relayed.status, relayed.body);
         record.statuses.push(relayed.status);
         if (relayed.status === 200) {
           record.answered200 = true;
@@ -222,7 +224,7 @@ export async function main(args = []) {
       const idem = `chaos-${i}-${randomUUID()}`;
       for (let attempt = 0; attempt < 8; attempt++) {
         const res = await call(apis[(i + attempt) % 2], 'POST', '/api/v1/payments', { key: agentKey, headers: { 'idempotency-key': idem }, body: { to: payee.handle, amount: PAYMENT_AMOUNT } });
-        count('payment', res.status);
+        count('payment', res.status, res.body);
         if (res.status === 200 || res.status === 201) {
           payments.push({ id: res.body.id, status: res.body.status });
           return;
@@ -413,7 +415,7 @@ export async function main(args = []) {
       if (p.status === 'failed' && used !== 0) failures.push(`payment ${p.id} failed, authorization used ${used} times`);
       if (p.status === 'succeeded' || p.status === 'submitted' || p.status === 'pending') spentBase += BigInt(p.amount);
     }
-    const limitBase = BigInt(DAILY_LIMIT.replace('.', '')) * 10_000n;
+    const limitBase = BigInt(DAILY_LIMIT.replace('.', '')) * 10_000n; // two decimals → six (USDC base units)
     const transferTopic = topicOf('Transfer(address,address,uint256)');
     const sentLogs = await provider.getLogs({ address: deployed.usdcAddress, fromBlock: startBlock, toBlock: head, topics: [transferTopic, zeroPadValue(getAddress(signerAddress), 32)] });
     const sentOnChain = sentLogs.filter((l) => !l.removed).reduce((a, l) => a + BigInt(l.data), 0n);
