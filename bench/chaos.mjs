@@ -186,8 +186,11 @@ export async function main(args = []) {
 
     // ---- load ----
     const statusCounts = {};
+    const refusals = [];
+    out.refusals = refusals;
     const count = (kind, status, body) => {
       const label = typeof status === 'number' && status >= 400 && body?.code ? `${status} ${body.code}` : String(status);
+      if (typeof status === 'number' && status >= 400 && body?.code !== 'policy_denied') refusals.push({ kind, status, at: Date.now(), body });
       statusCounts[kind] ??= {};
       statusCounts[kind][label] = (statusCounts[kind][label] ?? 0) + 1;
     };
