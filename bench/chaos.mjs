@@ -447,6 +447,7 @@ export async function main(args = []) {
       checkouts: checkouts.length,
       relaysAnswered200: checkouts.filter((c) => c.answered200).length,
       relaysMovedOnce,
+      relaysNotAnswered200: checkouts.filter((c) => !c.answered200).map((c) => ({ id: c.id, answers: c.statuses, used: usedCount(buyer.address, c.nonce) })),
       checkoutsFunded: fundedRows.length,
       payments: byStatus,
       agentSpent: { ledger: spentBase.toString(), onChain: sentOnChain.toString(), limit: limitBase.toString() },
