@@ -159,6 +159,25 @@ export class RelayerService implements OnApplicationShutdown {
   }
 
   /**
+   * Hands a relay's current signed bytes to the node again when the node knows none of its hashes
+   * (dropped from its pool; DESIGN §18). The same bytes carry the same nonce and hash, so this can
+   * never send the payload twice; a refused rebroadcast (e.g. a bump replaced the bytes meanwhile)
+   * is left to the tender. Must not be called inside a database transaction.
+   * @returns the hash the node knows afterwards, or null (failed row, nothing signed, or refused).
+   */
+  async rebroadcast(relayTxId: string): Promise<string | null> {
+    const row = await this.repo.find(relayTxId);
+    if (!row || row.status === 'failed' || !row.rawTx) return null;
+    const provider = this.chain.provider;
+    for (const hash of row.txHashes) if (await provider.getTransaction(hash).catch(() => null)) return hash;
+    try {
+      return (await provider.broadcastTransaction(row.rawTx)).hash;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
    * Whether the relayer still carries a relay (DESIGN §18): a row not failed is the tender's to
    * finish — a dropped transaction is resent from its stored bytes, a stuck one replaced — so callers
    * must not send its payload again beside it.
