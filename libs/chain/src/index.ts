@@ -1,7 +1,7 @@
 /**
  * @lib/chain: ethers v6 access to the project's contracts (docs/architecture.md §7). Framework-free; never imports src/.
  */
-export { createProvider, type CreateProviderOptions, waitMined } from './provider';
+export { createProvider, type CreateProviderOptions } from './provider';
 export {
   ANVIL_CHAIN_ID,
   ANVIL_KEYS,

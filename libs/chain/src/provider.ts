@@ -1,4 +1,4 @@
-import { FetchRequest, isError, JsonRpcProvider, Network, type Provider, type TransactionReceipt } from 'ethers';
+import { FetchRequest, JsonRpcProvider, Network } from 'ethers';
 
 /** ethers' own default is 300 s per request, long enough to pin callers for minutes on a stalled node. */
 export const DEFAULT_RPC_TIMEOUT_MS = 5_000;
@@ -37,18 +37,3 @@ export function createProvider(rpcUrl: string, chainId: number, options: CreateP
   });
 }
 
-/**
- * Waits at most `timeoutMs` for `txHash` to be mined (one confirmation). Every chain wait is bounded
- * (docs/architecture.md §18): a transaction the node dropped would otherwise pin its caller for good.
- * @returns the receipt (whatever its status), or null when it was not mined in time — it may still be,
- *   so callers keep their recovery point and never treat null as failed.
- * @throws what the provider throws other than its timeout.
- */
-export async function waitMined(provider: Provider, txHash: string, timeoutMs: number): Promise<TransactionReceipt | null> {
-  try {
-    return await provider.waitForTransaction(txHash, 1, timeoutMs);
-  } catch (err) {
-    if (isError(err, 'TIMEOUT')) return null;
-    throw err;
-  }
-}

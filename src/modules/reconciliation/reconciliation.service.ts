@@ -43,8 +43,6 @@ const HELD = ['funded', 'accepted', 'delivered', 'disputed'] as const;
 const RECHECK_TERMINAL_DAYS = 7;
 /** RPC reads in flight at once during a pass. */
 const RPC_BATCH = 16;
-/** Until the relayer's bump setting (RELAYER_BUMP_AFTER_S) exists: how old a nonce gap must be to count. */
-const DEFAULT_BUMP_AFTER_S = 60;
 const LAST_REPORT_TTL_S = 7 * 86_400;
 
 const USDC_IFACE = new Interface(TestUSDCArtifact.abi);
@@ -224,7 +222,7 @@ export class ReconciliationService implements OnModuleDestroy {
     if (pending === next) return null;
     const mismatch: Mismatch = { kind: 'relayer_nonce', ids: [address], expected: `next nonce ${next}`, actual: `node pending count ${pending}` };
     if (pending > next) return mismatch;
-    const bumpAfterS = (this.config.env as unknown as { RELAYER_BUMP_AFTER_S?: number }).RELAYER_BUMP_AFTER_S ?? DEFAULT_BUMP_AFTER_S;
+    const bumpAfterS = this.config.env.RELAYER_BUMP_AFTER_S;
     const rows = await this.dataSource.query<Array<{ id: string; age_s: number }>>(
       `SELECT id, extract(epoch FROM now() - updated_at)::float8 AS age_s FROM relayer_transactions WHERE address = $1 AND nonce = $2 ORDER BY updated_at DESC LIMIT 1`,
       [address, pending],
