@@ -39,7 +39,7 @@ module.exports = {
       name: 'controllers-only-in-http-modules',
       severity: 'error',
       comment: 'a controller is registered by its feature\'s http module only (health is served by every process and keeps its own module)',
-      from: { path: '^src/', pathNot: ['\\.http\\.module\\.ts$', '\\.controller\\.ts$', '^src/modules/health/'] },
+      from: { path: '^src/', pathNot: ['\\.http\\.module\\.ts$', '\\.controller\\.ts$', '^src/transports/health/'] },
       to: { path: '\\.controller\\.ts$' },
     },
     {
@@ -47,7 +47,7 @@ module.exports = {
       severity: 'error',
       comment: 'the worker serves health, metrics and Bull Board only, the CLI no HTTP at all: nothing they load may reach an api controller or http module',
       from: { path: '^src/(worker|cli)(\\.module)?\\.ts$' },
-      to: { path: '\\.(controller|http\\.module)\\.ts$', pathNot: '^src/modules/health/', reachable: true },
+      to: { path: '\\.(controller|http\\.module)\\.ts$', pathNot: '^src/transports/health/', reachable: true },
     },
     {
       name: 'no-test-imports-in-production',

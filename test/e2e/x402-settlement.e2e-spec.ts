@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from '@x402/fetch';
-import { X402Faults, X402Settlements } from '../../src/modules/x402/x402-settlements.service';
+import { X402Faults, X402Settlements } from '../../src/transports/x402/x402-settlements.service';
 import { createTestAppWith, TestApp } from '../support/app';
 import { FaultSwitch } from '../support/faults';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { PaymentsService } from '../../src/modules/payments/payments.service';
-import { ethersVerifySigner } from '../../src/modules/x402/evm-facilitator-signer';
+import { ethersVerifySigner } from '../../src/transports/x402/evm-facilitator-signer';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, startRelayerWorker } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';

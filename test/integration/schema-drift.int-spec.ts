@@ -1,7 +1,21 @@
-import { DataSource } from 'typeorm';
+import { globSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DynamicModule, Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { DataSource, getMetadataArgsStorage } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import { dataSourceOptions } from '../../src/database/data-source';
-import { ENTITIES } from '../../src/database/entities';
+
+/**
+ * Every entity class of the tree: each domain module registers its own with `forFeature`, so the
+ * test finds them as the TypeORM CLI does, by file name, and takes the classes `@Entity` recorded.
+ */
+function allEntities(): Array<new () => unknown> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loading files found by name, as the TypeORM CLI does
+  for (const file of globSync('src/**/*.entity.ts', { cwd: join(__dirname, '..', '..') })) require(join(__dirname, '..', '..', file));
+  return [...new Set(getMetadataArgsStorage().tables.filter((t) => t.type === 'regular').map((t) => t.target as new () => unknown))];
+}
+const ENTITIES = allEntities();
 
 /**
  * Tables the migrations create that no entity maps, each with why (raw-SQL tables). A new table
@@ -91,7 +105,7 @@ describe('schema drift: migrations against entity metadata', () => {
   let db: DbColumn[];
 
   beforeAll(async () => {
-    ds = new DataSource(dataSourceOptions(process.env.DATABASE_URL!));
+    ds = new DataSource(dataSourceOptions(process.env.DATABASE_URL!, ENTITIES));
     await ds.initialize();
     const pending = await ds.showMigrations();
     expect(pending).toBe(false);
@@ -154,5 +168,26 @@ describe('schema drift: migrations against entity metadata', () => {
       expect(db.some((c) => c.table === table && c.column === column)).toBe(true);
     }
     for (const table of Object.keys(TABLES_WITHOUT_ENTITY)) expect(db.some((c) => c.table === table)).toBe(true);
+  });
+});
+
+/**
+ * Each domain module registers its own entities (`TypeOrmModule.forFeature`, loaded by
+ * DatabaseModule's `autoLoadEntities`), so a module that forgot one would fail only where that
+ * entity is first used. Every process's DataSource must hold every entity of the tree.
+ */
+describe('every process registers every entity', () => {
+  it.each([
+    ['api', () => import('../../src/app.module').then((m) => m.ApiModule)],
+    ['worker', () => import('../../src/worker.module').then((m) => m.WorkerModule)],
+    ['cli', () => import('../../src/cli.module').then((m) => m.CliModule.forCommand([]))],
+  ] as Array<[string, () => Promise<Type<unknown> | DynamicModule>]>)("%s", async (_name, load) => {
+    const moduleRef = await Test.createTestingModule({ imports: [await load()] }).compile();
+    try {
+      const registered = moduleRef.get(DataSource).entityMetadatas.map((m) => (m.target as { name: string }).name).sort();
+      expect(registered).toEqual(ENTITIES.map((e) => e.name).sort());
+    } finally {
+      await moduleRef.close();
+    }
   });
 });

@@ -9,7 +9,7 @@ import { TransactionHost, TxHost } from '../../src/database/transaction';
 import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.service';
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
-import { RelayerWorkerModule } from '../../src/modules/relayer/relayer.worker.module';
+import { RelayerWorkerModule } from '../../src/chain/relayer/relayer.worker.module';
 import type { ProviderOverride, TestApp } from './app';
 import { TestChain, USDC } from './chain';
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
 import { agentUsage, AgentsRepository } from './agents.repository';
-import { ChainAccess } from '../relayer/chain-access.service';
+import { ChainAccess } from '../../chain/chain-access.service';
 import { readSignerBalance, type SignerBalance } from './signer-balance';
 
 /**

@@ -1,5 +1,5 @@
 import type { TxHost } from '../../database/transaction';
-import type { ChainAccess } from '../relayer/chain-access.service';
+import type { ChainAccess } from '../../chain/chain-access.service';
 
 /** Cursor name in chain_cursors of the USDC authorization indexer (payments settle from it). */
 export const AUTHORIZATION_CURSOR = 'usdc-authorizations';

@@ -6,7 +6,7 @@ import { AppConfig } from '../../config/app-config';
 import { ClusterLock } from '../../database/cluster-lock';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService } from '../checkout/checkout.service';
-import { RelayerService } from '../relayer/relayer.service';
+import { RelayerService } from '../../chain/relayer/relayer.service';
 import { EscrowChainService } from './escrow-chain.service';
 import { EscrowProjector } from './escrow-projector.service';
 import { chainEvents, chainJobItemFailures, chainJobRuns, indexedBlock, reorgs } from './escrow.metrics';

@@ -3,7 +3,7 @@ import { lastConfirmedBlock } from '@lib/chain';
 import { AppConfig } from '../../config/app-config';
 import { AUTHORIZATION_CURSOR } from '../agents/signer-balance';
 import { TransactionHost, TxHost } from '../../database/transaction';
-import { ChainAccess } from '../relayer/chain-access.service';
+import { ChainAccess } from '../../chain/chain-access.service';
 import { PaymentsRepository } from './payments.repository';
 import { PaymentsService } from './payments.service';
 

@@ -1,5 +1,5 @@
 import { Counter } from 'prom-client';
-import { metricsRegistry } from '../health/metrics';
+import { metricsRegistry } from '../../common/metrics';
 
 /** Kinds of ledger-versus-chain mismatch (DESIGN §18); the `kind` label of {@link reconcileMismatches}. */
 export const MISMATCH_KINDS = [

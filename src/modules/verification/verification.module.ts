@@ -8,6 +8,8 @@ import { StripeIdentityProvider } from './stripe-identity.provider';
 import { VerificationChain } from './verification-chain.service';
 import { VerificationRepository } from './verification.repository';
 import { VerificationService } from './verification.service';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { OrganizationVerification, VerificationWalletPayment } from './verification.entity';
 
 /**
  * Business verification without transports (docs/architecture.md §12): the record, the wallet
@@ -17,7 +19,7 @@ import { VerificationService } from './verification.service';
  * Controllers live in verification.http.module.ts.
  */
 @Module({
-  imports: [OrgsModule],
+  imports: [TypeOrmModule.forFeature([OrganizationVerification, VerificationWalletPayment]), OrgsModule],
   providers: [
     VerificationRepository,
     VerificationChain,
