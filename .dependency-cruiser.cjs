@@ -23,6 +23,25 @@ module.exports = {
       },
     },
     {
+      name: 'layers-point-down',
+      severity: 'error',
+      comment: 'the folders are a map (STYLE.md "Layout", DESIGN §17): common, database and config know no room above them; the kernel and the chain room name no domain and no transport; domain modules never import a transport',
+      from: { path: '^src/(common|database|config|tracing)/' },
+      to: { path: '^src/(kernel|chain|modules|transports)/' },
+    },
+    {
+      name: 'kernel-and-chain-name-no-domain',
+      severity: 'error',
+      from: { path: '^src/(kernel|chain)/' },
+      to: { path: '^src/(modules|transports)/' },
+    },
+    {
+      name: 'domains-never-import-transports',
+      severity: 'error',
+      from: { path: '^src/modules/' },
+      to: { path: '^src/transports/' },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: { path: '^(src|libs)/' },

@@ -22,7 +22,7 @@ import { PAYMENT_AUTHORIZATIONS_QUEUE, PAYMENTS_QUEUE, PaymentsWorkerModule } fr
 import { RELAYER_QUEUE } from './chain/relayer/relayer.queue';
 import { RelayerWorkerModule } from './chain/relayer/relayer.worker.module';
 import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
-import { RECONCILE_QUEUE, ReconciliationWorkerModule } from './modules/reconciliation/reconciliation.worker.module';
+import { RECONCILE_QUEUE, ReconciliationWorkerModule } from './chain/reconciliation/reconciliation.worker.module';
 import { X402_QUEUE, X402WorkerModule } from './transports/x402/x402.worker.module';
 
 /**

@@ -4,8 +4,10 @@ import { JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../config/app-config';
 
 /**
- * One JSON-RPC provider, {@link EscrowGateway} (escrow and USDC) and relayer wallet for the agents,
- * payments and relayer code (docs/architecture.md §5, §13). Amounts are USDC base units.
+ * The process's one JSON-RPC provider (each request times out after RPC_TIMEOUT_MS), its
+ * {@link EscrowGateway} (escrow and USDC) and the relayer wallet (docs/architecture.md §5, §13;
+ * DESIGN §17 "a chain room"). Every domain's chain view (escrow, verification, agents, payments,
+ * reconciliation) reads through it. Amounts are USDC base units.
  */
 @Injectable()
 export class ChainAccess implements OnApplicationShutdown {
@@ -17,7 +19,7 @@ export class ChainAccess implements OnApplicationShutdown {
   constructor(private readonly config: AppConfig) {
     const env = config.env;
     this.chainId = env.CHAIN_ID;
-    this.provider = createProvider(env.RPC_URL, env.CHAIN_ID);
+    this.provider = createProvider(env.RPC_URL, env.CHAIN_ID, { timeoutMs: env.RPC_TIMEOUT_MS });
     this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS, usdcDomain: config.usdcDomain });
   }
 

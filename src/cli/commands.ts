@@ -14,7 +14,7 @@ import { OPERATOR_DECISIONS, OperatorDecision } from '../modules/verification/ve
 import { VerificationService } from '../modules/verification/verification.service';
 import { ANVIL_KEYS, anvilKey, deployEscrowContract } from '@lib/chain';
 import { EscrowChainService } from '../modules/escrow/escrow-chain.service';
-import { ReconciliationService } from '../modules/reconciliation/reconciliation.service';
+import { ReconciliationService } from '../chain/reconciliation/reconciliation.service';
 import { Wallet } from 'ethers';
 import { listOption, ParsedArgs, requireOption, UsageError } from './args';
 

@@ -6,7 +6,7 @@ import { cliJson, createCheckout, createParties, fundOnChain, pollToHead, requir
 import { waitFor } from '../support/wait';
 import { isolatedWebhookEnv, IsolatedEnv, startTestWorker, TestWorker } from '../support/webhook-env';
 import { metricsRegistry } from '../../src/common/metrics';
-import { ReconcileReport, ReconciliationService } from '../../src/modules/reconciliation/reconciliation.service';
+import { ReconcileReport, ReconciliationService } from '../../src/chain/reconciliation/reconciliation.service';
 
 // CLI runs boot a Nest application context each.
 jest.setTimeout(180_000);

@@ -2,7 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { NO_FAULTS } from '../../common/faults/faults';
 import { Module } from '@nestjs/common';
 import { QueueModule } from '../../common/queue/queue.module';
-import { ChainAccess } from '../chain-access.service';
+import { ChainModule } from '../chain.module';
 import { RELAYER_QUEUE } from './relayer.queue';
 import { RelayerRepository } from './relayer.repository';
 import { RelayerFaults, RelayerSender } from './relayer-sender.service';
@@ -14,8 +14,8 @@ import { RelayerTender } from './relayer-tender.service';
  * process may relay; only the worker registers the processor (RelayerWorkerModule).
  */
 @Module({
-  imports: [QueueModule, BullModule.registerQueue({ name: RELAYER_QUEUE })],
-  providers: [ChainAccess, RelayerRepository, RelayerSender, RelayerTender, { provide: RelayerFaults, useValue: NO_FAULTS }, RelayerService],
-  exports: [ChainAccess, RelayerService, RelayerSender, RelayerTender, RelayerFaults, BullModule],
+  imports: [ChainModule, QueueModule, BullModule.registerQueue({ name: RELAYER_QUEUE })],
+  providers: [RelayerRepository, RelayerSender, RelayerTender, { provide: RelayerFaults, useValue: NO_FAULTS }, RelayerService],
+  exports: [ChainModule, RelayerService, RelayerSender, RelayerTender, RelayerFaults, BullModule],
 })
 export class RelayerModule {}

@@ -1,5 +1,4 @@
-import { Module, OnApplicationShutdown } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
+import { Module } from '@nestjs/common';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
@@ -18,10 +17,4 @@ import { Escrow, EscrowChainEventRow } from './escrow.entity';
   providers: [EscrowRepository, EscrowChainService, EscrowProjector, EscrowMapper, EscrowService, EscrowIndexer],
   exports: [EscrowService, EscrowProjector, EscrowChainService, EscrowIndexer],
 })
-export class EscrowModule implements OnApplicationShutdown {
-  constructor(private readonly moduleRef: ModuleRef) {}
-
-  onApplicationShutdown(): void {
-    this.moduleRef.get(EscrowChainService).destroy();
-  }
-}
+export class EscrowModule {}

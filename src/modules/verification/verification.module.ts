@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { OrgsModule } from '../orgs/orgs.module';
+import { ChainModule } from '../../chain/chain.module';
 import { VerificationSnapshotSource } from '../orgs/verification-snapshot.port';
 import { IdentityProvider } from './identity-provider';
 import { SandboxIdentityProvider } from './sandbox-identity.provider';
@@ -19,7 +20,7 @@ import { OrganizationVerification, VerificationWalletPayment } from './verificat
  * Controllers live in verification.http.module.ts.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OrganizationVerification, VerificationWalletPayment]), OrgsModule],
+  imports: [TypeOrmModule.forFeature([OrganizationVerification, VerificationWalletPayment]), OrgsModule, ChainModule],
   providers: [
     VerificationRepository,
     VerificationChain,

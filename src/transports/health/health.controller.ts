@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import { OperatorRoute, Public } from '../../kernel/auth/auth.decorators';
 import { AppError } from '../../common/errors/app-error';
 import { REDIS } from '../../common/redis/redis.module';
-import { ReconciliationHealthIndicator } from '../../modules/reconciliation/reconciliation.health';
+import { ReconciliationHealthIndicator } from '../../chain/reconciliation/reconciliation.health';
 import { RelayerService } from '../../chain/relayer/relayer.service';
 import { metricsRegistry } from '../../common/metrics';
 

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { ReconciliationModule } from '../../modules/reconciliation/reconciliation.module';
-import { ReconciliationHealthIndicator } from '../../modules/reconciliation/reconciliation.health';
+import { ReconciliationModule } from '../../chain/reconciliation/reconciliation.module';
+import { ReconciliationHealthIndicator } from '../../chain/reconciliation/reconciliation.health';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { HealthController, RedisHealthIndicator, RelayerHealthIndicator } from './health.controller';
 

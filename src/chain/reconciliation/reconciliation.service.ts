@@ -1,15 +1,15 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Contract, getAddress, Interface, TypedDataEncoder, zeroPadValue } from 'ethers';
 import Redis from 'ioredis';
-import { DataSource } from 'typeorm';
 import { TestUSDCArtifact } from '@lib/contracts';
-import type { EscrowState } from '@lib/chain';
+import { type EscrowState, lastConfirmedBlock } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { AppConfig } from '../../config/app-config';
 import { ClusterLock } from '../../database/cluster-lock';
 import { REDIS } from '../../common/redis/redis.module';
-import { EscrowChainService } from '../escrow/escrow-chain.service';
-import { lastConfirmedBlock } from '../escrow/escrow.state';
+import { ChainAccess } from '../chain-access.service';
+import { ChainCursors, ESCROW_CURSOR } from '../chain-cursors.repository';
+import { HELD, ReconciliationRepository } from './reconciliation.repository';
 import { MismatchKind, reconcileMismatches, reconcileRuns } from './reconciliation.metrics';
 
 /** One disagreement between the ledger and the chain; `ids` are our row ids (or the relayer address). */
@@ -37,8 +37,6 @@ export interface ReconcileReport {
   escrowBalance: { ledger: string; chain: string };
 }
 
-/** Escrow statuses whose amount the contract still holds (DESIGN §18). */
-const HELD = ['funded', 'accepted', 'delivered', 'disputed'] as const;
 /** Terminal rows changed within this window are re-checked; older ones were checked by earlier passes. */
 const RECHECK_TERMINAL_DAYS = 7;
 /** RPC reads in flight at once during a pass. */
@@ -65,8 +63,9 @@ export class ReconciliationService implements OnModuleDestroy {
   private readonly lock: ClusterLock;
 
   constructor(
-    private readonly dataSource: DataSource,
-    private readonly chain: EscrowChainService,
+    private readonly repo: ReconciliationRepository,
+    private readonly cursors: ChainCursors,
+    private readonly chain: ChainAccess,
     private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
   ) {
@@ -115,35 +114,19 @@ export class ReconciliationService implements OnModuleDestroy {
   }
 
   private async check(): Promise<ReconcileReport> {
-    const db = this.dataSource;
-    const [escrows, payments, settlements, relayers, cursorRows] = await Promise.all([
-      db.query<Array<{ id: string; escrow_key: string; status: string; amount_units: string }>>(
-        `SELECT id, escrow_key, status, amount_units FROM escrows
-          WHERE status = ANY($1) OR updated_at > now() - make_interval(days => $2) ORDER BY created_at, id`,
-        [HELD, RECHECK_TERMINAL_DAYS],
-      ),
-      db.query<Array<{ id: string; status: string; from_address: string; auth_nonce: string }>>(
-        `SELECT id, status, from_address, auth_nonce FROM payments
-          WHERE status IN ('succeeded', 'failed') AND auth_nonce IS NOT NULL AND updated_at > now() - make_interval(days => $1)`,
-        [RECHECK_TERMINAL_DAYS],
-      ),
-      db.query<Array<{ id: string; status: string; payer: string; nonce: string }>>(
-        `SELECT id, status, payer, nonce FROM x402_settlements
-          WHERE status IN ('settled', 'succeeded', 'failed') AND updated_at > now() - make_interval(days => $1)`,
-        [RECHECK_TERMINAL_DAYS],
-      ),
-      db.query<Array<{ address: string; next_nonce: string }>>(`SELECT address, next_nonce FROM relayer_nonces`),
-      db.query<Array<{ block_number: string }>>(`SELECT block_number FROM chain_cursors WHERE name = 'escrow'`),
+    const [escrows, payments, settlements, relayers, cursorBlock, ledgerBalance] = await Promise.all([
+      this.repo.escrows(RECHECK_TERMINAL_DAYS),
+      this.repo.terminalPayments(RECHECK_TERMINAL_DAYS),
+      this.repo.terminalSettlements(RECHECK_TERMINAL_DAYS),
+      this.repo.relayerNonces(),
+      this.cursors.read(ESCROW_CURSOR),
+      this.repo.heldSum(),
     ]);
-    const heldSum = (
-      await db.query<Array<{ sum: string | null }>>(`SELECT sum(amount_units)::text AS sum FROM escrows WHERE status = ANY($1)`, [HELD])
-    )[0].sum;
-    const ledgerBalance = BigInt(heldSum ?? '0');
 
     const gateway = this.chain.gateway;
     const head = await gateway.headBlock();
     const block = Math.max(0, lastConfirmedBlock(head, this.config.env.CONFIRMATIONS));
-    const cursor = cursorRows[0] ? Math.min(Number(cursorRows[0].block_number), block) : null;
+    const cursor = cursorBlock !== null ? Math.min(cursorBlock, block) : null;
     const blocks = cursor !== null && cursor !== block && cursor >= this.config.env.ESCROW_DEPLOY_BLOCK ? [cursor, block] : [block];
     const mismatches: Mismatch[] = [];
 
@@ -223,12 +206,9 @@ export class ReconciliationService implements OnModuleDestroy {
     const mismatch: Mismatch = { kind: 'relayer_nonce', ids: [address], expected: `next nonce ${next}`, actual: `node pending count ${pending}` };
     if (pending > next) return mismatch;
     const bumpAfterS = this.config.env.RELAYER_BUMP_AFTER_S;
-    const rows = await this.dataSource.query<Array<{ id: string; age_s: number }>>(
-      `SELECT id, extract(epoch FROM now() - updated_at)::float8 AS age_s FROM relayer_transactions WHERE address = $1 AND nonce = $2 ORDER BY updated_at DESC LIMIT 1`,
-      [address, pending],
-    );
-    if (rows[0] && rows[0].age_s < bumpAfterS) return null;
-    if (rows[0]) mismatch.ids.push(rows[0].id);
+    const row = await this.repo.relayerTransactionAt(address, pending);
+    if (row && row.age_s < bumpAfterS) return null;
+    if (row) mismatch.ids.push(row.id);
     return mismatch;
   }
 
