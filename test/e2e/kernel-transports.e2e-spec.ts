@@ -1,4 +1,5 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import { Wallet } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';
@@ -108,6 +109,26 @@ describe('the kernel: the same operation refused and replayed the same way on RE
     expect(restBad.status).toBe(400);
     expect(restBad.body.details.fields).toEqual([{ param: 'surprise', message: 'property surprise should not exist' }]);
     expect((toolBad.details as Body).fields).toEqual(restBad.body.details.fields);
+  });
+
+  it('verification operations are declared once: REST and MCP share the key scope (a REST start replays on MCP) and refuse a bad hash alike', async () => {
+    const org = await createOrg(t.app, { payoutAddress: Wallet.createRandom().address });
+    const key = `v-${randomUUID()}`;
+    const rest = await t.http.post('/api/v1/verification/start').set('X-Api-Key', org.key).set('Idempotency-Key', key).send({});
+    expect(rest.status).toBe(200);
+    const client = await mcp.asKey(org.key);
+    const [isError, viaTool] = await callTool(client, 'svc_verification_start', { idempotencyKey: key });
+    expect(isError).toBe(false);
+    // The same identity session, not a second one: the tool ran the REST route's operation under its key.
+    expect(viaTool).toEqual(rest.body);
+    const [, fresh] = await callTool(client, 'svc_verification_start', { idempotencyKey: `v-${randomUUID()}` });
+    expect(fresh.verificationUrl).not.toBe(rest.body.verificationUrl);
+
+    const restBad = await t.http.post('/api/v1/verification/confirm').set('X-Api-Key', org.key).set('Idempotency-Key', `v-${randomUUID()}`).send({ txHash: 'not-a-hash' });
+    const [toolError, toolBad] = await callTool(client, 'svc_verification_confirm', { txHash: 'not-a-hash', idempotencyKey: `v-${randomUUID()}` });
+    expect(restBad.status).toBe(400);
+    expect(toolError).toBe(true);
+    expect(errorOf(toolBad)).toEqual(errorOf(restBad.body));
   });
 });
 

@@ -6,8 +6,9 @@ import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent, IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
+import { Runs } from '../../kernel/http';
 import { ConfirmWalletDto, ProviderCallbackAckDto, VerificationDto, VerificationStartDto, WalletCheckDto } from './dto/verification.dto';
+import { CONFIRM_WALLET_CHECK, START_IDENTITY_CHECK, START_WALLET_CHECK, VerificationOperations } from './verification.operations';
 import { VerificationService } from './verification.service';
 
 const REJECTED = '403 kyb_rejected once the organisation’s verification is rejected (until the operator reopens it).';
@@ -17,7 +18,10 @@ const REJECTED = '403 kyb_rejected once the organisation’s verification is rej
 @Controller('api/v1/verification')
 @ApiStandardErrors()
 export class VerificationController {
-  constructor(private readonly verification: VerificationService) {}
+  constructor(
+    private readonly verification: VerificationService,
+    private readonly ops: VerificationOperations,
+  ) {}
 
   @Get()
   @RequireScopes('verification:read')
@@ -29,8 +33,7 @@ export class VerificationController {
 
   @Post('checkout')
   @HttpCode(200)
-  @RequireScopes('verification:write')
-  @Idempotent({ required: false, steps: true })
+  @Runs(START_WALLET_CHECK)
   @ApiOperation({
     summary: 'Start the wallet check: an exact USDC amount to send from the payout address',
     description: `Send exactly \`amount\` USDC from \`address\` to \`payTo\` within 90 minutes, then confirm with the transaction hash. A second call while the check is open returns the same one. ${REJECTED}`,
@@ -38,17 +41,12 @@ export class VerificationController {
   @ApiOkResponse({ type: WalletCheckDto })
   @ApiConflictResponse({ description: 'invalid_request: no payout address (details.reason no_payout_address), or the wallet check already passed', type: ErrorBody })
   checkout(@CurrentPrincipal() p: Principal) {
-    // The chain head is read before the idempotent transaction opens (docs/architecture.md §5).
-    return new IdempotentSteps(
-      (prepared: Awaited<ReturnType<VerificationService['walletCheckHead']>>) => this.verification.issueWalletCheck(p.organizationId, prepared),
-      () => this.verification.walletCheckHead(p.organizationId),
-    );
+    return this.ops.startWalletCheck.work({ principal: p, params: {} }, {});
   }
 
   @Post('confirm')
   @HttpCode(200)
-  @RequireScopes('verification:write')
-  @Idempotent({ required: true, steps: true })
+  @Runs(CONFIRM_WALLET_CHECK)
   @ApiOperation({
     summary: 'Confirm the wallet check with the USDC transfer’s transaction hash',
     description: `Verified on chain: from the payout address, to payTo, exactly the amount, mined within the window, not used before; else 400 with details.reason. ${REJECTED}`,
@@ -56,17 +54,12 @@ export class VerificationController {
   @ApiOkResponse({ type: VerificationDto })
   @ApiConflictResponse({ description: 'invalid_request: no wallet check issued, or the transaction is not mined yet (details.reason pending, not recorded)', type: ErrorBody })
   confirm(@CurrentPrincipal() p: Principal, @Body() body: ConfirmWalletDto) {
-    // The on-chain proof first, with no transaction held; then the short locked write.
-    return new IdempotentSteps(
-      (proof: Awaited<ReturnType<VerificationService['proveWalletPayment']>>) => this.verification.recordWalletPayment(p.organizationId, proof),
-      () => this.verification.proveWalletPayment(p.organizationId, body.txHash),
-    );
+    return this.ops.confirmWalletCheck.work({ principal: p, params: {} }, body);
   }
 
   @Post('start')
   @HttpCode(200)
-  @RequireScopes('verification:write')
-  @Idempotent({ required: false, steps: true })
+  @Runs(START_IDENTITY_CHECK)
   @ApiOperation({
     summary: 'Start the identity check with the identity provider; open verificationUrl in a browser',
     description: `A new single-use URL per call until the check is decided. ${REJECTED}`,
@@ -74,11 +67,7 @@ export class VerificationController {
   @ApiOkResponse({ type: VerificationStartDto })
   @ApiConflictResponse({ description: 'invalid_request: the identity check already passed', type: ErrorBody })
   start(@CurrentPrincipal() p: Principal) {
-    // The identity provider is called before the idempotent transaction opens.
-    return new IdempotentSteps(
-      (session: Awaited<ReturnType<VerificationService['createIdentitySession']>>) => this.verification.recordIdentitySession(p.organizationId, session),
-      () => this.verification.createIdentitySession(p.organizationId),
-    );
+    return this.ops.startIdentityCheck.work({ principal: p, params: {} }, {});
   }
 
   /**

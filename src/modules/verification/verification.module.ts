@@ -8,6 +8,7 @@ import { SandboxIdentityProvider } from './sandbox-identity.provider';
 import { StripeIdentityProvider } from './stripe-identity.provider';
 import { VerificationChain } from './verification-chain.service';
 import { VerificationRepository } from './verification.repository';
+import { VerificationOperations } from './verification.operations';
 import { VerificationService } from './verification.service';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { OrganizationVerification, VerificationWalletPayment } from './verification.entity';
@@ -25,6 +26,7 @@ import { OrganizationVerification, VerificationWalletPayment } from './verificat
     VerificationRepository,
     VerificationChain,
     VerificationService,
+    VerificationOperations,
     {
       provide: IdentityProvider,
       inject: [AppConfig],
@@ -32,6 +34,6 @@ import { OrganizationVerification, VerificationWalletPayment } from './verificat
     },
     { provide: VerificationSnapshotSource, useExisting: VerificationService },
   ],
-  exports: [VerificationService, VerificationSnapshotSource],
+  exports: [VerificationService, VerificationOperations, VerificationSnapshotSource],
 })
 export class VerificationModule {}

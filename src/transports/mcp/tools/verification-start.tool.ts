@@ -1,30 +1,20 @@
-import { IdempotentSteps } from '../../../kernel/idempotency/idempotent.decorator';
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { VerificationService } from '../../../modules/verification/verification.service';
-import type { ServiceTool, McpToolContext } from '../mcp-tool';
+import type { Operation } from '../../../kernel/operation';
+import { VerificationOperations } from '../../../modules/verification/verification.operations';
+import type { McpTool } from '../mcp-tool';
 import { idempotencyKey } from './ids';
 
-/** svc_verification_start: POST /api/v1/verification/start. */
+/** svc_verification_start: the operation `start-identity-check` of POST /api/v1/verification/start (declared once in verification.operations.ts). */
 @Injectable()
-export class VerificationStartTool implements ServiceTool {
+export class VerificationStartTool implements McpTool<Record<string, unknown>> {
   readonly name = 'svc_verification_start';
   readonly title = 'Start the identity check';
   readonly description = 'Opens a session with the identity provider; a person opens verificationUrl in a browser to complete it.';
-  readonly scopes = ['verification:write'] as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false };
   readonly input = z.object({ idempotencyKey: idempotencyKey(false) });
-  readonly idempotency = 'optional' as const;
-  constructor(private readonly verification: VerificationService) {}
-  readonly steps = true;
-  /** As its REST twin: the provider call first, then the locked write. */
-  run(ctx: McpToolContext) {
-    const org = ctx.principal.organizationId;
-    return Promise.resolve(
-      new IdempotentSteps(
-        (session: Awaited<ReturnType<VerificationService['createIdentitySession']>>) => this.verification.recordIdentitySession(org, session),
-        () => this.verification.createIdentitySession(org),
-      ),
-    );
+  readonly operation: Operation<Record<string, unknown>>;
+  constructor(ops: VerificationOperations) {
+    this.operation = ops.startIdentityCheck;
   }
 }
