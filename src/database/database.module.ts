@@ -12,7 +12,8 @@ import { TypeOrmTxAdapter } from './transaction';
  */
 @Module({
   imports: [
-    TypeOrmModule.forRootAsync({ inject: [AppConfig], useFactory: (config: AppConfig) => dataSourceOptions(config.env.DATABASE_URL) }),
+    // Entities come from the domain modules' `TypeOrmModule.forFeature` (autoLoadEntities).
+    TypeOrmModule.forRootAsync({ inject: [AppConfig], useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config.env.DATABASE_URL), autoLoadEntities: true }) }),
     ClsModule.forRoot({
       global: true,
       // No per-request middleware: withTransaction opens its own CLS context, and outside one

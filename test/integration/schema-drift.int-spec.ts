@@ -1,7 +1,11 @@
 import { DataSource } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import { dataSourceOptions } from '../../src/database/data-source';
-import { ENTITIES } from '../../src/database/entities';
+import { ENTITIES as LISTED } from '../../src/database/entities';
+import { X402Settlement } from '../../src/modules/x402/x402-settlement.entity';
+
+/** The listed entities and those their module registers itself (`TypeOrmModule.forFeature`, loaded by autoLoadEntities). */
+const ENTITIES = [...LISTED, X402Settlement];
 
 /**
  * Tables the migrations create that no entity maps, each with why (raw-SQL tables). A new table
@@ -18,7 +22,6 @@ const TABLES_WITHOUT_ENTITY: Record<string, string> = {
   invoice_number_counters: 'the next invoice number per organisation, taken under a row lock with raw SQL by the invoices repository',
   relayer_transactions: 'one row per relayer send (signed hash before broadcast), raw SQL in the relayer repository',
   a2a_tasks: 'the A2A task store (A2A v1.0 task JSON per owner and id), raw SQL in A2aTasksRepository',
-  x402_settlements: 'paid retries of our own x402 challenges, raw SQL in X402Service',
   checkout_relays: 'gasless funding relays of the pay page, raw SQL in CheckoutRelayRepository',
 };
 
@@ -91,7 +94,7 @@ describe('schema drift: migrations against entity metadata', () => {
   let db: DbColumn[];
 
   beforeAll(async () => {
-    ds = new DataSource(dataSourceOptions(process.env.DATABASE_URL!));
+    ds = new DataSource({ ...dataSourceOptions(process.env.DATABASE_URL!), entities: ENTITIES });
     await ds.initialize();
     const pending = await ds.showMigrations();
     expect(pending).toBe(false);
