@@ -5,27 +5,17 @@ import type { PaymentPayload } from '@x402/core/types';
 import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
 import { Wallet, hexlify, randomBytes } from 'ethers';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { X402Faults, X402Settlements } from '../../src/modules/x402/x402-settlements.service';
 import { createTestAppWith, TestApp } from '../support/app';
 import { FaultSwitch } from '../support/faults';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
-import { TestChain, USDC } from '../support/chain';
+import { runAtChainTime, TestChain, USDC } from '../support/chain';
+import { freePort } from '../support/processes';
 import { waitFor } from '../support/wait';
 
 jest.setTimeout(180_000);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** `@x402/evm`'s exact-scheme Permit2 proxy and the canonical Permit2 contract (its verify branch). */
 const X402_PERMIT2_PROXY = '0x402085c248EeA27D92E8b30b2C58ed07f9E20001';
@@ -50,13 +40,7 @@ describe('x402 settlement on a real chain', () => {
     await t.app.listen(port, '127.0.0.1');
     chain = new TestChain();
     worker = await startRelayerWorker();
-    // As in x402.e2e-spec: the x402 client and verifier take "now" from Date.now(), the chain from its blocks.
-    const skewMs = (await chain.headTimestamp()) * 1000 - Date.now();
-    if (skewMs > 0) {
-      const realNow = Date.now.bind(Date);
-      const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
-      restoreClock = () => spy.mockRestore();
-    }
+    restoreClock = await runAtChainTime(chain);
   });
   afterAll(async () => {
     restoreClock();
@@ -70,6 +54,13 @@ describe('x402 settlement on a real chain', () => {
   const payloadFor = async (payer: Wallet, url: string): Promise<PaymentPayload> => {
     const challenge = await fetch(url);
     return clientFor(payer).createPaymentPayload(decodePaymentRequiredHeader(challenge.headers.get('payment-required')!));
+  };
+  /** A fetch that pushes every PAYMENT-SIGNATURE header it sends onto `sent`. */
+  const recordingInto = (sent: string[]) => async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    const header = request.headers.get('payment-signature');
+    if (header) sent.push(header);
+    return fetch(request);
   };
   const encode = (payload: unknown) => Buffer.from(JSON.stringify(payload)).toString('base64');
   const relayCount = async (): Promise<number> => Number((await t.dataSource.query(`SELECT count(*)::int AS n FROM relayer_transactions WHERE purpose = 'x402'`))[0].n);
@@ -175,12 +166,7 @@ describe('x402 settlement on a real chain', () => {
     const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const url = challengeUrl(payee.handle, '0.40');
     const sent: string[] = [];
-    const recordingFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
-      const request = new Request(input, init);
-      const header = request.headers.get('payment-signature');
-      if (header) sent.push(header);
-      return fetch(request);
-    };
+    const recordingFetch = recordingInto(sent);
     const payingFetch = wrapFetchWithPayment(recordingFetch as typeof fetch, clientFor(payer));
     const before = await chain.usdcBalance(payee.address);
     await chain.rpc('evm_setAutomine', [false]);
@@ -243,12 +229,7 @@ describe('x402 settlement on a real chain', () => {
     const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const url = challengeUrl(payee.handle, '0.40');
     const sent: string[] = [];
-    const recordingFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
-      const request = new Request(input, init);
-      const header = request.headers.get('payment-signature');
-      if (header) sent.push(header);
-      return fetch(request);
-    };
+    const recordingFetch = recordingInto(sent);
     await worker.close();
     try {
       const first = await wrapFetchWithPayment(recordingFetch as typeof fetch, clientFor(payer))(url);

@@ -6,27 +6,17 @@ import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as FacilitatorExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { Wallet } from 'ethers';
-import { createServer } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { PaymentsService } from '../../src/modules/payments/payments.service';
 import { ethersVerifySigner } from '../../src/modules/x402/evm-facilitator-signer';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, startRelayerWorker } from '../support/agents';
-import { TestChain, USDC } from '../support/chain';
+import { runAtChainTime, TestChain, USDC } from '../support/chain';
+import { freePort } from '../support/processes';
 import { expectError } from '../support/errors';
 
 jest.setTimeout(120_000);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * x402 (docs/architecture.md §14), proven with the official client: `@x402/fetch` pays our challenge
@@ -47,15 +37,7 @@ describe('x402', () => {
     await t.app.listen(port, '127.0.0.1');
     chain = new TestChain();
     worker = await startRelayerWorker();
-    // Other suites move anvil's clock ahead (inspection windows, expiries). x402 clients and the
-    // @x402/evm verifier take "now" from Date.now(), the chain from its blocks: keep them one clock,
-    // as they are on a real network, by running this process's Date.now() at chain time.
-    const skewMs = (await chain.headTimestamp()) * 1000 - Date.now();
-    if (skewMs > 0) {
-      const realNow = Date.now.bind(Date);
-      const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
-      restoreClock = () => spy.mockRestore();
-    }
+    restoreClock = await runAtChainTime(chain);
   });
   afterAll(async () => {
     restoreClock();

@@ -10,8 +10,9 @@ import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.serv
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { RelayerWorkerModule } from '../../src/modules/relayer/relayer.worker.module';
-import type { ProviderOverride, TestApp } from './app';
+import { createTestApp, type ProviderOverride, type TestApp } from './app';
 import { TestChain, USDC } from './chain';
+import { createOrg, type TestOrg } from './factories';
 
 @Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), RelayerWorkerModule] })
 class RelayerOnlyWorkerModule {}
@@ -32,6 +33,38 @@ export async function startRelayerWorker(overrides: ProviderOverride[] = []): Pr
   app.useLogger(app.get(Logger));
   await app.init();
   return app;
+}
+
+/** The api test app, a chain client and a relayer worker in this process: what the agent payment suites start with. */
+export interface AgentStack {
+  t: TestApp;
+  chain: TestChain;
+  worker: INestApplicationContext;
+  /** Closes the worker, the app and the chain client (each only if started). */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts an {@link AgentStack}: `createTestApp(env)`, a {@link TestChain} and {@link startRelayerWorker}.
+ * Use in `beforeAll` and close it in `afterAll`.
+ */
+export async function startAgentStack(env: Record<string, string> = {}): Promise<AgentStack> {
+  const stack = { t: await createTestApp(env), chain: new TestChain() } as AgentStack;
+  stack.close = async () => {
+    await stack.worker?.close();
+    await stack.t?.close();
+    stack.chain?.close();
+  };
+  stack.worker = await startRelayerWorker();
+  return stack;
+}
+
+/** A seller organisation (handle `seller-…`) whose payout address is a fresh wallet with ETH, for agent escrows. */
+export async function createSeller(t: TestApp, chain: TestChain): Promise<{ wallet: Awaited<ReturnType<TestChain['wallet']>>; handle: string; org: TestOrg }> {
+  const wallet = await chain.wallet();
+  const handle = `seller-${randomUUID().slice(0, 8)}`;
+  const org = await createOrg(t.app, { payoutAddress: wallet.address, handle });
+  return { wallet, handle, org };
 }
 
 /** A payee organisation with a fresh payout wallet. */
