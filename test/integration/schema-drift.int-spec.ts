@@ -2,10 +2,12 @@ import { DataSource } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import { dataSourceOptions } from '../../src/database/data-source';
 import { ENTITIES as LISTED } from '../../src/database/entities';
+import { A2aTask } from '../../src/modules/a2a/a2a-task.entity';
+import { CheckoutRelay } from '../../src/modules/checkout-relay/checkout-relay.entity';
 import { X402Settlement } from '../../src/modules/x402/x402-settlement.entity';
 
 /** The listed entities and those their module registers itself (`TypeOrmModule.forFeature`, loaded by autoLoadEntities). */
-const ENTITIES = [...LISTED, X402Settlement];
+const ENTITIES = [...LISTED, X402Settlement, A2aTask, CheckoutRelay];
 
 /**
  * Tables the migrations create that no entity maps, each with why (raw-SQL tables). A new table
@@ -21,8 +23,6 @@ const TABLES_WITHOUT_ENTITY: Record<string, string> = {
   relayer_nonces: 'nonce allocation per relayer key, raw SQL under a row lock in the relayer repository',
   invoice_number_counters: 'the next invoice number per organisation, taken under a row lock with raw SQL by the invoices repository',
   relayer_transactions: 'one row per relayer send (signed hash before broadcast), raw SQL in the relayer repository',
-  a2a_tasks: 'the A2A task store (A2A v1.0 task JSON per owner and id), raw SQL in A2aTasksRepository',
-  checkout_relays: 'gasless funding relays of the pay page, raw SQL in CheckoutRelayRepository',
 };
 
 /**

@@ -28,7 +28,11 @@ export interface RelayTxRow {
   filledBy: string | null;
 }
 
-/** Postgres I/O of relayer transactions and nonces (docs/architecture.md §5); runs in the caller's transaction. */
+/**
+ * Postgres I/O of relayer transactions and nonces (docs/architecture.md §5); runs in the caller's
+ * transaction. Raw SQL on purpose: nonces are allocated under a row lock, and signed hashes are
+ * appended to a row's history in the same statement that records the send.
+ */
 @Injectable()
 export class RelayerRepository {
   constructor(private readonly txHost: TransactionHost) {}
