@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { escrowKeyFromId } from '@lib/chain';
 import type { TestApp } from '../support/app';
-import { AgentStack, createAgent, createSeller, settleUntil, startAgentStack, TestAgent } from '../support/agents';
+import { createAgent, createSeller, settleUntil, useAgentStack, TestAgent } from '../support/agents';
 import { checkoutEvents, indexUntilStatus, TestChain, USDC } from '../support/chain';
 import type { TestOrg } from '../support/factories';
 
@@ -9,12 +9,7 @@ import type { TestOrg } from '../support/factories';
 describe('agent escrows (POST /agent-escrows)', () => {
   let t: TestApp;
   let chain: TestChain;
-  let stack: AgentStack;
-
-  beforeAll(async () => {
-    ({ t, chain } = stack = await startAgentStack());
-  });
-  afterAll(() => stack?.close());
+  useAgentStack({}, (s) => ({ t, chain } = s));
 
   const seller = () => createSeller(t, chain);
   const open = (agent: TestAgent, body: Record<string, unknown>, key = `esc-${randomUUID()}`) =>

@@ -1,6 +1,6 @@
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
-import { AgentStack, createAgent, createPayee, pay, paymentRows, startAgentStack } from '../support/agents';
+import { createAgent, createPayee, pay, paymentRows, useAgentStack } from '../support/agents';
 import type { TestApp } from '../support/app';
 import { createCheckout, createParties, fundOnChain, getCheckout, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
@@ -15,12 +15,7 @@ jest.setTimeout(120_000);
 describe('confirmations: one rule for every reader of the chain', () => {
   let t: TestApp;
   let chain: TestChain;
-  let stack: AgentStack;
-
-  beforeAll(async () => {
-    ({ t, chain } = stack = await startAgentStack({ CONFIRMATIONS: '2' }));
-  });
-  afterAll(() => stack?.close());
+  useAgentStack({ env: { CONFIRMATIONS: '2' } }, (s) => ({ t, chain } = s));
 
   it('a funded checkout stays open until its funding block is two blocks below head, then is funded', async () => {
     const indexer = t.app.get(EscrowIndexer);

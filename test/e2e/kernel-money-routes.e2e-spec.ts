@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { escrowKeyFromId } from '@lib/chain';
 import type { TestApp } from '../support/app';
-import { AgentStack, createAgent, createPayee, createSeller, pay, startAgentStack } from '../support/agents';
+import { createAgent, createPayee, createSeller, pay, useAgentStack } from '../support/agents';
 import { indexUntilStatus, TestChain, USDC } from '../support/chain';
 
 /**
@@ -12,12 +12,7 @@ import { indexUntilStatus, TestChain, USDC } from '../support/chain';
 describe('money routes under the one idempotency service', () => {
   let t: TestApp;
   let chain: TestChain;
-  let stack: AgentStack;
-
-  beforeAll(async () => {
-    ({ t, chain } = stack = await startAgentStack());
-  });
-  afterAll(() => stack?.close());
+  useAgentStack({}, (s) => ({ t, chain } = s));
 
   it('POST /payments: the first answer says Idempotent-Replayed: false, its replay true with the same payment; a stored refusal replays with true too', async () => {
     const payee = await createPayee(t, chain);

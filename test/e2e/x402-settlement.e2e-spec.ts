@@ -1,4 +1,3 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload } from '@x402/core/types';
@@ -8,11 +7,10 @@ import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { X402Faults, X402Settlements } from '../../src/modules/x402/x402-settlements.service';
-import { createTestAppWith, TestApp } from '../support/app';
+import type { TestApp } from '../support/app';
 import { FaultSwitch } from '../support/faults';
-import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
-import { runAtChainTime, TestChain, USDC } from '../support/chain';
-import { freePort } from '../support/processes';
+import { AgentStack, createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, useAgentStack } from '../support/agents';
+import { TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
 
 jest.setTimeout(180_000);
@@ -28,26 +26,13 @@ const PERMIT2 = '0x000000000022D473030F116dDEE9F6B43aC78BA3';
 describe('x402 settlement on a real chain', () => {
   let t: TestApp;
   let chain: TestChain;
-  let worker: INestApplicationContext;
+  let stack: AgentStack;
   const x402Faults = new FaultSwitch<'after_reserved'>();
   let base: string;
-  let restoreClock = () => {};
-
-  beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await createTestAppWith([{ provide: X402Faults, useValue: x402Faults }], { API_BASE_URL: base, X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' });
-    await t.app.listen(port, '127.0.0.1');
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-    restoreClock = await runAtChainTime(chain);
-  });
-  afterAll(async () => {
-    restoreClock();
-    chain?.close();
-    await worker?.close();
-    await t?.close();
-  });
+  useAgentStack(
+    { overrides: [{ provide: X402Faults, useValue: x402Faults }], env: { X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' }, listen: true, chainTime: true },
+    (s) => ({ t, chain, base } = stack = s),
+  );
 
   const challengeUrl = (to: string, amount: string) => `${base}/api/v1/x402/challenge?to=${to}&amount=${amount}`;
   const clientFor = (payer: Wallet) => new x402Client().register('eip155:31337', new ClientExactEvmScheme(privateKeyToAccount(payer.privateKey as `0x${string}`))).setSpendControls(false);
@@ -230,7 +215,7 @@ describe('x402 settlement on a real chain', () => {
     const url = challengeUrl(payee.handle, '0.40');
     const sent: string[] = [];
     const recordingFetch = recordingInto(sent);
-    await worker.close();
+    await stack.worker.close();
     try {
       const first = await wrapFetchWithPayment(recordingFetch as typeof fetch, clientFor(payer))(url);
       expect(first.status).toBe(402);
@@ -238,7 +223,7 @@ describe('x402 settlement on a real chain', () => {
       expect(first.headers.get('retry-after')).toBeTruthy();
       expect((await t.dataSource.query(`SELECT status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]))[0].status).toBe('pending');
     } finally {
-      worker = await startRelayerWorker();
+      stack.worker = await startRelayerWorker();
     }
     const paid = await waitFor(
       async () => {

@@ -1,4 +1,3 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, decodePaymentSignatureHeader, encodePaymentRequiredHeader } from '@x402/core/http';
 import type { PaymentRequirements } from '@x402/core/types';
@@ -10,10 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { PaymentsService } from '../../src/modules/payments/payments.service';
 import { ethersVerifySigner } from '../../src/modules/x402/evm-facilitator-signer';
-import { createTestApp, TestApp } from '../support/app';
-import { createAgent, createPayee, startRelayerWorker } from '../support/agents';
-import { runAtChainTime, TestChain, USDC } from '../support/chain';
-import { freePort } from '../support/processes';
+import type { TestApp } from '../support/app';
+import { createAgent, createPayee, useAgentStack } from '../support/agents';
+import { TestChain, USDC } from '../support/chain';
 import { expectError } from '../support/errors';
 
 jest.setTimeout(120_000);
@@ -26,25 +24,8 @@ jest.setTimeout(120_000);
 describe('x402', () => {
   let t: TestApp;
   let chain: TestChain;
-  let worker: INestApplicationContext;
   let base: string;
-  let restoreClock = () => {};
-
-  beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ API_BASE_URL: base, X402_MIN_AMOUNT: '0.01' });
-    await t.app.listen(port, '127.0.0.1');
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-    restoreClock = await runAtChainTime(chain);
-  });
-  afterAll(async () => {
-    restoreClock();
-    chain?.close();
-    await worker?.close();
-    await t?.close();
-  });
+  useAgentStack({ env: { X402_MIN_AMOUNT: '0.01' }, listen: true, chainTime: true }, (s) => ({ t, chain, base } = s));
 
   const challengeUrl = (to: string, amount: string) => `${base}/api/v1/x402/challenge?to=${to}&amount=${amount}`;
 

@@ -10,9 +10,10 @@ import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.serv
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { RelayerWorkerModule } from '../../src/modules/relayer/relayer.worker.module';
-import { createTestApp, type ProviderOverride, type TestApp } from './app';
-import { TestChain, USDC } from './chain';
+import { createTestApp, createTestAppWith, type ProviderOverride, type TestApp } from './app';
+import { runAtChainTime, TestChain, USDC } from './chain';
 import { createOrg, type TestOrg } from './factories';
+import { freePort } from './processes';
 
 @Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), RelayerWorkerModule] })
 class RelayerOnlyWorkerModule {}
@@ -39,24 +40,56 @@ export async function startRelayerWorker(overrides: ProviderOverride[] = []): Pr
 export interface AgentStack {
   t: TestApp;
   chain: TestChain;
+  /** The relayer worker; a test that replaces it sets the new one here, so {@link close} closes that one. */
   worker: INestApplicationContext;
-  /** Closes the worker, the app and the chain client (each only if started). */
+  /** With `listen`: the api's base URL (`http://127.0.0.1:<port>`), also its API_BASE_URL. */
+  base: string;
+  /** Gives Date.now() back (with `chainTime`), closes the worker, the app and the chain client (each only if started). */
   close(): Promise<void>;
 }
 
-/**
- * Starts an {@link AgentStack}: `createTestApp(env)`, a {@link TestChain} and {@link startRelayerWorker}.
- * Use in `beforeAll` and close it in `afterAll`.
- */
-export async function startAgentStack(env: Record<string, string> = {}): Promise<AgentStack> {
-  const stack = { t: await createTestApp(env), chain: new TestChain() } as AgentStack;
+/** How {@link startAgentStack} builds the app. */
+export interface AgentStackOptions {
+  /** Environment overrides for the app. */
+  env?: Record<string, string>;
+  /** Providers replaced in the app (createTestAppWith; without them createTestApp). */
+  overrides?: ProviderOverride[];
+  /** Listen on a free port of 127.0.0.1 and name it API_BASE_URL (for clients that follow absolute URLs, as x402's). */
+  listen?: boolean;
+  /** Run this process's Date.now() at the chain's time ({@link runAtChainTime}). */
+  chainTime?: boolean;
+}
+
+/** Starts an {@link AgentStack}: the test app, a {@link TestChain} and {@link startRelayerWorker}. */
+export async function startAgentStack(options: AgentStackOptions = {}): Promise<AgentStack> {
+  const port = options.listen ? await freePort() : 0;
+  const base = options.listen ? `http://127.0.0.1:${port}` : '';
+  const env = options.listen ? { ...options.env, API_BASE_URL: base } : (options.env ?? {});
+  let restoreClock = () => {};
+  const stack = { base, t: options.overrides ? await createTestAppWith(options.overrides, env) : await createTestApp(env), chain: new TestChain() } as AgentStack;
   stack.close = async () => {
+    restoreClock();
     await stack.worker?.close();
     await stack.t?.close();
     stack.chain?.close();
   };
+  if (options.listen) await stack.t.app.listen(port, '127.0.0.1');
   stack.worker = await startRelayerWorker();
+  if (options.chainTime) restoreClock = await runAtChainTime(stack.chain);
   return stack;
+}
+
+/**
+ * Starts an {@link AgentStack} in the calling `describe`'s `beforeAll` and hands it to `take` (to
+ * assign the suite's variables), and closes it in its `afterAll`.
+ */
+export function useAgentStack(options: AgentStackOptions, take: (stack: AgentStack) => void): void {
+  let stack: AgentStack | undefined;
+  beforeAll(async () => {
+    stack = await startAgentStack(options);
+    take(stack);
+  });
+  afterAll(() => stack?.close());
 }
 
 /** A seller organisation (handle `seller-…`) whose payout address is a fresh wallet with ETH, for agent escrows. */
