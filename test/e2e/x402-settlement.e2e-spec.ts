@@ -47,6 +47,17 @@ describe('x402 settlement on a real chain', () => {
     if (header) sent.push(header);
     return fetch(request);
   };
+  /** Pays `url` with `header` while the settle crashes right after its reservation (answer 500); returns the settlement row of `payer`. */
+  const crashAfterReservation = async (url: string, header: string, payer: string): Promise<{ id: string; status: string }> => {
+    x402Faults.at = 'after_reserved';
+    try {
+      expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
+    } finally {
+      x402Faults.at = null;
+    }
+    const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.toLowerCase()]);
+    return row;
+  };
   const encode = (payload: unknown) => Buffer.from(JSON.stringify(payload)).toString('base64');
   const relayCount = async (): Promise<number> => Number((await t.dataSource.query(`SELECT count(*)::int AS n FROM relayer_transactions WHERE purpose = 'x402'`))[0].n);
 
@@ -189,14 +200,7 @@ describe('x402 settlement on a real chain', () => {
     const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const url = challengeUrl(payee.handle, '0.50');
     const header = encode(await payloadFor(payer, url));
-    const faults = x402Faults;
-    faults.at = 'after_reserved';
-    try {
-      expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
-    } finally {
-      faults.at = null;
-    }
-    const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]);
+    const row = await crashAfterReservation(url, header, payer.address);
     expect(row.status).toBe('pending');
     expect(await t.dataSource.query(`SELECT id FROM relayer_transactions WHERE reference = $1`, [row.id])).toEqual([]);
     // The crashed request's lease runs out (its length is RELAYER_WAIT_MS + X402_RECEIPT_WAIT_MS + 10 s).
@@ -244,14 +248,7 @@ describe('x402 settlement on a real chain', () => {
     const url = challengeUrl(payee.handle, '0.30');
     const payload = await payloadFor(payer, url);
     const header = encode(payload);
-    const faults = x402Faults;
-    faults.at = 'after_reserved';
-    try {
-      expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
-    } finally {
-      faults.at = null;
-    }
-    const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]);
+    const row = await crashAfterReservation(url, header, payer.address);
     expect(row.status).toBe('pending');
     const validBefore = Number((payload.payload as { authorization: { validBefore: string } }).authorization.validBefore);
     await chain.increaseTime(validBefore - (await chain.headTimestamp()) + 1);
