@@ -30,7 +30,7 @@ describe('x402 settlement on a real chain', () => {
   const x402Faults = new FaultSwitch<'after_reserved'>();
   let base: string;
   useAgentStack(
-    { overrides: [{ provide: X402Faults, useValue: x402Faults }], env: { X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' }, listen: true, chainTime: true },
+    { overrides: [{ provide: X402Faults, useValue: x402Faults }], env: { X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' }, listen: 'named', chainTime: true },
     (s) => ({ t, chain, base } = stack = s),
   );
 

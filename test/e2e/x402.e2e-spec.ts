@@ -25,7 +25,7 @@ describe('x402', () => {
   let t: TestApp;
   let chain: TestChain;
   let base: string;
-  useAgentStack({ env: { X402_MIN_AMOUNT: '0.01' }, listen: true, chainTime: true }, (s) => ({ t, chain, base } = s));
+  useAgentStack({ env: { X402_MIN_AMOUNT: '0.01' }, listen: 'named', chainTime: true }, (s) => ({ t, chain, base } = s));
 
   const challengeUrl = (to: string, amount: string) => `${base}/api/v1/x402/challenge?to=${to}&amount=${amount}`;
 

@@ -2,6 +2,7 @@ import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { Logger } from 'nestjs-pino';
 import { PROCESS_SECRETS } from '../../src/config/secrets';
 import { CoreModule } from '../../src/core.module';
@@ -42,7 +43,7 @@ export interface AgentStack {
   chain: TestChain;
   /** The relayer worker; a test that replaces it sets the new one here, so {@link close} closes that one. */
   worker: INestApplicationContext;
-  /** With `listen`: the api's base URL (`http://127.0.0.1:<port>`), also its API_BASE_URL. */
+  /** With `listen`: the api's base URL (`http://127.0.0.1:<port>`). */
   base: string;
   /** Gives Date.now() back (with `chainTime`), closes the worker, the app and the chain client (each only if started). */
   close(): Promise<void>;
@@ -54,26 +55,31 @@ export interface AgentStackOptions {
   env?: Record<string, string>;
   /** Providers replaced in the app (createTestAppWith; without them createTestApp). */
   overrides?: ProviderOverride[];
-  /** Listen on a free port of 127.0.0.1 and name it API_BASE_URL (for clients that follow absolute URLs, as x402's). */
-  listen?: boolean;
+  /**
+   * Listen on 127.0.0.1: `named`, on a free port whose URL is also API_BASE_URL (for clients that
+   * follow the absolute URLs the api names, as x402's); `any`, on any port, API_BASE_URL untouched.
+   */
+  listen?: 'named' | 'any';
   /** Run this process's Date.now() at the chain's time ({@link runAtChainTime}). */
   chainTime?: boolean;
 }
 
 /** Starts an {@link AgentStack}: the test app, a {@link TestChain} and {@link startRelayerWorker}. */
 export async function startAgentStack(options: AgentStackOptions = {}): Promise<AgentStack> {
-  const port = options.listen ? await freePort() : 0;
-  const base = options.listen ? `http://127.0.0.1:${port}` : '';
-  const env = options.listen ? { ...options.env, API_BASE_URL: base } : (options.env ?? {});
+  const port = options.listen === 'named' ? await freePort() : 0;
+  const env = options.listen === 'named' ? { ...options.env, API_BASE_URL: `http://127.0.0.1:${port}` } : (options.env ?? {});
   let restoreClock = () => {};
-  const stack = { base, t: options.overrides ? await createTestAppWith(options.overrides, env) : await createTestApp(env), chain: new TestChain() } as AgentStack;
+  const stack = { base: '', t: options.overrides ? await createTestAppWith(options.overrides, env) : await createTestApp(env), chain: new TestChain() } as AgentStack;
   stack.close = async () => {
     restoreClock();
     await stack.worker?.close();
     await stack.t?.close();
     stack.chain?.close();
   };
-  if (options.listen) await stack.t.app.listen(port, '127.0.0.1');
+  if (options.listen) {
+    await stack.t.app.listen(port, '127.0.0.1');
+    stack.base = `http://127.0.0.1:${(stack.t.app.getHttpServer().address() as AddressInfo).port}`;
+  }
   stack.worker = await startRelayerWorker();
   if (options.chainTime) restoreClock = await runAtChainTime(stack.chain);
   return stack;
