@@ -23,6 +23,25 @@ module.exports = {
       },
     },
     {
+      name: 'layers-point-down',
+      severity: 'error',
+      comment: 'the folders are a map (STYLE.md "Layout", DESIGN §17): common, database and config know no room above them; the kernel and the chain room name no domain and no transport; domain modules never import a transport',
+      from: { path: '^src/(common|database|config|tracing)/' },
+      to: { path: '^src/(kernel|chain|modules|transports)/' },
+    },
+    {
+      name: 'kernel-and-chain-name-no-domain',
+      severity: 'error',
+      from: { path: '^src/(kernel|chain)/' },
+      to: { path: '^src/(modules|transports)/' },
+    },
+    {
+      name: 'domains-never-import-transports',
+      severity: 'error',
+      from: { path: '^src/modules/' },
+      to: { path: '^src/transports/' },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: { path: '^(src|libs)/' },
@@ -39,7 +58,7 @@ module.exports = {
       name: 'controllers-only-in-http-modules',
       severity: 'error',
       comment: 'a controller is registered by its feature\'s http module only (health is served by every process and keeps its own module)',
-      from: { path: '^src/', pathNot: ['\\.http\\.module\\.ts$', '\\.controller\\.ts$', '^src/modules/health/'] },
+      from: { path: '^src/', pathNot: ['\\.http\\.module\\.ts$', '\\.controller\\.ts$', '^src/transports/health/'] },
       to: { path: '\\.controller\\.ts$' },
     },
     {
@@ -47,7 +66,7 @@ module.exports = {
       severity: 'error',
       comment: 'the worker serves health, metrics and Bull Board only, the CLI no HTTP at all: nothing they load may reach an api controller or http module',
       from: { path: '^src/(worker|cli)(\\.module)?\\.ts$' },
-      to: { path: '\\.(controller|http\\.module)\\.ts$', pathNot: '^src/modules/health/', reachable: true },
+      to: { path: '\\.(controller|http\\.module)\\.ts$', pathNot: '^src/transports/health/', reachable: true },
     },
     {
       name: 'no-test-imports-in-production',

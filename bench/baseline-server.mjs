@@ -30,7 +30,7 @@ const COLLECTION = '/api/v1/checkout-sessions';
 const pool = new pg.Pool({ connectionString: DATABASE_URL, max: Number(process.env.PG_POOL_MAX ?? 20) });
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const REDIS_PREFIX = process.env.REDIS_PREFIX ?? 'pcp';
-// The api's fixed-window counter (src/common/rate-limit/redis-throttler.storage.ts), run the same way.
+// The api's fixed-window counter (src/kernel/rate-limit/redis-throttler.storage.ts), run the same way.
 redis.defineCommand('rateLimit', {
   numberOfKeys: 1,
   lua: `

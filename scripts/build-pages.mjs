@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Bundles the hosted pages' one script (docs/architecture.md §16) with esbuild:
-// src/modules/pay-page/client/main.ts (TypeScript, viem) → dist/pay-page/pay.js and the console's
-// src/modules/console/client/main.ts → dist/console/console.js, minified, for browsers. Part of `npm run build` (after nest build, which empties dist/). The api serves it as
+// src/transports/pages/pay/client/main.ts (TypeScript, viem) → dist/pay-page/pay.js and the console's
+// src/transports/pages/console/client/main.ts → dist/console/console.js, minified, for browsers. Part of `npm run build` (after nest build, which empties dist/). The api serves it as
 // /assets/pay.js?v=<content hash>.
 import { build } from 'esbuild';
 import { dirname, join } from 'node:path';
@@ -9,12 +9,12 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 for (const [entry, out] of [
-  [['pay-page', 'client', 'main.ts'], ['pay-page', 'pay.js']],
+  [['pay', 'client', 'main.ts'], ['pay-page', 'pay.js']],
   [['console', 'client', 'main.ts'], ['console', 'console.js']],
 ]) {
 const outfile = join(root, 'dist', ...out);
 const result = await build({
-  entryPoints: [join(root, 'src', 'modules', ...entry)],
+  entryPoints: [join(root, 'src', 'transports', 'pages', ...entry)],
   outfile,
   bundle: true,
   minify: true,

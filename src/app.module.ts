@@ -1,9 +1,9 @@
 import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
-import { AuthGuard, CredentialConfirmGuard } from './common/auth/auth.guard';
+import { AuthGuard, CredentialConfirmGuard } from './kernel/auth/auth.guard';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
-import { IdempotencyInterceptor } from './common/idempotency/idempotency.interceptor';
-import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
+import { IdempotencyInterceptor } from './kernel/idempotency/idempotency.interceptor';
+import { RateLimitGuard } from './kernel/rate-limit/rate-limit.guard';
 import { KernelModule } from './kernel/kernel.module';
 import { CoreModule } from './core.module';
 import { PROCESS_SECRETS } from './config/secrets';
@@ -12,11 +12,11 @@ import { EscrowHttpModule } from './modules/escrow/escrow.http.module';
 import { FeesHttpModule } from './modules/fees/fees.http.module';
 import { CheckoutRelayHttpModule } from './modules/checkout-relay/checkout-relay.http.module';
 import { MandatesHttpModule } from './modules/mandates/mandates.http.module';
-import { X402HttpModule } from './modules/x402/x402.http.module';
-import { PayPageHttpModule } from './modules/pay-page/pay-page.http.module';
-import { HealthModule } from './modules/health/health.module';
-import { HttpMetricsMiddleware } from './modules/health/metrics';
-import { McpModule } from './modules/mcp/mcp.module';
+import { X402HttpModule } from './transports/x402/x402.http.module';
+import { PayPageHttpModule } from './transports/pages/pay/pay-page.http.module';
+import { HealthModule } from './transports/health/health.module';
+import { HttpMetricsMiddleware } from './common/metrics';
+import { McpModule } from './transports/mcp/mcp.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
 import { OrgsHttpModule } from './modules/orgs/orgs.http.module';
 import { WebhooksHttpModule } from './modules/webhooks/webhooks.http.module';
@@ -26,9 +26,9 @@ import { AgentEscrowsHttpModule } from './modules/agent-escrows/agent-escrows.ht
 import { VerificationHttpModule } from './modules/verification/verification.http.module';
 import { OfferingsHttpModule } from './modules/offerings/offerings.http.module';
 import { InvoicesHttpModule } from './modules/invoices/invoices.http.module';
-import { A2aHttpModule } from './modules/a2a/a2a.http.module';
-import { ConsoleModule } from './modules/console/console.module';
-import { ConsoleHttpModule } from './modules/console/console.http.module';
+import { A2aHttpModule } from './transports/a2a/a2a.http.module';
+import { ConsoleModule } from './transports/pages/console/console.module';
+import { ConsoleHttpModule } from './transports/pages/console/console.http.module';
 
 /**
  * The api process (docs/architecture.md §1–2): request id → per-IP allowance of failed
@@ -41,7 +41,7 @@ import { ConsoleHttpModule } from './modules/console/console.http.module';
 @Module({
   imports: [
     CoreModule.forProcess({ name: 'api', secrets: PROCESS_SECRETS.api }),
-    KernelModule,
+    KernelModule.forRoot({ credentials: OrgsModule }),
     HealthModule,
     OrgsModule,
     FeesHttpModule,

@@ -6,10 +6,10 @@ import { EscrowModule } from './modules/escrow/escrow.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
 import { AgentsModule } from './modules/agents/agents.module';
 import { MandatesModule } from './modules/mandates/mandates.module';
-import { RelayerModule } from './modules/relayer/relayer.module';
+import { RelayerModule } from './chain/relayer/relayer.module';
 import { VerificationModule } from './modules/verification/verification.module';
 import { InvoicesModule } from './modules/invoices/invoices.module';
-import { ReconciliationModule } from './modules/reconciliation/reconciliation.module';
+import { ReconciliationModule } from './chain/reconciliation/reconciliation.module';
 
 /**
  * Providers the operator CLI uses: the features' service modules, never their `*.http.module.ts`,

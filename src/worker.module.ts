@@ -3,26 +3,27 @@ import { ExpressAdapter } from '@bull-board/express';
 import { BullBoardModule } from '@bull-board/nestjs';
 import type { BullBoardModuleOptions } from '@bull-board/nestjs/dist/bull-board.types';
 import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
-import { operatorAuth } from './common/auth/operator-auth.middleware';
+import { operatorAuth } from './kernel/auth/operator-auth.middleware';
 import { AppConfig } from './config/app-config';
 import { CoreModule } from './core.module';
 import { PROCESS_SECRETS } from './config/secrets';
-import { IdempotencyReaperModule, MAINTENANCE_QUEUE } from './common/idempotency/idempotency-reaper.module';
+import { IdempotencyReaperModule, MAINTENANCE_QUEUE } from './kernel/idempotency/idempotency-reaper.module';
 import { CHAIN_QUEUE, EscrowJobsModule } from './modules/escrow/escrow-jobs.processor';
-import { HealthModule } from './modules/health/health.module';
-import { HttpMetricsMiddleware } from './modules/health/metrics';
+import { HealthModule } from './transports/health/health.module';
+import { HttpMetricsMiddleware } from './common/metrics';
 import { OutboxRelayProcessor } from './modules/webhooks/delivery/outbox-relay.processor';
 import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-delivery.module';
 import { WebhookDeliveryProcessor } from './modules/webhooks/delivery/webhook-delivery.processor';
 import { WEBHOOK_JOBS_QUEUE, WebhookJobsModule } from './modules/webhooks/delivery/webhook-jobs.processor';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WEBHOOK_DELIVERY_QUEUE } from './modules/webhooks/webhooks.queue';
+import { AgentEscrowsModule } from './modules/agent-escrows/agent-escrows.module';
 import { PAYMENT_AUTHORIZATIONS_QUEUE, PAYMENTS_QUEUE, PaymentsWorkerModule } from './modules/payments/payments.worker.module';
-import { RELAYER_QUEUE } from './modules/relayer/relayer.queue';
-import { RelayerWorkerModule } from './modules/relayer/relayer.worker.module';
+import { RELAYER_QUEUE } from './chain/relayer/relayer.queue';
+import { RelayerWorkerModule } from './chain/relayer/relayer.worker.module';
 import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
-import { RECONCILE_QUEUE, ReconciliationWorkerModule } from './modules/reconciliation/reconciliation.worker.module';
-import { X402_QUEUE, X402WorkerModule } from './modules/x402/x402.worker.module';
+import { RECONCILE_QUEUE, ReconciliationWorkerModule } from './chain/reconciliation/reconciliation.worker.module';
+import { X402_QUEUE, X402WorkerModule } from './transports/x402/x402.worker.module';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -53,6 +54,9 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     IdempotencyReaperModule,
     RelayerWorkerModule,
     PaymentsWorkerModule,
+    // The payment modes register with PaymentsService when their module loads (the "escrow" mode
+    // here), so the worker's sweep settles agent escrows too.
+    AgentEscrowsModule,
     InvoicesWorkerModule,
     ReconciliationWorkerModule,
     X402WorkerModule,

@@ -1,6 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import { MERCHANT_SCOPES } from '../common/auth/scopes';
+import { MERCHANT_SCOPES } from '../kernel/auth/scopes';
 import { TransactionHost, TxHost } from '../database/transaction';
 import { EscrowService } from '../modules/escrow/escrow.service';
 import { ESCROW_ACTIONS, EscrowApiAction } from '../modules/escrow/escrow.state';
@@ -8,13 +8,13 @@ import { OrgsService } from '../modules/orgs/orgs.service';
 import { AgentsService, PolicyInput } from '../modules/agents/agents.service';
 import { MandatesService } from '../modules/mandates/mandates.service';
 import { signIntentMandate } from '../modules/mandates/mandate-signing';
-import { ChainAccess } from '../modules/relayer/chain-access.service';
+import { ChainAccess } from '../chain/chain-access.service';
 import { formatAmount } from '@lib/money';
 import { OPERATOR_DECISIONS, OperatorDecision } from '../modules/verification/verification.state';
 import { VerificationService } from '../modules/verification/verification.service';
 import { ANVIL_KEYS, anvilKey, deployEscrowContract } from '@lib/chain';
 import { EscrowChainService } from '../modules/escrow/escrow-chain.service';
-import { ReconciliationService } from '../modules/reconciliation/reconciliation.service';
+import { ReconciliationService } from '../chain/reconciliation/reconciliation.service';
 import { Wallet } from 'ethers';
 import { listOption, ParsedArgs, requireOption, UsageError } from './args';
 

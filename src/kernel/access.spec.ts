@@ -1,5 +1,5 @@
-import { expandScopes } from '../common/auth/scopes';
-import type { Principal } from '../common/auth/principal';
+import { expandScopes } from './auth/scopes';
+import type { Principal } from './auth/principal';
 import { accessRefusal } from './access';
 
 const principal = (kind: Principal['kind'], granted: string[]): Principal => ({

@@ -1,4 +1,4 @@
-import type { Principal } from '../common/auth/principal';
+import type { Principal } from './auth/principal';
 import { AppError } from '../common/errors/app-error';
 import type { Access } from './operation';
 

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { CredentialCache, CredentialRevocations, revocationHandle } from '../common/auth/credential-cache';
-import { Principal, PrincipalResolver } from '../common/auth/principal';
-import { hashSecret } from '../common/auth/secrets';
+import { CredentialCache, CredentialRevocations, revocationHandle } from './auth/credential-cache';
+import { Principal, PrincipalResolver } from './auth/principal';
+import { hashSecret } from './auth/secrets';
 import { AppError } from '../common/errors/app-error';
-import { AuthFailureLimiter } from '../common/rate-limit/auth-failure.limiter';
+import { AuthFailureLimiter } from './rate-limit/auth-failure.limiter';
 
 /** The parts of a request authentication reads: its headers and the client address. */
 export type CredentialSource = Pick<Request, 'header' | 'ip'>;

@@ -1,6 +1,6 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
-import { RequireAgentKey, RequireScopes } from '../common/auth/auth.decorators';
-import { Idempotent } from '../common/idempotency/idempotent.decorator';
+import { RequireAgentKey, RequireScopes } from './auth/auth.decorators';
+import { Idempotent } from './idempotency/idempotent.decorator';
 import type { OperationSpec } from './operation';
 
 /** Route metadata: the credential kinds a route admits (read by the auth guard). */

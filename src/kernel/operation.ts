@@ -1,7 +1,7 @@
 import type { ClassConstructor } from 'class-transformer';
-import type { Principal } from '../common/auth/principal';
-import type { Scope } from '../common/auth/scopes';
-import type { AnyIdempotentWork } from '../common/idempotency/idempotency.service';
+import type { Principal } from './auth/principal';
+import type { Scope } from './auth/scopes';
+import type { AnyIdempotentWork } from './idempotency/idempotency.service';
 
 /**
  * The kinds of credential a principal can come from (DESIGN §3, §17). A new kind (the console's

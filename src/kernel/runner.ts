@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import type { Principal } from '../common/auth/principal';
+import type { Principal } from './auth/principal';
 import { AppError } from '../common/errors/app-error';
-import { canonicalJson, sha256Hex } from '../common/idempotency/fingerprint';
-import { resolveIdempotencyKey } from '../common/idempotency/idempotency.interceptor';
-import { IdempotencyService, outcomeError } from '../common/idempotency/idempotency.service';
-import { operationScope, runUnkeyed } from '../common/idempotency/idempotent.decorator';
+import { canonicalJson, sha256Hex } from './idempotency/fingerprint';
+import { resolveIdempotencyKey } from './idempotency/idempotency.interceptor';
+import { IdempotencyService, outcomeError } from './idempotency/idempotency.service';
+import { operationScope, runUnkeyed } from './idempotency/idempotent.decorator';
 import { authorize } from './access';
 import type { Operation } from './operation';
 import { validateInput } from './validate';

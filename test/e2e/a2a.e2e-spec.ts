@@ -4,7 +4,7 @@ import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcT
 import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
 import { REDIS } from '../../src/common/redis/redis.module';
-import { X402_EXTENSION_URI } from '../../src/modules/a2a/a2a-card.service';
+import { X402_EXTENSION_URI } from '../../src/transports/a2a/a2a-card.service';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';

@@ -4,7 +4,7 @@ import type { PaymentRequirements } from '@x402/core/types';
 import { Wallet } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import { AgentsService } from '../../src/modules/agents/agents.service';
-import { RelayerService, type RelayRequest } from '../../src/modules/relayer/relayer.service';
+import { RelayerService, type RelayRequest } from '../../src/chain/relayer/relayer.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { PaymentsRepository } from '../../src/modules/payments/payments.repository';
 import { createTestAppWith, TestApp } from '../support/app';

@@ -1,6 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Wallet } from 'ethers';
-import { RelayerFaults } from '../../src/modules/relayer/relayer-sender.service';
+import { RelayerFaults } from '../../src/chain/relayer/relayer-sender.service';
 import { FaultSwitch } from '../support/faults';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';

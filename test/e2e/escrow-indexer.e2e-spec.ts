@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { escrowKeyFromId } from '@lib/chain';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { EscrowService } from '../../src/modules/escrow/escrow.service';
-import { metricsRegistry } from '../../src/modules/health/metrics';
+import { metricsRegistry } from '../../src/common/metrics';
 import type { INestApplicationContext } from '@nestjs/common';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../src/common/errors/app-error';
-import { IdempotencyService, IdempotentRequest } from '../../src/common/idempotency/idempotency.service';
+import { IdempotencyService, IdempotentRequest } from '../../src/kernel/idempotency/idempotency.service';
 import { TransactionHost, TxHost } from '../../src/database/transaction';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg, TestOrg } from '../support/factories';

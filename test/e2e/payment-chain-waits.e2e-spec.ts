@@ -5,7 +5,7 @@ import type { Queue } from 'bullmq';
 import { Logger } from 'nestjs-pino';
 import { PROCESS_SECRETS } from '../../src/config/secrets';
 import { CoreModule } from '../../src/core.module';
-import { AUTHORIZATION_CURSOR } from '../../src/modules/agents/signer-balance';
+import { AUTHORIZATION_CURSOR } from '../../src/chain/chain-cursors.repository';
 import { PAYMENTS_QUEUE, PaymentsWorkerModule } from '../../src/modules/payments/payments.worker.module';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';

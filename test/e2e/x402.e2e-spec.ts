@@ -8,7 +8,7 @@ import { Wallet } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { PaymentsService } from '../../src/modules/payments/payments.service';
-import { ethersVerifySigner } from '../../src/modules/x402/evm-facilitator-signer';
+import { ethersVerifySigner } from '../../src/transports/x402/evm-facilitator-signer';
 import type { TestApp } from '../support/app';
 import { createAgent, createPayee, useAgentStack } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';

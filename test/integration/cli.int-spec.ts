@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { MERCHANT_SCOPES } from '../../src/common/auth/scopes';
+import { MERCHANT_SCOPES } from '../../src/kernel/auth/scopes';
 import { createTestApp, TestApp } from '../support/app';
 
 const ROOT = join(__dirname, '..', '..');

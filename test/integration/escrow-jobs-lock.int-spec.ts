@@ -2,7 +2,7 @@ import { escrowKeyFromId } from '@lib/chain';
 import { CheckoutEscrowArtifact } from '@lib/contracts';
 import { Interface } from 'ethers';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
-import { metricsRegistry } from '../../src/modules/health/metrics';
+import { metricsRegistry } from '../../src/common/metrics';
 import type { INestApplicationContext } from '@nestjs/common';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';

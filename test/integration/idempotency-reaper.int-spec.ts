@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { IdempotencyReaper } from '../../src/common/idempotency/idempotency-reaper.module';
-import { IdempotencyRepository } from '../../src/common/idempotency/idempotency.repository';
+import { IdempotencyReaper } from '../../src/kernel/idempotency/idempotency-reaper.module';
+import { IdempotencyRepository } from '../../src/kernel/idempotency/idempotency.repository';
 import { TransactionHost } from '../../src/database/transaction';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg, TestOrg } from '../support/factories';

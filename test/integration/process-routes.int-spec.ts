@@ -1,7 +1,7 @@
 import type { INestApplicationContext, Type } from '@nestjs/common';
 import { ModulesContainer, NestFactory } from '@nestjs/core';
 import { CliModule } from '../../src/cli.module';
-import { HealthController } from '../../src/modules/health/health.controller';
+import { HealthController } from '../../src/transports/health/health.controller';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg, TestOrg } from '../support/factories';
 import { isolatedWebhookEnv, IsolatedEnv, startTestWorker, TestWorker } from '../support/webhook-env';

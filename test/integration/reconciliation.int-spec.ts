@@ -5,8 +5,8 @@ import { createTestApp, TestApp } from '../support/app';
 import { cliJson, createCheckout, createParties, fundOnChain, pollToHead, requireBuiltCli, runCli, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
 import { isolatedWebhookEnv, IsolatedEnv, startTestWorker, TestWorker } from '../support/webhook-env';
-import { metricsRegistry } from '../../src/modules/health/metrics';
-import { ReconcileReport, ReconciliationService } from '../../src/modules/reconciliation/reconciliation.service';
+import { metricsRegistry } from '../../src/common/metrics';
+import { ReconcileReport, ReconciliationService } from '../../src/chain/reconciliation/reconciliation.service';
 
 // CLI runs boot a Nest application context each.
 jest.setTimeout(180_000);

@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { Interface } from 'ethers';
 import { TestUSDCArtifact } from '@lib/contracts';
 import { ChainTxError } from '@lib/chain';
-import { RelayerService } from '../../src/modules/relayer/relayer.service';
+import { RelayerService } from '../../src/chain/relayer/relayer.service';
 import { createTestApp, TestApp } from '../support/app';
 import { startRelayerWorker } from '../support/agents';
 import { TestChain } from '../support/chain';

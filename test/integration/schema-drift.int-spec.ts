@@ -1,13 +1,27 @@
-import { DataSource } from 'typeorm';
+import { globSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DynamicModule, Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { DataSource, getMetadataArgsStorage } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import { ApiModule } from '../../src/app.module';
+import { CliModule } from '../../src/cli.module';
 import { dataSourceOptions } from '../../src/database/data-source';
-import { ENTITIES as LISTED } from '../../src/database/entities';
-import { A2aTask } from '../../src/modules/a2a/a2a-task.entity';
-import { CheckoutRelay } from '../../src/modules/checkout-relay/checkout-relay.entity';
-import { X402Settlement } from '../../src/modules/x402/x402-settlement.entity';
+import { WorkerModule } from '../../src/worker.module';
 
-/** The listed entities and those their module registers itself (`TypeOrmModule.forFeature`, loaded by autoLoadEntities). */
-const ENTITIES = [...LISTED, X402Settlement, A2aTask, CheckoutRelay];
+/**
+ * Every entity class of the tree: each domain module registers its own with `forFeature`, so the
+ * test finds them as the TypeORM CLI does, by file name, and takes the classes `@Entity` recorded.
+ */
+function allEntities(): Array<new () => unknown> {
+  // TypeORM keeps its decorator records on the process's global object, which outlives this test
+  // file's module registry: take this file's own classes, then ask whether each is an entity.
+  return globSync('src/**/*.entity.ts', { cwd: join(__dirname, '..', '..') })
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loading files found by name, as the TypeORM CLI does
+    .flatMap((file) => Object.values(require(join(__dirname, '..', '..', file)) as Record<string, unknown>))
+    .filter((value): value is new () => unknown => typeof value === 'function' && getMetadataArgsStorage().tables.some((t) => t.type === 'regular' && t.target === value));
+}
+const ENTITIES = allEntities();
 
 /**
  * Tables the migrations create that no entity maps, each with why (raw-SQL tables). A new table
@@ -15,7 +29,6 @@ const ENTITIES = [...LISTED, X402Settlement, A2aTask, CheckoutRelay];
  */
 const TABLES_WITHOUT_ENTITY: Record<string, string> = {
   migrations: "TypeORM's own record of applied migrations",
-  chain_cursors: 'indexer cursor, read and written with raw SQL by EscrowRepository.getCursor/setCursor',
   chain_blocks: 'indexer block hashes for reorg detection, raw SQL in the escrow indexer',
   chain_events_set_aside: 'chain events that could not be applied, written with raw SQL by EscrowRepository.setAside',
   agent_owner_nonces: 'single-use owner signature nonces, raw SQL in AgentsRepository',
@@ -94,7 +107,7 @@ describe('schema drift: migrations against entity metadata', () => {
   let db: DbColumn[];
 
   beforeAll(async () => {
-    ds = new DataSource({ ...dataSourceOptions(process.env.DATABASE_URL!), entities: ENTITIES });
+    ds = new DataSource(dataSourceOptions(process.env.DATABASE_URL!, ENTITIES));
     await ds.initialize();
     const pending = await ds.showMigrations();
     expect(pending).toBe(false);
@@ -157,5 +170,26 @@ describe('schema drift: migrations against entity metadata', () => {
       expect(db.some((c) => c.table === table && c.column === column)).toBe(true);
     }
     for (const table of Object.keys(TABLES_WITHOUT_ENTITY)) expect(db.some((c) => c.table === table)).toBe(true);
+  });
+});
+
+/**
+ * Each domain module registers its own entities (`TypeOrmModule.forFeature`, loaded by
+ * DatabaseModule's `autoLoadEntities`), so a module that forgot one would fail only where that
+ * entity is first used. Every process's DataSource must hold every entity of the tree.
+ */
+describe('every process registers every entity', () => {
+  it.each([
+    ['api', () => ApiModule],
+    ['worker', () => WorkerModule],
+    ['cli', () => CliModule.forCommand([])],
+  ] as Array<[string, () => Type<unknown> | DynamicModule]>)('%s', async (_name, load) => {
+    const moduleRef = await Test.createTestingModule({ imports: [load()] }).compile();
+    try {
+      const registered = moduleRef.get(DataSource).entityMetadatas.map((m) => (m.target as { name: string }).name).sort();
+      expect(registered).toEqual(ENTITIES.map((e) => e.name).sort());
+    } finally {
+      await moduleRef.close();
+    }
   });
 });

@@ -10,7 +10,7 @@ import { TransactionHost, TxHost } from '../../src/database/transaction';
 import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.service';
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
-import { RelayerWorkerModule } from '../../src/modules/relayer/relayer.worker.module';
+import { RelayerWorkerModule } from '../../src/chain/relayer/relayer.worker.module';
 import { createTestApp, createTestAppWith, type ProviderOverride, type TestApp } from './app';
 import { runAtChainTime, TestChain, USDC } from './chain';
 import { createOrg, type TestOrg } from './factories';

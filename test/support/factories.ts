@@ -1,6 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { MERCHANT_SCOPES } from '../../src/common/auth/scopes';
+import { MERCHANT_SCOPES } from '../../src/kernel/auth/scopes';
 import { TransactionHost, TxHost } from '../../src/database/transaction';
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 

@@ -3,7 +3,7 @@ import { AgentsModule } from '../agents/agents.module';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';
 import { PaymentsModule } from '../payments/payments.module';
-import { RelayerModule } from '../relayer/relayer.module';
+import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { AgentEscrowsOperations } from './agent-escrows.operations';
 import { AgentEscrowsService } from './agent-escrows.service';
 

@@ -2,10 +2,10 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { ChainTxError, FundingTerms, type EscrowPartyAction } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { Signature, type Wallet } from 'ethers';
-import type { Principal } from '../../common/auth/principal';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
-import type { IdempotentWork, RowOwnedWork } from '../../common/idempotency/idempotency.service';
+import type { IdempotentWork, RowOwnedWork } from '../../kernel/idempotency/idempotency.service';
 import { AppConfig } from '../../config/app-config';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
@@ -15,7 +15,7 @@ import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { EscrowProjector } from '../escrow/escrow-projector.service';
 import { ESCROW_ACTIONS } from '../escrow/escrow.state';
 import { mapOwned, PaymentModeHandler, PaymentRecord as Payment, PaymentsService, StoredAuthorization } from '../payments/payments.service';
-import { RelayerService, RelayRequest, RelayTimeoutError } from '../relayer/relayer.service';
+import { RelayerService, RelayRequest, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { AgentEscrowDto } from './dto/agent-escrow.dto';
 
 /** The agent's escrow actions (extension routes), each relayed as the signer's EscrowAction. */

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
 import { agentUsage, AgentsRepository } from './agents.repository';
-import { ChainAccess } from '../relayer/chain-access.service';
+import { ChainAccess } from '../../chain/chain-access.service';
+import { ChainCursors } from '../../chain/chain-cursors.repository';
 import { readSignerBalance, type SignerBalance } from './signer-balance';
 
 /**
@@ -16,6 +17,7 @@ export class AgentSpendGate {
     private readonly repo: AgentsRepository,
     private readonly txHost: TransactionHost,
     private readonly chain: ChainAccess,
+    private readonly cursors: ChainCursors,
   ) {}
 
   find(agentId: string): Promise<AgentRow | null> {
@@ -37,7 +39,7 @@ export class AgentSpendGate {
 
   /** The signer's balance inputs for the spend check; call with no transaction open ({@link readSignerBalance}). */
   signerBalance(signer: string): Promise<SignerBalance> {
-    return readSignerBalance(this.chain, (this.txHost as TxHost).tx, signer);
+    return readSignerBalance(this.chain, this.cursors, signer);
   }
 
   /** A payee handle (organisation handle or agent slug, case-insensitive), or null. */

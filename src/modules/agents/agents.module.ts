@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { OrgsModule } from '../orgs/orgs.module';
-import { RelayerModule } from '../relayer/relayer.module';
+import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { AgentSpendGate } from './agent-spend.service';
 import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';

@@ -5,8 +5,9 @@ import { AppConfig } from '../../config/app-config';
 import { AppError } from '../../common/errors/app-error';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { OrgsService } from '../orgs/orgs.service';
-import { ChainAccess } from '../relayer/chain-access.service';
-import { RelayerService } from '../relayer/relayer.service';
+import { ChainAccess } from '../../chain/chain-access.service';
+import { ChainCursors } from '../../chain/chain-cursors.repository';
+import { RelayerService } from '../../chain/relayer/relayer.service';
 import { policyWindows, renderPolicy, StoredPolicy } from './agent-policy';
 import { AgentRow, agentUsage, AgentsRepository } from './agents.repository';
 import { readSignerBalance } from './signer-balance';
@@ -77,6 +78,7 @@ export class AgentsService {
     private readonly relayer: RelayerService,
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
+    private readonly cursors: ChainCursors,
   ) {}
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
@@ -151,7 +153,7 @@ export class AgentsService {
   async balance(agentId: string): Promise<BalanceView> {
     const agent = await this.require(agentId);
     if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
-    const [signer, owner] = await Promise.all([readSignerBalance(this.chain, (this.txHost as TxHost).tx, agent.signerAddress), this.chain.gateway.usdcBalance(agent.ownerAddress)]);
+    const [signer, owner] = await Promise.all([readSignerBalance(this.chain, this.cursors, agent.signerAddress), this.chain.gateway.usdcBalance(agent.ownerAddress)]);
     const onChain = signer.onChain;
     const { dayStart, monthStart } = policyWindows(new Date());
     const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, signer.settledNonces ?? []);

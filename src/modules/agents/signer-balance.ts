@@ -1,8 +1,5 @@
-import type { TxHost } from '../../database/transaction';
-import type { ChainAccess } from '../relayer/chain-access.service';
-
-/** Cursor name in chain_cursors of the USDC authorization indexer (payments settle from it). */
-export const AUTHORIZATION_CURSOR = 'usdc-authorizations';
+import type { ChainAccess } from '../../chain/chain-access.service';
+import { AUTHORIZATION_CURSOR, type ChainCursors } from '../../chain/chain-cursors.repository';
 /** Beyond this many blocks not yet indexed, the exact balance is not attempted (one eth_getLogs range). */
 const MAX_UNINDEXED_BLOCKS = 2000;
 
@@ -31,10 +28,9 @@ export interface SignerBalance {
  * admits what does not).
  * @throws the provider's error when the chain does not answer.
  */
-export async function readSignerBalance(chain: ChainAccess, em: TxHost['tx'], signer: string): Promise<SignerBalance> {
-  const rows: Array<{ block_number: string }> = await em.query('SELECT block_number FROM chain_cursors WHERE name = $1', [AUTHORIZATION_CURSOR]);
+export async function readSignerBalance(chain: ChainAccess, cursors: ChainCursors, signer: string): Promise<SignerBalance> {
+  const cursor = await cursors.read(AUTHORIZATION_CURSOR);
   const block = await chain.provider.getBlockNumber();
-  const cursor = rows[0] ? Number(rows[0].block_number) : null;
   const exact = cursor !== null && block - cursor <= MAX_UNINDEXED_BLOCKS;
   const [onChain, logs] = await Promise.all([
     chain.gateway.usdcBalance(signer, block),

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { EscrowModule } from '../escrow/escrow.module';
 import { OrgsModule } from '../orgs/orgs.module';
-import { RelayerModule } from '../relayer/relayer.module';
+import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { CheckoutRelayController } from './checkout-relay.controller';
 import { CheckoutRelay } from './checkout-relay.entity';
 import { TypeOrmModule } from '@nestjs/typeorm';

@@ -12,8 +12,8 @@ import { ESCROW_ACTIONS } from '../escrow/escrow.state';
 import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { EscrowService } from '../escrow/escrow.service';
 import { OrgsService } from '../orgs/orgs.service';
-import { ChainAccess } from '../relayer/chain-access.service';
-import { RelayerService, RelayTimeoutError } from '../relayer/relayer.service';
+import { ChainAccess } from '../../chain/chain-access.service';
+import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { CheckoutRelayRepository, type CheckoutRelayRow, type StoredAuthorization } from './checkout-relay.repository';
 import type {
   ActionResultDto,

@@ -1,11 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, RequireScopes } from '../../common/auth/auth.decorators';
-import type { Principal } from '../../common/auth/principal';
+import { CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorators';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { ListQueryDto } from '../../common/http/list.dto';
-import { Idempotent, IdempotentSteps } from '../../common/idempotency/idempotent.decorator';
+import { Idempotent, IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { CheckoutService } from './checkout.service';
 import { CheckoutSessionDto, CheckoutSessionListDto } from './dto/checkout-session.dto';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';

@@ -1,8 +1,8 @@
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 import { bigintTransformer } from '../../database/bigint.transformer';
 
-export const ESCROW_TEMPLATES = ['freelance', 'physical', 'digital', 'custom'] as const;
-export type EscrowTemplateId = (typeof ESCROW_TEMPLATES)[number];
+import type { EscrowTemplateId } from '../offerings/escrow-templates';
+export { ESCROW_TEMPLATES, type EscrowTemplateId } from '../offerings/escrow-templates';
 
 /** Checkout statuses (docs/architecture.md §7). */
 export const CHECKOUT_STATUSES = ['open', 'funded', 'accepted', 'delivered', 'released', 'disputed', 'refunded', 'cancelled', 'expired'] as const;

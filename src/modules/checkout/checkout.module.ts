@@ -6,10 +6,12 @@ import { VerificationModule } from '../verification/verification.module';
 import { WebhookUrlModule } from '../webhooks/webhooks.module';
 import { OfferingsModule } from '../offerings/offerings.module';
 import { CheckoutHooks } from './checkout-hooks.service';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { CheckoutSession } from './checkout.entity';
 
 /** Checkout sessions (services only; routes in CheckoutHttpModule). */
 @Module({
-  imports: [WebhookUrlModule, VerificationModule, OfferingsModule],
+  imports: [TypeOrmModule.forFeature([CheckoutSession]), WebhookUrlModule, VerificationModule, OfferingsModule],
   providers: [CheckoutRepository, CheckoutService, CheckoutMapper, CheckoutHooks],
   exports: [CheckoutService, CheckoutMapper, CheckoutHooks],
 })

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
-import type { Principal } from '../../common/auth/principal';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { TransactionHost, TxHost } from '../../database/transaction';

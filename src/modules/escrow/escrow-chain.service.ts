@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { ChainVerificationError, createProvider, EscrowChainEvent, EscrowGateway, FundingTerms, isConfirmed, VerifiedAction } from '@lib/chain';
+import { ChainVerificationError, EscrowChainEvent, EscrowGateway, FundingTerms, isConfirmed, VerifiedAction } from '@lib/chain';
 import { isError, JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import type { SecretName } from '../../config/secrets';
 import { AppError } from '../../common/errors/app-error';
+import { ChainAccess } from '../../chain/chain-access.service';
 
 /**
- * The service's view of the chain (docs/architecture.md §7): one provider and {@link EscrowGateway} from config,
+ * The escrows' view of the chain (docs/architecture.md §7): the chain room's provider and {@link EscrowGateway},
  * the terms-signer, relayer and arbiter wallets, and verification that maps chain failures to API
  * errors. Amounts are USDC base units. Each wallet is built on first use from a key its process
  * loaded (docs/architecture.md §10: the api holds no arbiter key); using one the process did not
@@ -18,10 +19,12 @@ export class EscrowChainService {
   readonly gateway: EscrowGateway;
   private readonly wallets = new Map<SecretName, Wallet>();
 
-  constructor(readonly config: AppConfig) {
-    const env = config.env;
-    this.provider = createProvider(env.RPC_URL, env.CHAIN_ID, { timeoutMs: env.RPC_TIMEOUT_MS });
-    this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS, usdcDomain: config.usdcDomain });
+  constructor(
+    readonly config: AppConfig,
+    chain: ChainAccess,
+  ) {
+    this.provider = chain.provider;
+    this.gateway = chain.gateway;
   }
 
   get termsSigner(): Wallet {
@@ -93,9 +96,5 @@ export class EscrowChainService {
       return new AppError('internal', `The chain node did not answer (${err.code}); retry shortly`, { reason: 'chain_unavailable' }, 503, { 'Retry-After': '1' });
     }
     return err;
-  }
-
-  destroy(): void {
-    this.provider.destroy();
   }
 }

@@ -6,14 +6,14 @@ import { AppConfig } from '../../config/app-config';
 import { ClusterLock } from '../../database/cluster-lock';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService } from '../checkout/checkout.service';
-import { RelayerService } from '../relayer/relayer.service';
+import { RelayerService } from '../../chain/relayer/relayer.service';
 import { EscrowChainService } from './escrow-chain.service';
 import { EscrowProjector } from './escrow-projector.service';
 import { chainEvents, chainJobItemFailures, chainJobRuns, indexedBlock, reorgs } from './escrow.metrics';
 import { EscrowRepository } from './escrow.repository';
+import { ChainCursors, ESCROW_CURSOR as CURSOR } from '../../chain/chain-cursors.repository';
 import { EscrowTransitionError, lastConfirmedBlock } from './escrow.state';
 
-const CURSOR = 'escrow';
 const MAX_RANGE = 2000;
 const KEEP_BLOCKS = 10_000;
 
@@ -72,6 +72,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
     private readonly relayer: RelayerService,
+    private readonly cursors: ChainCursors,
   ) {
     this.lock = new ClusterLock(config.env.DATABASE_URL);
   }
@@ -86,7 +87,7 @@ export class EscrowIndexer implements OnModuleDestroy {
       'index',
       () => this.indexPass(),
       async () => {
-        const cursor = (await this.repo.getCursor(CURSOR)) ?? this.config.env.ESCROW_DEPLOY_BLOCK - 1;
+        const cursor = (await this.cursors.read(CURSOR)) ?? this.config.env.ESCROW_DEPLOY_BLOCK - 1;
         return { fromBlock: cursor + 1, toBlock: cursor, events: 0, applied: 0, setAside: 0, skipped: true };
       },
     );
@@ -118,7 +119,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     const gateway = this.chain.gateway;
     const head = await gateway.headBlock();
     const target = lastConfirmedBlock(head, this.config.env.CONFIRMATIONS);
-    let cursor = (await this.repo.getCursor(CURSOR)) ?? this.config.env.ESCROW_DEPLOY_BLOCK - 1;
+    let cursor = (await this.cursors.read(CURSOR)) ?? this.config.env.ESCROW_DEPLOY_BLOCK - 1;
     let reorgForkBlock: number | undefined;
     const [last] = cursor >= 0 ? await this.repo.rememberedBlocks(cursor, 1) : [];
     if (last && last.blockNumber === cursor && (await gateway.getBlockHash(cursor)) !== last.blockHash) {
@@ -156,7 +157,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     await (this.txHost as TxHost).withTransaction(async () => {
       for (const e of events) await this.repo.rememberBlock(e.blockNumber, e.blockHash);
       if (toHash) await this.repo.rememberBlock(toBlock, toHash);
-      await this.repo.setCursor(CURSOR, toBlock);
+      await this.cursors.set(CURSOR, toBlock);
       await this.repo.pruneBlocks(toBlock - KEEP_BLOCKS);
     });
     indexedBlock.set(toBlock);
@@ -237,7 +238,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     await (this.txHost as TxHost).withTransaction(async () => {
       const affected = await this.repo.rollbackAbove(fork);
       for (const id of affected) await this.projector.rebuild(id);
-      await this.repo.setCursor(CURSOR, Math.min(fork, cursor));
+      await this.cursors.set(CURSOR, Math.min(fork, cursor));
     });
   }
 }

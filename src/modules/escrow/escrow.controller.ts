@@ -1,11 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, Public, RequireScopes } from '../../common/auth/auth.decorators';
-import type { Principal } from '../../common/auth/principal';
+import { CurrentPrincipal, Public, RequireScopes } from '../../kernel/auth/auth.decorators';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent, IdempotentSteps } from '../../common/idempotency/idempotent.decorator';
+import { Idempotent, IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { CheckoutFundingDto, ConfirmedEscrowActionDto, EscrowActionDto, EscrowDto, EscrowListDto, EscrowListQueryDto, FundingTermsQueryDto } from './dto/escrow.dto';
 import { EscrowActionInput, EscrowService, PreparedEscrowAction } from './escrow.service';
 import type { EscrowApiAction } from './escrow.state';

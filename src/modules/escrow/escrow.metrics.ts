@@ -1,5 +1,5 @@
 import { Counter, Gauge } from 'prom-client';
-import { metricsRegistry } from '../health/metrics';
+import { metricsRegistry } from '../../common/metrics';
 
 /** Last block the escrow indexer applied. */
 export const indexedBlock = new Gauge({ name: 'chain_indexer_block', help: 'Last block the escrow indexer applied', registers: [metricsRegistry] });

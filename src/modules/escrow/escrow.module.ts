@@ -1,25 +1,20 @@
-import { Module, OnApplicationShutdown } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
+import { Module } from '@nestjs/common';
 import { CheckoutModule } from '../checkout/checkout.module';
 import { OrgsModule } from '../orgs/orgs.module';
-import { RelayerModule } from '../relayer/relayer.module';
+import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { EscrowChainService } from './escrow-chain.service';
 import { EscrowIndexer } from './escrow-indexer.service';
 import { EscrowProjector } from './escrow-projector.service';
 import { EscrowMapper } from './escrow.mapper';
 import { EscrowRepository } from './escrow.repository';
 import { EscrowService } from './escrow.service';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Escrow, EscrowChainEventRow } from './escrow.entity';
 
 /** Escrows, their chain gateway and indexer (services only; routes in EscrowHttpModule, jobs in EscrowJobsModule). */
 @Module({
-  imports: [CheckoutModule, OrgsModule, RelayerModule],
+  imports: [TypeOrmModule.forFeature([Escrow, EscrowChainEventRow]), CheckoutModule, OrgsModule, RelayerModule],
   providers: [EscrowRepository, EscrowChainService, EscrowProjector, EscrowMapper, EscrowService, EscrowIndexer],
   exports: [EscrowService, EscrowProjector, EscrowChainService, EscrowIndexer],
 })
-export class EscrowModule implements OnApplicationShutdown {
-  constructor(private readonly moduleRef: ModuleRef) {}
-
-  onApplicationShutdown(): void {
-    this.moduleRef.get(EscrowChainService).destroy();
-  }
-}
+export class EscrowModule {}

@@ -5,7 +5,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
 import type { EscrowStatus } from './escrow.state';
 
-/** All I/O of escrows, their applied chain events and the indexer cursor (docs/architecture.md, Conventions 4). */
+/** All I/O of escrows and their applied chain events (docs/architecture.md, Conventions 4); the indexer's cursor is the chain room's (src/chain/chain-cursors.repository.ts). */
 @Injectable()
 export class EscrowRepository {
   constructor(private readonly txHost: TransactionHost) {}
@@ -148,19 +148,6 @@ export class EscrowRepository {
       [[...new Set(txHashes.map((h) => h.toLowerCase()))]],
     );
     return new Map(rows.map((r) => [r.tx_hash.toLowerCase(), r.traceparent]));
-  }
-
-  async getCursor(name: string): Promise<number | null> {
-    const rows: Array<{ block_number: string }> = await this.em.query('SELECT block_number FROM chain_cursors WHERE name = $1', [name]);
-    return rows.length ? Number(rows[0].block_number) : null;
-  }
-
-  async setCursor(name: string, blockNumber: number): Promise<void> {
-    await this.em.query(
-      `INSERT INTO chain_cursors (name, block_number, updated_at) VALUES ($1, $2, now())
-       ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, updated_at = now()`,
-      [name, blockNumber],
-    );
   }
 
   async rememberBlock(blockNumber: number, blockHash: string): Promise<void> {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { FundingTerms, VerifiedAction } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { getAddress, ZeroAddress, type Wallet } from 'ethers';
-import type { Principal } from '../../common/auth/principal';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { TransactionHost, TxHost } from '../../database/transaction';
@@ -15,7 +15,7 @@ import { EscrowChainService } from './escrow-chain.service';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
 import { EscrowProjector } from './escrow-projector.service';
 import { EscrowMapper } from './escrow.mapper';
-import { RelayerService } from '../relayer/relayer.service';
+import { RelayerService } from '../../chain/relayer/relayer.service';
 import { EscrowRepository } from './escrow.repository';
 import { ESCROW_ACTIONS, EscrowApiAction, EscrowStatus } from './escrow.state';
 

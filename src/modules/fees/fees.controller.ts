@@ -2,7 +2,7 @@ import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { parseAmount } from '@lib/money';
 import { AppConfig } from '../../config/app-config';
-import { Public } from '../../common/auth/auth.decorators';
+import { Public } from '../../kernel/auth/auth.decorators';
 import { AppError } from '../../common/errors/app-error';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { FeeQuoteDto, FeeQuoteQueryDto } from './fees.dto';

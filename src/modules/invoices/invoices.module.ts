@@ -7,6 +7,8 @@ import { OrgsModule } from '../orgs/orgs.module';
 import { InvoiceMailer } from './invoice-mailer.service';
 import { InvoicesRepository } from './invoices.repository';
 import { InvoicesService } from './invoices.service';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Invoice, InvoiceEmail } from './invoices.entity';
 
 /**
  * Invoices: entity, repository, service and the email deliverer; no controllers (those are in
@@ -14,7 +16,7 @@ import { InvoicesService } from './invoices.service';
  * changes, so every process that applies escrow events (api, worker, cli) imports it.
  */
 @Module({
-  imports: [CheckoutModule, OfferingsModule, OrgsModule, VerificationModule, EscrowModule],
+  imports: [TypeOrmModule.forFeature([Invoice, InvoiceEmail]), CheckoutModule, OfferingsModule, OrgsModule, VerificationModule, EscrowModule],
   providers: [InvoicesRepository, InvoicesService, InvoiceMailer],
   exports: [InvoicesService, InvoiceMailer],
 })

@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { v7 as uuidv7 } from 'uuid';
-import type { Principal } from '../../common/auth/principal';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { assertMetadataBounds } from '../../common/validation/metadata';

@@ -1,12 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, Public, RequireAgentKey } from '../../common/auth/auth.decorators';
-import type { Principal } from '../../common/auth/principal';
+import { CurrentPrincipal, Public, RequireAgentKey } from '../../kernel/auth/auth.decorators';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { ListQueryDto } from '../../common/http/list.dto';
-import { Idempotent } from '../../common/idempotency/idempotent.decorator';
+import { Idempotent } from '../../kernel/idempotency/idempotent.decorator';
 import { CreateMandateDto, MandateDto, MandateListDto, RevokeMandateDto } from './dto/mandate.dto';
 import { MandatesService } from './mandates.service';
 

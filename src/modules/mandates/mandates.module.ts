@@ -1,9 +1,12 @@
 import { Module } from '@nestjs/common';
 import { MandatesRepository } from './mandates.repository';
 import { MandatesService } from './mandates.service';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Mandate } from './mandate.entity';
 
 /** AP2 intent mandates (docs/architecture.md §14). No controllers; payments use {@link MandatesService.cover}. */
 @Module({
+  imports: [TypeOrmModule.forFeature([Mandate])],
   providers: [MandatesRepository, MandatesService],
   exports: [MandatesService],
 })

@@ -1,10 +1,10 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, RequireScopes } from '../../common/auth/auth.decorators';
-import type { Principal } from '../../common/auth/principal';
+import { CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorators';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent } from '../../common/idempotency/idempotent.decorator';
+import { Idempotent } from '../../kernel/idempotency/idempotent.decorator';
 import { CreateOfferingDto, OfferingDto, OfferingListDto, OfferingListQueryDto, UpdateOfferingDto } from './dto/offering.dto';
 import { OfferingsService } from './offerings.service';
 

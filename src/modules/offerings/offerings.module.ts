@@ -1,9 +1,12 @@
 import { Module } from '@nestjs/common';
 import { OfferingsRepository } from './offerings.repository';
 import { OfferingsService } from './offerings.service';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Offering } from './offerings.entity';
 
 /** Offerings: entity, repository and service; no controllers (those are in offerings.http.module.ts). */
 @Module({
+  imports: [TypeOrmModule.forFeature([Offering])],
   providers: [OfferingsRepository, OfferingsService],
   exports: [OfferingsService],
 })

@@ -1,5 +1,5 @@
 import express, { Router } from 'express';
-import { SCOPES } from '../../common/auth/scopes';
+import { SCOPES } from '../../kernel/auth/scopes';
 import type { EnvSchema as Env } from '../../config/env.schema';
 
 /** The RFC 8414 §3 well-known suffix under which an authorization server's metadata is served. */

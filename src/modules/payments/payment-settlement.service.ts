@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { lastConfirmedBlock } from '@lib/chain';
 import { AppConfig } from '../../config/app-config';
-import { AUTHORIZATION_CURSOR } from '../agents/signer-balance';
 import { TransactionHost, TxHost } from '../../database/transaction';
-import { ChainAccess } from '../relayer/chain-access.service';
+import { ChainAccess } from '../../chain/chain-access.service';
+import { AUTHORIZATION_CURSOR, ChainCursors } from '../../chain/chain-cursors.repository';
 import { PaymentsRepository } from './payments.repository';
 import { PaymentsService } from './payments.service';
 
@@ -25,6 +25,7 @@ export class PaymentSettlement {
 
   constructor(
     private readonly chain: ChainAccess,
+    private readonly cursors: ChainCursors,
     private readonly repo: PaymentsRepository,
     private readonly payments: PaymentsService,
     private readonly txHost: TransactionHost,
@@ -33,10 +34,9 @@ export class PaymentSettlement {
 
   /** One indexer pass. @returns the blocks read and how many payments changed. */
   async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number }> {
-    const em = (this.txHost as TxHost).tx;
     const head = lastConfirmedBlock(await this.chain.provider.getBlockNumber(), this.config.env.CONFIRMATIONS);
-    const rows: Array<{ block_number: string }> = await em.query('SELECT block_number FROM chain_cursors WHERE name = $1', [AUTHORIZATION_CURSOR]);
-    const fromBlock = rows[0] ? Number(rows[0].block_number) + 1 : this.config.env.ESCROW_DEPLOY_BLOCK;
+    const cursor = await this.cursors.read(AUTHORIZATION_CURSOR);
+    const fromBlock = cursor !== null ? cursor + 1 : this.config.env.ESCROW_DEPLOY_BLOCK;
     if (fromBlock > head) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0 };
     const toBlock = Math.min(head, fromBlock + MAX_BLOCKS_PER_PASS - 1);
     const logs = await this.chain.gateway.getAuthorizationLogs(fromBlock, toBlock);
@@ -54,11 +54,7 @@ export class PaymentSettlement {
           if (await this.repo.markCanceled(log.authorizer, log.nonce)) failed++;
         }
       }
-      await (this.txHost as TxHost).tx.query(
-        `INSERT INTO chain_cursors (name, block_number, updated_at) VALUES ($1, $2, now())
-         ON CONFLICT (name) DO UPDATE SET block_number = GREATEST(chain_cursors.block_number, EXCLUDED.block_number), updated_at = now()`,
-        [AUTHORIZATION_CURSOR, toBlock],
-      );
+      await this.cursors.advance(AUTHORIZATION_CURSOR, toBlock);
     });
     return { fromBlock, toBlock, succeeded, failed };
   }

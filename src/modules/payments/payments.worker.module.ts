@@ -4,7 +4,6 @@ import type { Job, Queue } from 'bullmq';
 import { QueueModule } from '../../common/queue/queue.module';
 import { AppConfig } from '../../config/app-config';
 import { PaymentSettlement } from './payment-settlement.service';
-import { AgentEscrowsModule } from '../agent-escrows/agent-escrows.module';
 import { PaymentsModule } from './payments.module';
 
 /** Repeatable payment work that may wait on the chain: the idle-payment sweep (relays, cancels). */
@@ -59,7 +58,7 @@ export class PaymentJobsScheduler implements OnApplicationBootstrap {
 
 /** Worker-only: payment settlement jobs (the sweep, and the authorization indexer on its own queue). */
 @Module({
-  imports: [PaymentsModule, AgentEscrowsModule, QueueModule, BullModule.registerQueue({ name: PAYMENTS_QUEUE }, { name: PAYMENT_AUTHORIZATIONS_QUEUE })],
+  imports: [PaymentsModule, QueueModule, BullModule.registerQueue({ name: PAYMENTS_QUEUE }, { name: PAYMENT_AUTHORIZATIONS_QUEUE })],
   providers: [PaymentJobsProcessor, PaymentAuthorizationsProcessor, PaymentJobsScheduler],
   exports: [BullModule],
 })

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { randomBase62 } from '../../common/auth/secrets';
+import { randomBase62 } from '../../kernel/auth/secrets';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
 import { CallbackHeaders, headerValue, IdentityProvider, IdentitySession } from './identity-provider';

@@ -1,9 +1,10 @@
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { ANVIL_CHAIN_ID, ChainVerificationError, createProvider, isConfirmed, type MinedTokenTransfers, readTokenTransfers } from '@lib/chain';
+import { Injectable } from '@nestjs/common';
+import { ANVIL_CHAIN_ID, ChainVerificationError, isConfirmed, type MinedTokenTransfers, readTokenTransfers } from '@lib/chain';
 import { TestUSDCArtifact } from '@lib/contracts';
 import { Contract, type ContractTransactionResponse, type JsonRpcProvider, Wallet } from 'ethers';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
+import { ChainAccess } from '../../chain/chain-access.service';
 
 /**
  * The wallet check's view of the chain (docs/architecture.md §12): the head (block number and
@@ -12,11 +13,14 @@ import { AppConfig } from '../../config/app-config';
  * `reason: "pending"` while unmined or short of `CONFIRMATIONS`.
  */
 @Injectable()
-export class VerificationChain implements OnApplicationShutdown {
+export class VerificationChain {
   private readonly provider: JsonRpcProvider;
 
-  constructor(private readonly config: AppConfig) {
-    this.provider = createProvider(config.env.RPC_URL, config.env.CHAIN_ID);
+  constructor(
+    private readonly config: AppConfig,
+    chain: ChainAccess,
+  ) {
+    this.provider = chain.provider;
   }
 
   get usdcAddress(): string {
@@ -67,9 +71,5 @@ export class VerificationChain implements OnApplicationShutdown {
     };
     if (balance < amount) await send('mint', wallet.address, amount - balance);
     return send('transfer', to, amount);
-  }
-
-  onApplicationShutdown(): void {
-    this.provider.destroy();
   }
 }

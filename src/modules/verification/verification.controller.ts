@@ -1,12 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
 import { ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { CurrentPrincipal, Public, RequireScopes } from '../../common/auth/auth.decorators';
-import type { Principal } from '../../common/auth/principal';
+import { CurrentPrincipal, Public, RequireScopes } from '../../kernel/auth/auth.decorators';
+import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent, IdempotentSteps } from '../../common/idempotency/idempotent.decorator';
+import { Idempotent, IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { ConfirmWalletDto, ProviderCallbackAckDto, VerificationDto, VerificationStartDto, WalletCheckDto } from './dto/verification.dto';
 import { VerificationService } from './verification.service';
 

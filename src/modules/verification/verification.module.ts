@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { OrgsModule } from '../orgs/orgs.module';
+import { ChainModule } from '../../chain/chain.module';
 import { VerificationSnapshotSource } from '../orgs/verification-snapshot.port';
 import { IdentityProvider } from './identity-provider';
 import { SandboxIdentityProvider } from './sandbox-identity.provider';
@@ -8,6 +9,8 @@ import { StripeIdentityProvider } from './stripe-identity.provider';
 import { VerificationChain } from './verification-chain.service';
 import { VerificationRepository } from './verification.repository';
 import { VerificationService } from './verification.service';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { OrganizationVerification, VerificationWalletPayment } from './verification.entity';
 
 /**
  * Business verification without transports (docs/architecture.md §12): the record, the wallet
@@ -17,7 +20,7 @@ import { VerificationService } from './verification.service';
  * Controllers live in verification.http.module.ts.
  */
 @Module({
-  imports: [OrgsModule],
+  imports: [TypeOrmModule.forFeature([OrganizationVerification, VerificationWalletPayment]), OrgsModule, ChainModule],
   providers: [
     VerificationRepository,
     VerificationChain,

@@ -6,6 +6,8 @@ import { WebhooksRepository } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
 import { WebhookSecrets } from './webhook-secrets.service';
 import { DnsHostResolver, HostResolver, WebhookUrlService } from './webhook-url.service';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { WebhookEndpoint, WebhookDelivery } from './webhooks.entity';
 
 /**
  * The SSRF guard on its own (docs/architecture.md §8), for modules that take a webhook URL without managing
@@ -24,7 +26,7 @@ export class WebhookUrlModule {}
  * WorkerModule.
  */
 @Module({
-  imports: [QueueModule, BullModule.registerQueue({ name: WEBHOOK_DELIVERY_QUEUE }), WebhookUrlModule],
+  imports: [TypeOrmModule.forFeature([WebhookEndpoint, WebhookDelivery]), QueueModule, BullModule.registerQueue({ name: WEBHOOK_DELIVERY_QUEUE }), WebhookUrlModule],
   providers: [WebhooksRepository, WebhooksService, WebhookSecrets, DeliveryQueue],
   exports: [WebhooksRepository, WebhooksService, WebhookSecrets, DeliveryQueue, WebhookUrlModule, BullModule],
 })

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { v7 as uuidv7 } from 'uuid';
-import type { Principal } from '../../common/auth/principal';
+import type { Principal } from '../../kernel/auth/principal';
 import { OutboxEvent } from '../../common/outbox/outbox-event.entity';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { Propagation, TransactionHost, TxHost } from '../../database/transaction';

@@ -4,7 +4,7 @@ import { IsBoolean, IsIn, IsObject, IsOptional, IsString, MaxLength, MinLength }
 import { ListEnvelopeDto, ListQueryDto } from '../../../common/http/list.dto';
 import { IsAmount } from '../../../common/validation/validators';
 import { Clearable, IsPatchAmount, PresentNotNull } from '../../../common/validation/patch';
-import { ESCROW_TEMPLATES } from '../../checkout/checkout.mapper';
+import { ESCROW_TEMPLATES } from '../escrow-templates';
 
 const TEMPLATE_MESSAGE = `escrowTemplateId must be one of ${ESCROW_TEMPLATES.join(', ')}`;
 

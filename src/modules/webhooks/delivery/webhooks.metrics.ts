@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { metricsRegistry } from '../../health/metrics';
+import { metricsRegistry } from '../../../common/metrics';
 import { DeliveryQueue } from '../webhooks.queue';
 
 let depthSource: DeliveryQueue | null = null;

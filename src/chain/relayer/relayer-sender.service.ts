@@ -1,0 +1,138 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { ChainTxError, toTxError } from '@lib/chain';
+import { parseEther, Transaction } from 'ethers';
+import { AppConfig } from '../../config/app-config';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { ChainAccess } from '../chain-access.service';
+import { RelayerTender } from './relayer-tender.service';
+import { RelayerRepository } from './relayer.repository';
+
+/**
+ * Port for the crash proofs: {@link RelayerSender.send} calls `hit('after_signed')` right after
+ * committing the signed transaction. Bound to the no-op `NO_FAULTS` (common/faults) in production; crash tests
+ * provide one that throws there, as if the process died before broadcasting.
+ */
+export abstract class RelayerFaults {
+  abstract hit(point: 'after_signed'): void;
+}
+
+/** The relayer's ETH is below RELAYER_MIN_BALANCE: the row was left queued (no nonce, not failed). */
+export class RelayerUnfundedError extends Error {
+  constructor(readonly relayTxId: string) {
+    super(`relayer ETH below RELAYER_MIN_BALANCE; relayer transaction ${relayTxId} stays queued`);
+  }
+}
+
+/**
+ * Signs and broadcasts one queued relayer transaction (docs/architecture.md §5): the gas estimate
+ * runs first (a call that would revert fails the job without using a nonce), the nonce is allocated
+ * in Postgres in a short transaction, the signed hash is committed before the broadcast, and a
+ * refused broadcast gives the nonce back. A row signed before but not known to be broadcast (the
+ * process stopped in between) is sent again with the same signed bytes: same nonce, same hash. Fees are
+ * EIP-1559 from the node, capped at RELAYER_MAX_FEE_GWEI ({@link RelayerTender.fees}). Runs only inside the relayer queue's processor
+ * (concurrency 1, global), so nonces of the relayer key are handed out one at a time.
+ */
+@Injectable()
+export class RelayerSender {
+  private readonly logger = new Logger('Relayer');
+
+  constructor(
+    private readonly chain: ChainAccess,
+    private readonly repo: RelayerRepository,
+    private readonly txHost: TransactionHost,
+    private readonly faults: RelayerFaults,
+    private readonly tender: RelayerTender,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * @returns the broadcast transaction hash (the stored one when this row was sent before).
+   * @throws ChainTxError when the call would revert or the node refuses it (the row is marked failed);
+   *   RelayerUnfundedError when the relayer's ETH is below RELAYER_MIN_BALANCE (the row stays queued);
+   *   Error when the row does not exist.
+   */
+  async send(relayTxId: string): Promise<string> {
+    const row = await this.repo.find(relayTxId);
+    if (!row) throw new Error(`relayer transaction ${relayTxId} does not exist`);
+    if (row.status === 'broadcast' && row.txHash) return row.txHash;
+    if (row.status === 'failed') throw new ChainTxError(`relay ${row.purpose}: ${row.error}`, null, [], null, row.txHash);
+    const wallet = this.chain.relayer;
+    const provider = this.chain.provider;
+    if (row.rawTx && row.txHash) {
+      // Signed before, broadcast unknown (the process stopped in between): send the same bytes again.
+      const resent = await this.rebroadcast(row.rawTx, row.txHash);
+      if (resent) {
+        await this.repo.markBroadcast(row.id);
+        return row.txHash;
+      }
+      this.logger.warn({ relayTxId, nonce: row.nonce, txHash: row.txHash }, 'signed relayer transaction can no longer be sent (nonce used); signing it again');
+      await this.repo.clearSigned(row.id);
+    }
+    let gasLimit: bigint;
+    try {
+      const gas = await provider.estimateGas({ from: wallet.address, to: row.toAddress, data: row.data });
+      gasLimit = gas + gas / 5n;
+    } catch (err) {
+      const e = toTxError(row.purpose, err, null);
+      await this.repo.markFailed(row.id, e.message);
+      throw e;
+    }
+    // Out of gas money: the row stays queued without a nonce (never failed for it) and goes out once refilled.
+    if ((await provider.getBalance(wallet.address)) < parseEther(this.config.env.RELAYER_MIN_BALANCE)) {
+      throw new RelayerUnfundedError(relayTxId);
+    }
+    const fees = await this.tender.fees();
+    let pending = await provider.getTransactionCount(wallet.address, 'pending');
+    // A stored next nonce above the node's pending count means transactions the node never kept (dropped,
+    // or a local chain restarted). A row of ours holding that nonce is revived (resent, or filled when its
+    // call would now revert) so the nonces above it still go through; with none, start again from `pending`.
+    const peek = await this.repo.peek(wallet.address, pending);
+    let resetTo: number | undefined;
+    if (peek.next !== null && peek.next > pending) {
+      const known = peek.txHashAtNonce ? await provider.getTransaction(peek.txHashAtNonce).catch(() => null) : null;
+      if (!known && (await this.tender.repairAt(pending))) {
+        pending = await provider.getTransactionCount(wallet.address, 'pending');
+      } else if (!known) {
+        resetTo = pending;
+      }
+    }
+    const nonce = await (this.txHost as TxHost).withTransaction(() => this.repo.allocateNonce(wallet.address, pending, resetTo));
+    const rawTx = await wallet.signTransaction({
+      to: row.toAddress,
+      data: row.data,
+      nonce,
+      gasLimit,
+      chainId: this.chain.chainId,
+      type: 2,
+      ...fees,
+    });
+    const txHash = Transaction.from(rawTx).hash!;
+    await this.repo.markSigned(row.id, nonce, txHash, rawTx);
+    this.faults.hit('after_signed');
+    try {
+      await provider.broadcastTransaction(rawTx);
+    } catch (err) {
+      if (!(await provider.getTransaction(txHash).catch(() => null))) {
+        await (this.txHost as TxHost).withTransaction(() => this.repo.releaseNonce(wallet.address, nonce));
+        const e = toTxError(row.purpose, err, null);
+        await this.repo.markFailed(row.id, e.message);
+        this.logger.warn({ relayTxId, nonce, error: e.message }, 'relayer broadcast refused');
+        throw e;
+      }
+    }
+    await this.repo.markBroadcast(row.id);
+    return txHash;
+  }
+
+  /** Sends a stored signed transaction again; true when the node has it (sent now, earlier, or mined). */
+  private async rebroadcast(rawTx: string, txHash: string): Promise<boolean> {
+    const provider = this.chain.provider;
+    if (await provider.getTransaction(txHash).catch(() => null)) return true;
+    try {
+      await provider.broadcastTransaction(rawTx);
+      return true;
+    } catch {
+      return (await provider.getTransaction(txHash).catch(() => null)) !== null;
+    }
+  }
+}

@@ -1,0 +1,249 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { isError, parseEther, parseUnits, Transaction, type TransactionReceipt } from 'ethers';
+import { v7 as uuidv7 } from 'uuid';
+import { AppConfig } from '../../config/app-config';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { ChainAccess } from '../chain-access.service';
+import { RelayerRepository, RelayTxRow } from './relayer.repository';
+import { relayerBalance, relayerBalanceLow, relayerReplacements } from './relayer-metrics';
+
+/** How often the worker's tender refreshes the relayer balance gauges (for alerting without API traffic). */
+const BALANCE_EVERY_MS = 15_000;
+
+/** EIP-1559 fees of one transaction, in wei. */
+export interface Fees {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
+/** What one {@link RelayerTender.tend} pass did. */
+export interface TendReport {
+  mined: number;
+  bumped: number;
+  resent: number;
+  filled: number;
+  lost: number;
+}
+
+/** The smallest raise the node takes for a replacement at the same nonce: +12.5 % on both fees (geth/reth/anvil txpool rule). */
+const BUMP_NUM = 1125n;
+const BUMP_DEN = 1000n;
+const raise = (wei: bigint) => (wei * BUMP_NUM + BUMP_DEN - 1n) / BUMP_DEN + (wei === 0n ? 1n : 0n);
+
+/**
+ * Fees of a replacement of `prev` (DESIGN §18 "Relayer"): the node's current fees or `prev` + 12.5 %,
+ * whichever is higher, on both maxFeePerGas and maxPriorityFeePerGas; maxFeePerGas is capped at `cap`
+ * (RELAYER_MAX_FEE_GWEI in wei) and the tip at maxFeePerGas.
+ * @returns the fees, or null when the cap leaves no room for the +12.5 % the node requires (a
+ *   replacement below it would be refused as underpriced).
+ */
+export function replacementFees(prev: Fees, node: Fees, cap: bigint): Fees | null {
+  const minFee = raise(prev.maxFeePerGas);
+  const minTip = raise(prev.maxPriorityFeePerGas);
+  let maxFeePerGas = node.maxFeePerGas > minFee ? node.maxFeePerGas : minFee;
+  let maxPriorityFeePerGas = node.maxPriorityFeePerGas > minTip ? node.maxPriorityFeePerGas : minTip;
+  if (maxFeePerGas > cap) maxFeePerGas = cap;
+  if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas;
+  if (maxFeePerGas < minFee || maxPriorityFeePerGas < minTip) return null;
+  return { maxFeePerGas, maxPriorityFeePerGas };
+}
+
+/**
+ * Keeps the relayer key's broadcast transactions moving on a chain that behaves like a public one
+ * (DESIGN §18 "Relayer", docs/architecture.md §5). Runs only inside the relayer queue (its `tend`
+ * job, and {@link RelayerSender} before it allocates over a gap), so it never races a send. For each
+ * broadcast row not yet known to be mined, lowest nonce first:
+ * - one of its hashes has a receipt → that hash and block are recorded;
+ * - its nonce is used but none of its hashes was mined (its fill, or a send outside the queue, took
+ *   it) → the row is failed: its payload did not run and never will under that nonce;
+ * - the node knows none of its hashes (dropped) → its stored signed bytes are sent again; when its call
+ *   would now revert (the authorization was used or expired meanwhile) the nonce is filled with a
+ *   0-value self-transfer instead, so later nonces are not stuck behind a gap;
+ * - not mined RELAYER_BUMP_AFTER_S after its last send → replaced at the same nonce with
+ *   {@link replacementFees}; every signed hash stays on the row.
+ */
+@Injectable()
+export class RelayerTender {
+  private readonly logger = new Logger('RelayerTender');
+  private balanceAt = 0;
+
+  constructor(
+    private readonly chain: ChainAccess,
+    private readonly repo: RelayerRepository,
+    private readonly txHost: TransactionHost,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** RELAYER_MAX_FEE_GWEI in wei. */
+  get feeCap(): bigint {
+    return parseUnits(this.config.env.RELAYER_MAX_FEE_GWEI, 'gwei');
+  }
+
+  /**
+   * EIP-1559 fees for a new transaction from the node (ethers getFeeData: the latest base fee × 2 plus
+   * the node's suggested tip), maxFeePerGas capped at RELAYER_MAX_FEE_GWEI and the tip at maxFeePerGas.
+   */
+  async fees(): Promise<Fees> {
+    const cap = this.feeCap;
+    const data = await this.chain.provider.getFeeData();
+    let maxFeePerGas = data.maxFeePerGas ?? data.gasPrice ?? cap;
+    let maxPriorityFeePerGas = data.maxPriorityFeePerGas ?? 0n;
+    if (maxFeePerGas > cap) maxFeePerGas = cap;
+    if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas;
+    return { maxFeePerGas, maxPriorityFeePerGas };
+  }
+
+  /** One pass over the relayer key's unmined rows (see the class comment). */
+  async tend(): Promise<TendReport> {
+    const report: TendReport = { mined: 0, bumped: 0, resent: 0, filled: 0, lost: 0 };
+    const address = this.chain.relayer.address;
+    if (Date.now() - this.balanceAt >= BALANCE_EVERY_MS) {
+      this.balanceAt = Date.now();
+      const wei = await this.chain.provider.getBalance(address);
+      relayerBalance.set({ address }, Number(wei));
+      relayerBalanceLow.set({ address }, wei >= parseEther(this.config.env.RELAYER_MIN_BALANCE) ? 0 : 1);
+    }
+    const rows = await this.repo.unmined(address);
+    if (rows.length === 0) return report;
+    const latest = await this.chain.provider.getTransactionCount(address, 'latest');
+    const bumpAfterMs = this.config.env.RELAYER_BUMP_AFTER_S * 1000;
+    for (const row of rows) {
+      const receipt = await this.minedReceipt(row.txHashes);
+      if (receipt) {
+        await this.tx(() => this.repo.markMined(row.id, receipt.hash, receipt.blockNumber));
+        report.mined++;
+        continue;
+      }
+      if (row.nonce! < latest) {
+        const by = row.filledBy ? `its fill ${row.filledBy}` : 'a transaction not on this row';
+        this.logger.warn({ relayTxId: row.id, nonce: row.nonce, txHashes: row.txHashes }, `relayer nonce used by ${by}; the row's payload did not run`);
+        await this.tx(() => this.repo.markFailed(row.id, `nonce ${row.nonce} used by ${by}`));
+        report.lost++;
+        continue;
+      }
+      if (row.filledBy) continue; // its fill row is tended on its own
+      if (!(await this.anyKnown(row.txHashes))) {
+        const outcome = await this.revive(row);
+        if (outcome) report[outcome]++;
+        continue;
+      }
+      if (row.sentAt && Date.now() - row.sentAt.getTime() >= bumpAfterMs) {
+        if (await this.bump(row)) report.bumped++;
+      }
+    }
+    return report;
+  }
+
+  /**
+   * Before the sender allocates a nonce above `nonce` while the node knows no transaction at `nonce`:
+   * revives the unmined row that holds it, if there is one.
+   * @returns true when a row held the nonce (resent or filled), false when none does (a reset local
+   *   chain, or nonces handed out but never signed): the caller then allocates from the node's count.
+   */
+  async repairAt(nonce: number): Promise<boolean> {
+    const row = (await this.repo.unmined(this.chain.relayer.address)).find((r) => r.nonce === nonce && !r.filledBy);
+    if (!row) return false;
+    return (await this.revive(row)) !== null;
+  }
+
+  /** A dropped row: resend its bytes while its call still succeeds, else fill its nonce. */
+  private async revive(row: RelayTxRow): Promise<'resent' | 'filled' | null> {
+    const provider = this.chain.provider;
+    let dead = false;
+    try {
+      await provider.estimateGas({ from: this.chain.relayer.address, to: row.toAddress, data: row.data });
+    } catch (err) {
+      dead = isError(err, 'CALL_EXCEPTION');
+      if (!dead) {
+        this.logger.warn({ relayTxId: row.id, error: (err as Error).message }, 'cannot check a dropped relayer transaction now; next pass');
+        return null;
+      }
+    }
+    if (!dead && row.rawTx) {
+      try {
+        await provider.broadcastTransaction(row.rawTx);
+        await this.tx(() => this.repo.touchSent(row.id));
+        this.logger.warn({ relayTxId: row.id, nonce: row.nonce, txHash: row.txHash }, 'relayer transaction dropped by the node; resent its signed bytes');
+        relayerReplacements.inc({ kind: 'resent' });
+        return 'resent';
+      } catch (err) {
+        // The stored bytes no longer pass the node's checks (e.g. a fee cap below today's base fee): sign anew.
+        this.logger.warn({ relayTxId: row.id, error: (err as Error).message }, 'stored relayer bytes refused; replacing them');
+        return (await this.bump(row, true)) ? 'resent' : null;
+      }
+    }
+    return (await this.fill(row)) ? 'filled' : null;
+  }
+
+  /** Replaces `row`'s transaction at its nonce with higher fees; the new hash joins the row before it is sent. */
+  private async bump(row: RelayTxRow, force = false): Promise<boolean> {
+    if (!row.rawTx || !row.txHash) return false;
+    const prev = Transaction.from(row.rawTx);
+    const fees = replacementFees({ maxFeePerGas: prev.maxFeePerGas ?? 0n, maxPriorityFeePerGas: prev.maxPriorityFeePerGas ?? 0n }, await this.fees(), this.feeCap);
+    if (!fees) {
+      if (!force) this.logger.warn({ relayTxId: row.id, nonce: row.nonce, cap: this.config.env.RELAYER_MAX_FEE_GWEI }, 'relayer transaction not mined and its fees are at RELAYER_MAX_FEE_GWEI; not replaced');
+      return false;
+    }
+    const rawTx = await this.chain.relayer.signTransaction({
+      to: prev.to,
+      data: prev.data,
+      value: prev.value,
+      nonce: prev.nonce,
+      gasLimit: prev.gasLimit,
+      chainId: prev.chainId,
+      type: 2,
+      ...fees,
+    });
+    const txHash = Transaction.from(rawTx).hash!;
+    await this.tx(() => this.repo.markReplaced(row.id, txHash, rawTx));
+    try {
+      await this.chain.provider.broadcastTransaction(rawTx);
+    } catch (err) {
+      if (!(await this.chain.provider.getTransaction(txHash).catch(() => null))) {
+        await this.tx(() => this.repo.restoreCurrent(row.id, row.txHash!, row.rawTx!));
+        this.logger.warn({ relayTxId: row.id, nonce: row.nonce, error: (err as Error).message }, 'relayer replacement refused by the node');
+        return false;
+      }
+    }
+    this.logger.warn({ relayTxId: row.id, nonce: row.nonce, from: row.txHash, to: txHash, maxFeePerGas: String(fees.maxFeePerGas) }, 'relayer transaction replaced with higher fees');
+    relayerReplacements.inc({ kind: 'bumped' });
+    return true;
+  }
+
+  /** Fills a dead row's nonce with a 0-value transfer to the relayer itself, priced to replace whatever is left of it. */
+  private async fill(row: RelayTxRow): Promise<boolean> {
+    const wallet = this.chain.relayer;
+    const node = await this.fees();
+    const prev = row.rawTx ? Transaction.from(row.rawTx) : null;
+    const fees = prev ? (replacementFees({ maxFeePerGas: prev.maxFeePerGas ?? 0n, maxPriorityFeePerGas: prev.maxPriorityFeePerGas ?? 0n }, node, this.feeCap) ?? node) : node;
+    const rawTx = await wallet.signTransaction({ to: wallet.address, value: 0n, data: '0x', nonce: row.nonce!, gasLimit: 21_000n, chainId: this.chain.chainId, type: 2, ...fees });
+    const txHash = Transaction.from(rawTx).hash!;
+    const fillId = uuidv7();
+    await this.tx(() => this.repo.insertFill(row, fillId, txHash, rawTx));
+    try {
+      await this.chain.provider.broadcastTransaction(rawTx);
+    } catch (err) {
+      this.logger.error({ relayTxId: row.id, fillId, nonce: row.nonce, error: (err as Error).message }, 'relayer nonce fill refused by the node; its row is tended (resent) like any other');
+    }
+    this.logger.warn({ relayTxId: row.id, nonce: row.nonce, fillId, txHash }, 'dropped relayer transaction would now revert; its nonce is filled with a 0-value self-transfer');
+    relayerReplacements.inc({ kind: 'filled' });
+    return true;
+  }
+
+  private async minedReceipt(hashes: string[]): Promise<TransactionReceipt | null> {
+    for (const h of hashes) {
+      const r = await this.chain.provider.getTransactionReceipt(h);
+      if (r) return r;
+    }
+    return null;
+  }
+
+  private async anyKnown(hashes: string[]): Promise<boolean> {
+    for (const h of hashes) if (await this.chain.provider.getTransaction(h)) return true;
+    return false;
+  }
+
+  private tx<T>(fn: () => Promise<T>): Promise<T> {
+    return (this.txHost as TxHost).withTransaction(fn);
+  }
+}

@@ -1,0 +1,221 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { ChainTxError, isConfirmed } from '@lib/chain';
+import { Queue, QueueEvents } from 'bullmq';
+import { formatEther, parseEther, type TransactionReceipt } from 'ethers';
+import { v7 as uuidv7 } from 'uuid';
+import { AppError } from '../../common/errors/app-error';
+import { AppConfig } from '../../config/app-config';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { ChainAccess } from '../chain-access.service';
+import { RELAYER_QUEUE, RelayerJobData, RelayerJobResult } from './relayer.queue';
+import { RelayerRepository } from './relayer.repository';
+import { relayerBalance, relayerBalanceLow } from './relayer-metrics';
+
+/** What to relay: calldata for `to`, a purpose label and a reference (e.g. the payment id) for operators. */
+export interface RelayRequest {
+  to: string;
+  data: string;
+  purpose: string;
+  reference?: string | null;
+}
+
+/** Thrown when the queue did not broadcast within RELAYER_WAIT_MS; the row stays queued and is sent later. */
+export class RelayTimeoutError extends Error {
+  constructor(readonly relayTxId: string) {
+    super(`relayer transaction ${relayTxId} was not broadcast in time`);
+  }
+}
+
+/**
+ * The one way any process sends a relayer transaction (docs/architecture.md §5): a row in
+ * relayer_transactions, then a job on the relayer queue (job id = row id, so a retry cannot enqueue
+ * it twice), whose processor allocates the nonce in Postgres and broadcasts. {@link relay} waits for
+ * the broadcast (not for mining).
+ */
+@Injectable()
+export class RelayerService implements OnApplicationShutdown {
+  private events?: QueueEvents;
+
+  constructor(
+    @InjectQueue(RELAYER_QUEUE) private readonly queue: Queue<RelayerJobData, RelayerJobResult>,
+    private readonly repo: RelayerRepository,
+    private readonly txHost: TransactionHost,
+    private readonly chain: ChainAccess,
+    private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * Queues `req` and waits until it is broadcast. Must not be called inside a database transaction.
+   * Refused before anything is stored while the relayer's ETH is below RELAYER_MIN_BALANCE (DESIGN §18):
+   * a relay is never queued to fail at broadcast for want of gas money.
+   * @returns the relayer row id and the transaction hash (the first signed; a replacement may be mined
+   *   instead: wait with {@link waitMined}).
+   * @throws AppError 503 `unavailable` (`details.reason: "relayer_low_balance"`, `Retry-After`) when the
+   *   relayer's ETH is below RELAYER_MIN_BALANCE; ChainTxError when the call would revert or the node
+   *   refused it; RelayTimeoutError after RELAYER_WAIT_MS.
+   */
+  async relay(req: RelayRequest): Promise<{ relayTxId: string; txHash: string }> {
+    await this.assertFunded();
+    const relayTxId = uuidv7();
+    await (this.txHost as TxHost).withTransaction(() =>
+      this.repo.insert({ id: relayTxId, address: this.chain.relayer.address, toAddress: req.to, data: req.data, purpose: req.purpose, reference: req.reference ?? null }),
+    );
+    const events = await this.queueEvents();
+    const job = await this.queue.add('send', { relayTxId }, { jobId: relayTxId, removeOnComplete: { age: 3600 }, removeOnFail: { age: 86400 } });
+    try {
+      const result = await job.waitUntilFinished(events, this.config.env.RELAYER_WAIT_MS);
+      return { relayTxId, txHash: result.txHash };
+    } catch (err) {
+      const row = await this.repo.find(relayTxId);
+      if (row?.status === 'broadcast' && row.txHash) return { relayTxId, txHash: row.txHash };
+      if (row?.status === 'failed') throw new ChainTxError(row.error ?? 'relay failed', parseErrorName(row.error), [], null, null, { cause: err });
+      throw new RelayTimeoutError(relayTxId);
+    }
+  }
+
+  /**
+   * Sends again a relay whose job ended without a broadcast (its process stopped after the recovery
+   * point "signed", or the wait timed out): retries the failed job, or queues it again, and waits
+   * as {@link relay} does. The sender rebroadcasts the stored signed bytes, so the hash stays the same.
+   * Must not be called inside a database transaction.
+   * @throws ChainTxError when the relay failed for good; RelayTimeoutError after RELAYER_WAIT_MS.
+   */
+  async resume(relayTxId: string): Promise<{ relayTxId: string; txHash: string }> {
+    const row = await this.repo.find(relayTxId);
+    if (!row) throw new Error(`relayer transaction ${relayTxId} does not exist`);
+    if (row.status === 'broadcast' && row.txHash) return { relayTxId, txHash: row.txHash };
+    if (row.status === 'failed') throw new ChainTxError(row.error ?? 'relay failed', parseErrorName(row.error), [], null, row.txHash);
+    const events = await this.queueEvents();
+    let job = await this.queue.getJob(relayTxId);
+    if (!job) job = await this.queue.add('send', { relayTxId }, { jobId: relayTxId, removeOnComplete: { age: 3600 }, removeOnFail: { age: 86400 } });
+    else if (await job.isFailed()) await job.retry('failed');
+    try {
+      const result = await job.waitUntilFinished(events, this.config.env.RELAYER_WAIT_MS);
+      return { relayTxId, txHash: result.txHash };
+    } catch (err) {
+      const after = await this.repo.find(relayTxId);
+      if (after?.status === 'broadcast' && after.txHash) return { relayTxId, txHash: after.txHash };
+      if (after?.status === 'failed') throw new ChainTxError(after.error ?? 'relay failed', parseErrorName(after.error), [], null, after.txHash, { cause: err });
+      throw new RelayTimeoutError(relayTxId);
+    }
+  }
+
+  /**
+   * The relayer's address and ETH balance (decimal ETH), and whether it is at least RELAYER_MIN_BALANCE;
+   * sets the `relayer_balance_wei` and `relayer_balance_low` gauges.
+   */
+  async balance(): Promise<{ address: string; balance: string; ok: boolean }> {
+    const address = this.chain.relayer.address;
+    const wei = await this.chain.provider.getBalance(address);
+    const ok = wei >= parseEther(this.config.env.RELAYER_MIN_BALANCE);
+    relayerBalance.set({ address }, Number(wei));
+    relayerBalanceLow.set({ address }, ok ? 0 : 1);
+    return { address, balance: formatEther(wei), ok };
+  }
+
+  /**
+   * Refuses work while the relayer cannot pay for gas (DESIGN §18: 503 `unavailable` before the balance
+   * runs out, not after a failed broadcast).
+   * @throws AppError 503 unavailable with `details.reason: "relayer_low_balance"` and `Retry-After: 30`.
+   */
+  async assertFunded(): Promise<void> {
+    const b = await this.balance();
+    if (!b.ok) {
+      throw new AppError(
+        'unavailable',
+        'The service cannot send transactions right now (its relayer is low on gas money); nothing was submitted, retry later',
+        { reason: 'relayer_low_balance' },
+        503,
+        { 'Retry-After': '30' },
+      );
+    }
+  }
+
+  /**
+   * Waits, at most `timeoutMs`, until one of the hashes the relay signed (its first send, fee bumps,
+   * re-signs; DESIGN §18) is mined and confirmed by the one rule (`head − CONFIRMATIONS ≥ block`).
+   * Polls the chain itself for every stored hash, so it does not depend on the worker's tender.
+   * Must not be called inside a database transaction.
+   * @returns the receipt of the mined hash (status 0 when it reverted), or null when the time ran out
+   *   (still pending: never report that as failed).
+   * @throws ChainTxError when the relay failed for good (refused, or its nonce was used by its fill).
+   */
+  async waitMined(relayTxId: string, timeoutMs: number): Promise<TransactionReceipt | null> {
+    const deadline = Date.now() + timeoutMs;
+    const provider = this.chain.provider;
+    for (;;) {
+      const row = await this.repo.find(relayTxId);
+      if (!row) throw new Error(`relayer transaction ${relayTxId} does not exist`);
+      const hashes = row.minedTxHash ? [row.minedTxHash] : row.txHashes;
+      for (const h of hashes) {
+        const receipt = await provider.getTransactionReceipt(h);
+        if (receipt && isConfirmed(receipt.blockNumber, await provider.getBlockNumber(), this.config.env.CONFIRMATIONS)) return receipt;
+      }
+      if (row.status === 'failed') throw new ChainTxError(row.error ?? 'relay failed', parseErrorName(row.error), [], null, row.txHash);
+      if (Date.now() >= deadline) return null;
+      await new Promise((r) => setTimeout(r, Math.min(this.config.env.CHAIN_POLL_MS, 200)));
+    }
+  }
+
+  /**
+   * Hands a relay's current signed bytes to the node again when the node knows none of its hashes
+   * (dropped from its pool; DESIGN §18). The same bytes carry the same nonce and hash, so this can
+   * never send the payload twice; a refused rebroadcast (e.g. a bump replaced the bytes meanwhile)
+   * is left to the tender. Must not be called inside a database transaction.
+   * @returns the hash the node knows afterwards, or null (failed row, nothing signed, or refused).
+   */
+  async rebroadcast(relayTxId: string): Promise<string | null> {
+    const row = await this.repo.find(relayTxId);
+    if (!row || row.status === 'failed' || !row.rawTx) return null;
+    const provider = this.chain.provider;
+    for (const hash of row.txHashes) if (await provider.getTransaction(hash).catch(() => null)) return hash;
+    try {
+      return (await provider.broadcastTransaction(row.rawTx)).hash;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Whether the relayer still carries a relay (DESIGN §18): a row not failed is the tender's to
+   * finish — a dropped transaction is resent from its stored bytes, a stuck one replaced — so callers
+   * must not send its payload again beside it.
+   * @returns the row's status and every hash it signed (newest last), or null for an unknown id.
+   */
+  async tracked(relayTxId: string): Promise<{ status: 'queued' | 'broadcast' | 'failed'; txHashes: string[] } | null> {
+    const row = await this.repo.find(relayTxId);
+    return row ? { status: row.status, txHashes: row.txHashes } : null;
+  }
+
+  /**
+   * The relays queued for one caller's record (`purpose`, `reference`), newest first: their ids and
+   * statuses, so the caller resumes a live one instead of relaying its payload again (DESIGN §18).
+   */
+  relaysFor(purpose: string, reference: string): Promise<Array<{ id: string; status: 'queued' | 'broadcast' | 'failed' }>> {
+    return this.repo.forReference(purpose, reference);
+  }
+
+  /** Every transaction hash signed for a caller's record (`purpose`, `reference`), fee-bump replacements included (DESIGN §18). */
+  hashesFor(purpose: string, reference: string): Promise<string[]> {
+    return this.repo.hashesForReference(purpose, reference);
+  }
+
+  private async queueEvents(): Promise<QueueEvents> {
+    if (!this.events) {
+      const env = this.config.env;
+      this.events = new QueueEvents(RELAYER_QUEUE, { connection: { url: env.REDIS_URL, maxRetriesPerRequest: null }, prefix: env.REDIS_PREFIX });
+      await this.events.waitUntilReady();
+    }
+    return this.events;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.events?.close();
+  }
+}
+
+function parseErrorName(message: string | null): string | null {
+  const m = message?.match(/: ([A-Za-z0-9_]+)\(/);
+  return m ? m[1] : null;
+}

@@ -1,0 +1,163 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request, Response } from 'express';
+import { AppConfig } from '../../config/app-config';
+import { AppError } from '../../common/errors/app-error';
+import { AuthFailureLimiter } from '../rate-limit/auth-failure.limiter';
+import { accessRefusal } from '../access';
+import { Authenticator, clientAddress } from '../authenticator';
+import { CREDENTIAL_KINDS } from '../http';
+import type { Access, CredentialKind } from '../operation';
+import { AGENT_ONLY, CONSOLE_ONLY, CONSOLE_SESSION, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
+import { Principal, SessionAuthenticator } from './principal';
+import type { Scope } from './scopes';
+import { digestsEqual, hashSecret } from './secrets';
+
+export { clientAddress, extractCredential } from '../authenticator';
+
+/**
+ * The one global guard (docs/architecture.md, Conventions 7): every route needs a valid credential unless marked
+ * {@link Public}; scopes come from {@link RequireScopes} metadata. Sets `req.principal`.
+ * Before any credential lookup, the client address takes a slot of its allowance of failed
+ * authentications ({@link AuthFailureLimiter}; 429 once spent); a failure (401) spends it. The
+ * same allowance covers {@link CredentialExchange} routes (the OAuth token endpoint) and
+ * {@link OperatorRoute}s, which take `Authorization: Bearer <OPERATOR_TOKEN>` instead of a
+ * credential (docs/architecture.md §10). A credential resolved within the last
+ * CREDENTIAL_CACHE_TTL_MS comes from the {@link CredentialCache}: no database lookup runs, and
+ * the same allowance and the credential's revocation marker are checked in Redis in the round trip
+ * the rate limit takes too; {@link CredentialConfirmGuard} awaits that verdict
+ * (docs/decisions.md, "Credential cache").
+ */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  private readonly operatorDigest: Buffer;
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly authenticator: Authenticator,
+    private readonly limiter: AuthFailureLimiter,
+    config: AppConfig,
+    private readonly sessions: SessionAuthenticator,
+  ) {
+    this.operatorDigest = hashSecret(config.secret('OPERATOR_TOKEN'));
+  }
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    if (ctx.getType() !== 'http') return true;
+    const targets = [ctx.getHandler(), ctx.getClass()];
+    const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
+    if (this.reflector.getAllAndOverride<boolean>(OPERATOR_ROUTE, targets)) return this.operator(req);
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) {
+      if (this.reflector.getAllAndOverride<boolean>(CREDENTIAL_EXCHANGE, targets)) {
+        const attempt = await this.limiter.admit(clientAddress(req));
+        const res = ctx.switchToHttp().getResponse<Response>();
+        res.once('finish', () => void attempt.settle(res.statusCode === 401).catch(() => undefined));
+        res.once('close', () => void attempt.settle(false).catch(() => undefined));
+      }
+      return true;
+    }
+    if (this.sessions.present(req) || this.reflector.getAllAndOverride<boolean>(CONSOLE_SESSION, targets)) {
+      req.principal = await this.session(req, targets);
+      this.authorize(req.principal, targets);
+      return true;
+    }
+    const hit = this.authenticator.cached(req);
+    if (!hit) {
+      req.principal = await this.authenticator.lookup(req);
+      this.authorize(req.principal, targets);
+      return true;
+    }
+    // A cached credential: its revocation marker and the address's allowance are checked in Redis,
+    // but not awaited here. The rate-limit guard's command joins the same auto-pipelined round
+    // trip, and CredentialConfirmGuard awaits the verdict before any interceptor or handler runs.
+    const confirm = async (): Promise<void> => {
+      const principal = await hit.confirm();
+      if (principal === hit.principal) return;
+      req.principal = principal;
+      this.authorize(principal, targets);
+    };
+    req.principal = hit.principal;
+    try {
+      this.authorize(hit.principal, targets);
+    } catch (err) {
+      await confirm(); // a revoked or blocked credential answers 401/429, not 403
+      throw err;
+    }
+    (req as PendingRequest)[CONFIRM_CREDENTIAL] = confirm;
+    return true;
+  }
+
+  /**
+   * The route's access (RequireScopes / RequireAgentKey metadata) through the kernel's one check (DESIGN §3, §17).
+   * Owner routes (`RequireConsole`) take a console session only (DESIGN §19).
+   * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`, `console_session_required`).
+   */
+  private authorize(principal: Principal, targets: Parameters<Reflector['getAllAndOverride']>[1]): void {
+    const consoleOnly = this.reflector.getAllAndOverride<boolean>(CONSOLE_ONLY, targets) ?? false;
+    const access: Access = {
+      scopes: this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [],
+      kinds: consoleOnly
+        ? undefined
+        : this.reflector.getAllAndOverride<boolean>(AGENT_ONLY, targets)
+          ? ['agent']
+          : this.reflector.getAllAndOverride<CredentialKind[] | undefined>(CREDENTIAL_KINDS, targets),
+    };
+    const refusal = accessRefusal(principal, access);
+    if (refusal) throw refusal;
+    if (consoleOnly && principal.kind !== 'console') {
+      throw new AppError('forbidden', 'This operation is taken from the console by an owner', { reason: 'console_session_required' });
+    }
+  }
+
+  /**
+   * A console session (docs/architecture.md §19) under a slot of the client address's failed-auth
+   * allowance, as a credential lookup: an unknown, expired or revoked session → 401 (spends it).
+   */
+  private async session(req: Request, targets: Parameters<Reflector['getAllAndOverride']>[1]): Promise<Principal> {
+    const attempt = await this.limiter.admit(clientAddress(req));
+    let principal: Principal | null;
+    try {
+      principal = await this.sessions.resolve(req, { organization: !this.reflector.getAllAndOverride<boolean>(CONSOLE_SESSION, targets) });
+    } catch (err) {
+      await attempt.settle(false);
+      throw err;
+    }
+    await attempt.settle(principal === null);
+    if (!principal) throw new AppError('unauthorized', 'No valid console session: sign in again');
+    return principal;
+  }
+
+  /** `Authorization: Bearer <OPERATOR_TOKEN>`, compared in constant time over SHA-256 digests. */
+  private async operator(req: Request): Promise<boolean> {
+    const attempt = await this.limiter.admit(clientAddress(req));
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '');
+    const ok = bearer !== null && digestsEqual(hashSecret(bearer[1]), this.operatorDigest);
+    await attempt.settle(!ok);
+    if (!ok) throw new AppError('unauthorized', 'This operator route needs Authorization: Bearer <OPERATOR_TOKEN>');
+    return true;
+  }
+}
+
+/** Where AuthGuard leaves a cached credential's pending confirmation on the request. */
+const CONFIRM_CREDENTIAL = Symbol('confirmCredential');
+type PendingRequest = Request & { [CONFIRM_CREDENTIAL]?: () => Promise<void> };
+
+/**
+ * The last global guard (after the rate limit): awaits the verdict on a cached credential that
+ * {@link AuthGuard} left pending (docs/decisions.md, "Credential cache"). Known → continue; revoked
+ * → the credential is looked up again (401 when it is gone); an address out of failed-auth
+ * allowance → 429. Nothing past the guards runs before it.
+ */
+@Injectable()
+export class CredentialConfirmGuard implements CanActivate {
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    if (ctx.getType() !== 'http') return true;
+    const req = ctx.switchToHttp().getRequest<PendingRequest>();
+    const confirm = req[CONFIRM_CREDENTIAL];
+    if (confirm) {
+      delete req[CONFIRM_CREDENTIAL];
+      await confirm();
+    }
+    return true;
+  }
+}

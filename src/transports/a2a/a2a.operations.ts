@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
+import { CheckoutService } from '../../modules/checkout/checkout.service';
+import { CreateCheckoutSessionDto } from '../../modules/checkout/dto/create-checkout-session.dto';
+import { A2aPaymentsService } from './a2a-payments.service';
+import type { PayTerms } from './a2a-task-status';
+import { PaymentSubmittedParamsDto } from './dto/a2a.dto';
+
+/**
+ * `submit-a2a-payment` (POST /api/v1/a2a/payment-submitted and the JSON-RPC `pay` skill; DESIGN
+ * §14, §17): a Payment `mode: "a2a"`, one per agent and task. Agent keys with agent:pay;
+ * row-owned (the payment is the record).
+ */
+export const SUBMIT_A2A_PAYMENT: OperationSpec<PaymentSubmittedParamsDto> = {
+  name: 'submit-a2a-payment',
+  scopes: ['agent:pay'],
+  kinds: ['agent'],
+  input: PaymentSubmittedParamsDto,
+  idempotency: 'row-owned',
+};
+
+/** The JSON-RPC pay skill's input: the task's terms and the task id, its identity. */
+export interface PaySkillInput extends PayTerms {
+  taskId: string;
+}
+
+/**
+ * The A2A skills as operations for the kernel's runner (DESIGN §17): the executor maps a message to
+ * one of these and its result to task states; access, validation and idempotency are the runner's.
+ */
+@Injectable()
+export class A2aOperations {
+  /**
+   * The pay skill's payment: {@link SUBMIT_A2A_PAYMENT} run with the task id as its idempotency key
+   * (A2A's own retry identity); the payment stores the task id, no invented Idempotency-Key.
+   */
+  readonly pay: Operation<PaySkillInput>;
+  /** `create-checkout`: POST /checkout-sessions as a skill (checkout:write, the same DTO). */
+  readonly createCheckout: Operation<CreateCheckoutSessionDto>;
+
+  constructor(payments: A2aPaymentsService, checkout: CheckoutService) {
+    this.pay = defineOperation<PaySkillInput>({
+      name: SUBMIT_A2A_PAYMENT.name,
+      scopes: SUBMIT_A2A_PAYMENT.scopes,
+      kinds: SUBMIT_A2A_PAYMENT.kinds,
+      idempotency: 'row-owned',
+      work: (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId),
+    });
+    this.createCheckout = defineOperation({
+      name: 'create-checkout',
+      scopes: ['checkout:write'],
+      input: CreateCheckoutSessionDto,
+      idempotency: 'optional',
+      work: (ctx, input) => ({ run: () => checkout.create(ctx.principal, input) }),
+    });
+  }
+}

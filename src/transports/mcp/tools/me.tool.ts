@@ -1,0 +1,19 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { OrgsService } from '../../../modules/orgs/orgs.service';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
+
+/** svc_me: GET /api/v1/me. */
+@Injectable()
+export class MeTool implements ServiceTool {
+  readonly name = 'svc_me';
+  readonly title = 'Who am I';
+  readonly description = 'The calling credential: identity, organisation, scopes and verification status.';
+  readonly scopes = [];
+  readonly annotations = { readOnlyHint: true, idempotentHint: true };
+  readonly input = z.object({});
+  constructor(private readonly orgs: OrgsService) {}
+  run(ctx: McpToolContext) {
+    return this.orgs.me(ctx.principal);
+  }
+}

@@ -1,0 +1,93 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { CreateOfferingDto, OfferingListQueryDto, UpdateOfferingDto } from '../../../modules/offerings/dto/offering.dto';
+import { OfferingsService } from '../../../modules/offerings/offerings.service';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
+import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
+
+const TEMPLATES = z.enum(['freelance', 'physical', 'digital', 'custom']);
+const metadata = z.record(z.string(), z.unknown());
+
+/** svc_offering_create: POST /api/v1/offerings. */
+@Injectable()
+export class OfferingCreateTool implements ServiceTool {
+  readonly name = 'svc_offering_create';
+  readonly title = 'Create an offering';
+  readonly description = 'A catalogue item with a USDC price; checkouts can sell it by offeringId and quantity.';
+  readonly scopes = ['offerings:write'] as const;
+  readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
+  readonly input = z.object({
+    name: z.string(),
+    description: z.string().nullable().optional(),
+    amount: z.string().describe('USDC as decimal text'),
+    escrowTemplateId: TEMPLATES.optional(),
+    active: z.boolean().optional(),
+    metadata: metadata.nullable().optional(),
+    idempotencyKey: idempotencyKey(false),
+  });
+  readonly dto = CreateOfferingDto;
+  readonly idempotency = 'optional' as const;
+  constructor(private readonly offerings: OfferingsService) {}
+  run(ctx: McpToolContext, input: Record<string, unknown>) {
+    return this.offerings.create(ctx.principal, input as unknown as CreateOfferingDto);
+  }
+}
+
+/** svc_offering_get: GET /api/v1/offerings/{id}. */
+@Injectable()
+export class OfferingGetTool implements ServiceTool<{ id: string }> {
+  readonly name = 'svc_offering_get';
+  readonly title = 'Get an offering';
+  readonly description = 'One offering of your catalogue.';
+  readonly scopes = ['offerings:read'] as const;
+  readonly annotations = { readOnlyHint: true, idempotentHint: true };
+  readonly input = z.object({ id: idParam('offering') });
+  constructor(private readonly offerings: OfferingsService) {}
+  run(ctx: McpToolContext, input: { id: string }) {
+    return this.offerings.get(ctx.principal, requireUuid(input.id, 'offering'));
+  }
+}
+
+/** svc_offering_list: GET /api/v1/offerings. */
+@Injectable()
+export class OfferingListTool implements ServiceTool<OfferingListQueryDto & Record<string, unknown>> {
+  readonly name = 'svc_offering_list';
+  readonly title = 'List offerings';
+  readonly description = 'Your catalogue, newest first; active filters active (true) or archived (false).';
+  readonly scopes = ['offerings:read'] as const;
+  readonly annotations = { readOnlyHint: true, idempotentHint: true };
+  readonly input = z.object({ ...listShape, active: z.enum(['true', 'false']).optional() });
+  readonly dto = OfferingListQueryDto;
+  constructor(private readonly offerings: OfferingsService) {}
+  run(ctx: McpToolContext, q: OfferingListQueryDto) {
+    return this.offerings.list(ctx.principal, { limit: q.limit, startingAfter: q.starting_after, active: q.active });
+  }
+}
+
+/** svc_offering_update: PATCH /api/v1/offerings/{id} (JSON merge: null clears, absent keeps). */
+@Injectable()
+export class OfferingUpdateTool implements ServiceTool {
+  readonly name = 'svc_offering_update';
+  readonly title = 'Update an offering';
+  readonly description = 'Changes the fields given (null clears description or metadata; active: false archives). Binds later checkouts only.';
+  readonly scopes = ['offerings:write'] as const;
+  readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
+  readonly input = z.object({
+    id: idParam('offering'),
+    name: z.string().optional(),
+    description: z.string().nullable().optional(),
+    amount: z.string().optional(),
+    escrowTemplateId: TEMPLATES.optional(),
+    active: z.boolean().optional(),
+    metadata: metadata.nullable().optional(),
+    idempotencyKey: idempotencyKey(false),
+  });
+  readonly dto = UpdateOfferingDto;
+  readonly params = ['id'] as const;
+  readonly idempotency = 'optional' as const;
+  constructor(private readonly offerings: OfferingsService) {}
+  run(ctx: McpToolContext, input: Record<string, unknown>) {
+    const { id, ...patch } = input;
+    return this.offerings.update(ctx.principal, requireUuid(String(id), 'offering'), patch as unknown as UpdateOfferingDto);
+  }
+}

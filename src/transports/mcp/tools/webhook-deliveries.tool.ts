@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { ListWebhookDeliveriesQueryDto } from '../../../modules/webhooks/dto/webhook-delivery.dto';
+import { WebhooksService } from '../../../modules/webhooks/webhooks.service';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
+import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
+
+/** svc_webhook_deliveries_list: GET /api/v1/webhook-deliveries. */
+@Injectable()
+export class WebhookDeliveriesListTool implements ServiceTool<ListWebhookDeliveriesQueryDto & Record<string, unknown>> {
+  readonly name = 'svc_webhook_deliveries_list';
+  readonly title = 'List webhook deliveries';
+  readonly description = 'Webhook deliveries, newest first; filter by status or eventType.';
+  readonly scopes = ['webhooks:read'] as const;
+  readonly annotations = { readOnlyHint: true, idempotentHint: true };
+  readonly input = z.object({ ...listShape, status: z.string().optional(), eventType: z.string().optional() });
+  readonly dto = ListWebhookDeliveriesQueryDto;
+  constructor(private readonly webhooks: WebhooksService) {}
+  run(ctx: McpToolContext, q: ListWebhookDeliveriesQueryDto) {
+    return this.webhooks.listDeliveries(ctx.principal, q);
+  }
+}
+
+/** svc_webhook_deliveries_retry: POST /api/v1/webhook-deliveries/{id}/retry. */
+@Injectable()
+export class WebhookDeliveriesRetryTool implements ServiceTool<{ id: string }> {
+  readonly name = 'svc_webhook_deliveries_retry';
+  readonly title = 'Retry a webhook delivery';
+  readonly description = 'Attempts a delivery once more, now, with the same webhook-id.';
+  readonly scopes = ['webhooks:write'] as const;
+  readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
+  readonly input = z.object({ id: idParam('delivery'), idempotencyKey: idempotencyKey(false) });
+  readonly idempotency = 'optional' as const;
+  constructor(private readonly webhooks: WebhooksService) {}
+  run(ctx: McpToolContext, input: { id: string }) {
+    return this.webhooks.retryDelivery(ctx.principal, requireUuid(input.id, 'webhook delivery'));
+  }
+}

@@ -1,0 +1,45 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
+import { PutWebhookEndpointDto } from '../../../modules/webhooks/dto/webhook-endpoint.dto';
+import { WebhooksService } from '../../../modules/webhooks/webhooks.service';
+import type { ServiceTool, McpToolContext } from '../mcp-tool';
+
+/** svc_webhook_endpoint_get: GET /api/v1/webhook-endpoints. */
+@Injectable()
+export class WebhookEndpointGetTool implements ServiceTool {
+  readonly name = 'svc_webhook_endpoint_get';
+  readonly title = 'Get the webhook endpoint';
+  readonly description = 'Your organisation’s webhook endpoint (its secret is never shown here).';
+  readonly scopes = ['webhooks:read'] as const;
+  readonly annotations = { readOnlyHint: true, idempotentHint: true };
+  readonly input = z.object({});
+  constructor(private readonly webhooks: WebhooksService) {}
+  run(ctx: McpToolContext) {
+    return this.webhooks.getEndpoint(ctx.principal);
+  }
+}
+
+/**
+ * svc_webhook_endpoint_put: PUT /api/v1/webhook-endpoints. Like its REST twin it takes no
+ * idempotency key: a stored replay would keep a plaintext secret at rest.
+ */
+@Injectable()
+export class WebhookEndpointPutTool implements ServiceTool {
+  readonly name = 'svc_webhook_endpoint_put';
+  readonly title = 'Create or replace the webhook endpoint';
+  readonly description = 'Sets the webhook URL; rotateSecret issues a new whsec_ secret, returned once.';
+  readonly scopes = ['webhooks:write'] as const;
+  readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false };
+  readonly input = z.object({
+    url: z.string(),
+    enabled: z.boolean().optional(),
+    events: z.array(z.enum(WEBHOOK_EVENTS)).nullable().optional(),
+    rotateSecret: z.boolean().optional(),
+  });
+  readonly dto = PutWebhookEndpointDto;
+  constructor(private readonly webhooks: WebhooksService) {}
+  run(ctx: McpToolContext, input: Record<string, unknown>) {
+    return this.webhooks.putEndpoint(ctx.principal, input as unknown as PutWebhookEndpointDto);
+  }
+}

@@ -1,0 +1,106 @@
+import { Controller, Get, Param, Req, Res } from '@nestjs/common';
+import { ApiExcludeController } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { Public } from '../../../kernel/auth/auth.decorators';
+import { AppConfig } from '../../../config/app-config';
+import { OrgsService } from '../../../modules/orgs/orgs.service';
+import { ConsoleAuthService } from './console-auth.service';
+import { consoleBundle, renderConsoleNotFound, renderHome, renderSection, renderSignIn, Section, SECTIONS } from './console-pages.render';
+import { sessionCookie } from './console-session.authenticator';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The console pages' CSP: the hosted pages' strict policy (one same-origin script, no inline script). */
+const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/**
+ * The console pages at `{API origin}/console` (docs/architecture.md §19), server-rendered shells
+ * filled by one bundled script that calls `/api/v1` as a `console` principal. Public routes in the
+ * guard's sense: each reads the session cookie itself (a page is a GET; it changes nothing and
+ * embeds the session's CSRF token). No session → the sign-in page; an organisation the address
+ * does not own (or no such organisation, or a malformed id) → 404.
+ */
+@ApiExcludeController()
+@Controller('console')
+export class ConsolePagesController {
+  constructor(
+    private readonly auth: ConsoleAuthService,
+    private readonly orgs: OrgsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  @Public()
+  async home(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const token = sessionCookie(req);
+    const session = await this.auth.session(token);
+    this.headers(res);
+    if (!session || !token) {
+      res.type('html').send(renderSignIn({ chainId: this.config.env.CHAIN_ID }));
+      return;
+    }
+    const organizations = await this.orgs.ownedOrganizations(session.address);
+    res.type('html').send(renderHome({ address: session.address, csrf: ConsoleAuthService.csrfToken(token), chainId: this.config.env.CHAIN_ID, organizations }));
+  }
+
+  @Get('assets/console.js')
+  @Public()
+  script(@Res() res: Response): void {
+    const bundle = consoleBundle();
+    if (!bundle) {
+      res.status(404).type('text/plain').send('console.js is not built: run npm run build');
+      return;
+    }
+    res.set({ 'Cache-Control': 'public, max-age=31536000, immutable', 'X-Content-Type-Options': 'nosniff', ETag: `"${bundle.hash}"` }).type('application/javascript; charset=utf-8').send(bundle.body);
+  }
+
+  @Get('orgs/:org')
+  @Public()
+  overview(@Param('org') org: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    return this.section(org, 'overview', undefined, req, res);
+  }
+
+  @Get('orgs/:org/:section')
+  @Public()
+  list(@Param('org') org: string, @Param('section') section: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    return this.section(org, section, undefined, req, res);
+  }
+
+  @Get('orgs/:org/:section/:item')
+  @Public()
+  detail(@Param('org') org: string, @Param('section') section: string, @Param('item') item: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    return this.section(org, section, item, req, res);
+  }
+
+  private async section(orgId: string, section: string, item: string | undefined, req: Request, res: Response): Promise<void> {
+    this.headers(res);
+    const token = sessionCookie(req);
+    const session = await this.auth.session(token);
+    if (!session || !token) {
+      res.redirect(303, '/console');
+      return;
+    }
+    const known = SECTIONS.some(([s]) => s === section) && (item === undefined || UUID.test(item));
+    const org = known && UUID.test(orgId) && (await this.orgs.isOwner(orgId, session.address)) ? await this.orgs.getOrganization(orgId) : null;
+    if (!org) {
+      res.status(404).type('html').send(renderConsoleNotFound());
+      return;
+    }
+    res.type('html').send(
+      renderSection({
+        section: section as Section,
+        item,
+        address: session.address,
+        csrf: ConsoleAuthService.csrfToken(token),
+        chainId: this.config.env.CHAIN_ID,
+        usdc: this.config.env.USDC_ADDRESS,
+        organization: { id: org.id, name: org.name, handle: org.handle },
+      }),
+    );
+  }
+
+  private headers(res: Response): void {
+    res.set({ 'Content-Security-Policy': CONSOLE_CSP, 'Cache-Control': 'no-store', 'Referrer-Policy': 'same-origin', 'X-Content-Type-Options': 'nosniff' });
+  }
+}

@@ -1,0 +1,75 @@
+import { Injectable } from '@nestjs/common';
+import type { Request } from 'express';
+import { Principal, SessionAuthenticator } from '../../../kernel/auth/principal';
+import { expandScopes, MERCHANT_SCOPES } from '../../../kernel/auth/scopes';
+import { AppError } from '../../../common/errors/app-error';
+import { OrgsService } from '../../../modules/orgs/orgs.service';
+import { ConsoleAuthService, CSRF_HEADER, ORGANIZATION_HEADER, SESSION_COOKIE } from './console-auth.service';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The value of the console session cookie in a `Cookie` header (RFC 6265 §5.4), or undefined. */
+export function sessionCookie(req: Pick<Request, 'header'>): string | undefined {
+  const header = req.header('cookie');
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/**
+ * Turns a console session into a principal of kind `console` (docs/architecture.md §19), the hook
+ * the auth guard calls: a live session cookie, the session's CSRF token in `X-CSRF-Token` (on every
+ * request, reads included, so no cross-site request can act or read), and, for organisation
+ * routes, `X-Console-Organization` naming an organisation the session's address owns. The
+ * principal holds every merchant scope (an owner's), `credentialId` = the session id, `actor` =
+ * `console:<address>`; it is never cached, so a revoked session is refused on its next request.
+ */
+@Injectable()
+export class ConsoleSessionAuthenticator extends SessionAuthenticator {
+  private static readonly OWNER_SCOPES = [...MERCHANT_SCOPES];
+
+  constructor(
+    private readonly auth: ConsoleAuthService,
+    private readonly orgs: OrgsService,
+  ) {
+    super();
+  }
+
+  /** A session cookie and no API credential header (an API key always wins). */
+  present(req: Request): boolean {
+    return sessionCookie(req) !== undefined && req.header('x-api-key') === undefined && req.header('authorization') === undefined;
+  }
+
+  /**
+   * @returns the principal, or null for a missing, unknown, expired or revoked session.
+   * @throws AppError 403 forbidden (`details.reason: "csrf_token_invalid"`) without the session's CSRF
+   *   token; 404 not_found (organization) when the organisation is missing, malformed or not owned.
+   */
+  async resolve(req: Request, opts: { organization: boolean }): Promise<Principal | null> {
+    const token = sessionCookie(req);
+    const session = await this.auth.session(token);
+    if (!session || !token) return null;
+    if (!ConsoleAuthService.csrfMatches(token, req.header(CSRF_HEADER))) {
+      throw new AppError('forbidden', 'Console requests need the X-CSRF-Token of the session', { reason: 'csrf_token_invalid' });
+    }
+    let organizationId = '';
+    if (opts.organization) {
+      organizationId = req.header(ORGANIZATION_HEADER) ?? '';
+      if (!UUID.test(organizationId) || !(await this.orgs.isOwner(organizationId, session.address))) throw AppError.notFound('organization');
+    }
+    return {
+      kind: 'console',
+      credentialId: session.id,
+      organizationId,
+      agentId: null,
+      actor: `console:${session.address.toLowerCase()}`,
+      grantedScopes: ConsoleSessionAuthenticator.OWNER_SCOPES,
+      scopes: expandScopes(ConsoleSessionAuthenticator.OWNER_SCOPES),
+      address: session.address,
+      expiresAt: session.expiresAt.getTime(),
+    };
+  }
+}

@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { AgentsModule } from '../../../modules/agents/agents.module';
+import { MandatesModule } from '../../../modules/mandates/mandates.module';
+import { OrgsModule } from '../../../modules/orgs/orgs.module';
+import { PaymentsModule } from '../../../modules/payments/payments.module';
+import { ConsoleAdminController } from './console-admin.controller';
+import { ConsolePagesController } from './console-pages.controller';
+import { ConsoleSessionController } from './console-session.controller';
+import { ConsoleModule } from './console.module';
+
+/** The console's routes and pages on the api port (api only, docs/architecture.md §19). */
+@Module({
+  imports: [ConsoleModule, OrgsModule, AgentsModule, PaymentsModule, MandatesModule],
+  controllers: [ConsoleSessionController, ConsoleAdminController, ConsolePagesController],
+})
+export class ConsoleHttpModule {}

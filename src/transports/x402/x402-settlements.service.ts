@@ -1,0 +1,165 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { ChainTxError } from '@lib/chain';
+import { v7 as uuidv7 } from 'uuid';
+import { AppConfig } from '../../config/app-config';
+import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
+import { ChainAccess } from '../../chain/chain-access.service';
+import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
+import { X402Settlement } from './x402-settlement.entity';
+import { X402Repository, X402Reservation } from './x402.repository';
+
+/** A settlement after one step: its row, and why our relay was refused before any broadcast (when it was). */
+export interface X402Advance {
+  row: X402Settlement;
+  refused?: string;
+}
+
+/**
+ * Port for the crash proof: the x402 settle calls `hit('after_reserved')` right after the
+ * reservation is committed. Bound to the no-op `NO_FAULTS` (common/faults) in production; crash tests provide
+ * one that throws there, as if the process died before relaying.
+ */
+export abstract class X402Faults {
+  abstract hit(point: 'after_reserved'): void;
+}
+
+/** Rows without the signed authorization (reserved before it was stored) are given up this long after creation when unused. */
+const LEGACY_GIVE_UP_MS = 3_600_000;
+
+/**
+ * Settlement of paid retries of our own x402 challenges on a chain that does not mine at once
+ * (docs/architecture.md §14, §18). A settlement is `pending` while its relay is queued or unmined,
+ * `settled` once `AuthorizationUsed(payer, nonce)` is on chain at CONFIRMATIONS (seen here from the
+ * relay's receipt, or by the USDC authorization indexer in {@link PaymentSettlement.pollOnce}), and
+ * `failed` only once chain time is past `validBefore` with the authorization unused (or it was
+ * cancelled). One request or sweep at a time advances a row (a lease in the row, so no database
+ * transaction is held across chain calls); a crash leaves the lease to expire, and the worker's
+ * {@link sweepOnce} or a retry of the same header resumes it.
+ */
+@Injectable()
+export class X402Settlements {
+  private readonly logger = new Logger('X402Settlements');
+
+  constructor(
+    private readonly chain: ChainAccess,
+    private readonly relayer: RelayerService,
+    private readonly settlement: PaymentSettlement,
+    private readonly repo: X402Repository,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** How long one advance may hold a row: the relayer's broadcast wait, the receipt wait and a margin (ms). */
+  get leaseMs(): number {
+    return this.config.env.RELAYER_WAIT_MS + this.config.env.X402_RECEIPT_WAIT_MS + 10_000;
+  }
+
+  /** The settlement of (payer, nonce), or null. */
+  async find(payer: string, nonce: string): Promise<X402Settlement | null> {
+    return this.repo.find(payer, nonce);
+  }
+
+  /**
+   * Reserves (payer, nonce) as `pending`, leased to the caller, with the whole authorization.
+   * @returns the new row's id, or null when (payer, nonce) is already reserved.
+   */
+  async reserve(r: X402Reservation): Promise<string | null> {
+    const id = uuidv7();
+    return (await this.repo.reserve(id, r, this.leaseMs)) ? id : null;
+  }
+
+  /**
+   * Moves a settlement forward once, outside any database transaction. When another request or sweep
+   * holds the row, only looks (a receipt already mined is recorded). Otherwise: settled from a mined
+   * relay; left pending when the authorization is already used or cancelled on chain (the indexer
+   * decides); failed when chain time is past `validBefore` unused; else the live relay is resumed or a
+   * new one queued (a `sweep` only resumes, never re-relays after a refusal), and its receipt is
+   * waited for at most `waitMs` at CONFIRMATIONS. `leased`: the caller holds the row's lease already
+   * (it has just reserved it).
+   * @returns the row afterwards, and the refusal when our relay was refused before any broadcast.
+   */
+  async advance(id: string, waitMs: number, mode: 'request' | 'sweep', leased = false): Promise<X402Advance> {
+    if (!leased && !(await this.repo.claim(id, this.leaseMs))) {
+      const row = (await this.repo.findById(id))!;
+      if (row.status === 'pending' || row.status === 'reserved') await this.settlement.confirmUse(row.payer, row.nonce, await this.relayHashes(id), 0);
+      return { row: (await this.repo.findById(id))! };
+    }
+    const row = (await this.repo.findById(id))!;
+    let refused: string | undefined;
+    try {
+      refused = await this.step(row, waitMs, mode);
+    } finally {
+      await this.repo.release(id);
+    }
+    return { row: (await this.repo.findById(id))!, refused };
+  }
+
+  /** Records the one 200 answer of a settled payment. @returns false when it was already given (a replay). */
+  async markAnswered(id: string): Promise<boolean> {
+    return this.repo.markAnswered(id);
+  }
+
+  /**
+   * The worker's pass (docs/architecture.md §18): every pending settlement idle for
+   * PAYMENT_SWEEP_IDLE_SECONDS and not held by a request is advanced once without waiting.
+   * @returns how many were looked at.
+   */
+  async sweepOnce(idleSeconds = this.config.env.PAYMENT_SWEEP_IDLE_SECONDS): Promise<number> {
+    const ids = await this.repo.idle(idleSeconds);
+    for (const id of ids) {
+      try {
+        await this.advance(id, 0, 'sweep');
+      } catch (err) {
+        this.logger.warn({ settlementId: id, error: (err as Error).message }, 'x402 settlement sweep step failed');
+      }
+    }
+    return ids.length;
+  }
+
+  private async step(row: X402Settlement, waitMs: number, mode: 'request' | 'sweep'): Promise<string | undefined> {
+    const gateway = this.chain.gateway;
+    if (await this.settlement.confirmUse(row.payer, row.nonce, await this.relayHashes(row.id), 0)) return undefined;
+    // Used (by any sender) or cancelled: the chain decided; the indexer records which, at CONFIRMATIONS.
+    if (await gateway.authorizationState(row.payer, row.nonce)) return undefined;
+    if (!row.signature || row.validBefore === null) {
+      if (Date.now() - new Date(row.createdAt).getTime() > LEGACY_GIVE_UP_MS) await this.repo.fail(row.id, 'expired');
+      return undefined;
+    }
+    if (BigInt(await gateway.headTimestamp()) >= row.validBefore) {
+      await this.repo.fail(row.id, 'expired');
+      return undefined;
+    }
+    const relays = await this.relayer.relaysFor('x402', row.id);
+    const live = relays.find((r) => r.status !== 'failed');
+    if (!live && mode === 'sweep' && relays.length) return undefined;
+    try {
+      if (live) await this.relayer.resume(live.id);
+      else {
+        const data = gateway.encodeTransferWithAuthorization({
+          from: row.payer,
+          to: row.payTo,
+          value: row.amount,
+          validAfter: row.validAfter ?? 0n,
+          validBefore: row.validBefore,
+          nonce: row.nonce,
+          signature: row.signature,
+        });
+        await this.relayer.relay({ to: gateway.usdcAddress, data, purpose: 'x402', reference: row.id });
+      }
+    } catch (err) {
+      if (err instanceof RelayTimeoutError) return undefined;
+      if (!(err instanceof ChainTxError)) throw err;
+      // Refused before any broadcast: nothing moves now, but the authorization stays valid until validBefore.
+      if (await gateway.authorizationState(row.payer, row.nonce)) return undefined;
+      await this.repo.noteError(row.id, err.message);
+      this.logger.warn({ settlementId: row.id, error: err.message }, 'x402 relay refused; the settlement stays pending until used or expired');
+      return err.message;
+    }
+    await this.settlement.confirmUse(row.payer, row.nonce, await this.relayHashes(row.id), waitMs);
+    return undefined;
+  }
+
+  /** Every transaction hash our relayer signed for this settlement, fee-bump replacements included (DESIGN §18). */
+  private relayHashes(id: string): Promise<string[]> {
+    return this.relayer.hashesFor('x402', id);
+  }
+}

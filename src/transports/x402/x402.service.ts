@@ -1,0 +1,374 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
+import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
+import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
+import { getAddress } from 'ethers';
+import type { Principal } from '../../kernel/auth/principal';
+import { AppError } from '../../common/errors/app-error';
+import { AppConfig } from '../../config/app-config';
+import { AgentSpendGate } from '../../modules/agents/agent-spend.service';
+import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
+import type { RowOwnedWork } from '../../kernel/idempotency/idempotency.service';
+import { mapOwned, PaymentRecord, PaymentsService } from '../../modules/payments/payments.service';
+import { ChainAccess } from '../../chain/chain-access.service';
+import { RelayerService } from '../../chain/relayer/relayer.service';
+import { ethersVerifySigner } from './evm-facilitator-signer';
+import { X402Settlement } from './x402-settlement.entity';
+import { X402Advance, X402Faults, X402Settlements } from './x402-settlements.service';
+
+/** The longest validity a challenge offers (and our signer signs): docs/architecture.md §13, 10 minutes. */
+const MAX_TIMEOUT_SECONDS = 600;
+const CHALLENGE_PATH = '/api/v1/x402/challenge';
+/** Retry-After (seconds) of a 402 `reason: "pending"`. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** The EIP-3009 authorization of an x402 "exact" payload, as signed (decimal and hex text). */
+interface Eip3009Authorization {
+  from: string;
+  to: string;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: string;
+}
+
+const AUTHORIZATION_KEYS = ['from', 'nonce', 'to', 'validAfter', 'validBefore', 'value'];
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const HEX_32 = /^0x[0-9a-fA-F]{64}$/;
+const UINT = /^\d{1,78}$/;
+
+/**
+ * The payload of the exact EIP-3009 scheme, or why it is not one. `@x402/evm`'s verifier picks its
+ * Permit2 branch whenever `permit2Authorization` is present, while settlement relays
+ * `authorization`: so anything but exactly `{authorization, signature}` (and the six EIP-3009
+ * fields, well formed) is refused before verification, and what was verified is what is relayed
+ * (docs/architecture.md §14; EIP-3009 `transferWithAuthorization`).
+ */
+export function exactEip3009Payload(payload: PaymentPayload): { authorization: Eip3009Authorization; signature: string } | string {
+  if (payload.accepted?.scheme !== 'exact') return 'Only the "exact" scheme is accepted';
+  const inner = payload.payload as Record<string, unknown> | null;
+  if (!inner || typeof inner !== 'object' || Array.isArray(inner)) return 'The payload must be {authorization, signature}';
+  const keys = Object.keys(inner).sort();
+  if (keys.length !== 2 || keys[0] !== 'authorization' || keys[1] !== 'signature') return 'The payload must be exactly {authorization, signature} of the EIP-3009 exact scheme';
+  const auth = inner.authorization as Record<string, unknown> | null;
+  if (!auth || typeof auth !== 'object' || Array.isArray(auth) || Object.keys(auth).sort().join() !== AUTHORIZATION_KEYS.join()) {
+    return `The authorization must have exactly ${AUTHORIZATION_KEYS.join(', ')}`;
+  }
+  const ok =
+    typeof auth.from === 'string' && HEX_ADDRESS.test(auth.from) && typeof auth.to === 'string' && HEX_ADDRESS.test(auth.to) &&
+    typeof auth.nonce === 'string' && HEX_32.test(auth.nonce) &&
+    [auth.value, auth.validAfter, auth.validBefore].every((v) => typeof v === 'string' && UINT.test(v)) &&
+    typeof inner.signature === 'string' && /^0x[0-9a-fA-F]+$/.test(inner.signature);
+  if (!ok) return 'The authorization fields are not well formed (addresses, a 32-byte nonce, decimal integers, a hex signature)';
+  return { authorization: auth as unknown as Eip3009Authorization, signature: inner.signature as string };
+}
+
+/** A challenge's terms: what `?to=&amount=&resource=` asks for, resolved. Amount in base units. */
+interface ChallengeTerms {
+  payeeHandle: string;
+  payTo: string;
+  amount: bigint;
+  resource: string;
+}
+
+/** What the HTTP layer sends: status, headers and a JSON body. */
+export interface X402HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+/** POST /x402/settle's body: one v1 `accepts` entry as it is, or a PAYMENT-REQUIRED header value. */
+export type X402SettleInput = { paymentRequired: string } | Record<string, unknown>;
+
+/**
+ * x402 for the service (docs/architecture.md §14, protocol v2 with a v1-shaped body).
+ *
+ * - {@link challenge}: `GET /x402/challenge` answers 402 with the v2 `PAYMENT-REQUIRED` header (encoded
+ *   by `@x402/core/http`) and the v1 body; `payTo` is the payee's address, `extra` the token's own
+ *   EIP-712 domain read from the chain.
+ * - {@link paid}: a retry with `PAYMENT-SIGNATURE` (or `X-PAYMENT`) is verified by `@x402/evm`'s exact
+ *   scheme (EIP-3009 signature, amount, payTo, asset, time window, balance), reserved by (payer,
+ *   nonce) — so a replayed header is refused and moves no money — then settled through the relayer
+ *   queue (`transferWithAuthorization`) and answered 200 with `PAYMENT-RESPONSE`.
+ * - {@link settle}: an agent pays a challenge under its policy as a Payment `mode: "x402"`: ours are
+ *   settled on chain; another server's get the signed payment header back for the agent to send.
+ * No chain call runs inside a database transaction.
+ */
+@Injectable()
+export class X402Service {
+  private readonly logger = new Logger('X402');
+  private domain?: Promise<{ name: string; version: string }>;
+  private verifier?: ExactEvmScheme;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly chain: ChainAccess,
+    private readonly agents: AgentSpendGate,
+    private readonly relayer: RelayerService,
+    private readonly payments: PaymentsService,
+    private readonly settlement: PaymentSettlement,
+    private readonly settlements: X402Settlements,
+    private readonly faults: X402Faults,
+  ) {}
+
+  /** CAIP-2 id of our chain, the network of v2 requirements. */
+  get caip2(): string {
+    return `eip155:${this.chain.chainId}`;
+  }
+
+  /** The v1 network name of our chain where x402 v1 has one, else the CAIP-2 id (v1 clients pay only on named chains). */
+  get v1Network(): string {
+    const named = Object.entries(EVM_NETWORK_CHAIN_ID_MAP as Record<string, number>).find(([, id]) => id === this.chain.chainId);
+    return named ? named[0] : this.caip2;
+  }
+
+  /**
+   * GET /x402/challenge without a payment: 402 with both encodings of the payment requirements.
+   * @throws AppError 400 (amount below X402_MIN_AMOUNT or malformed, unknown payee, no payout address, no `to`).
+   */
+  async challenge(query: { to?: string; amount?: string; resource?: string }): Promise<X402HttpAnswer> {
+    const terms = await this.terms(query);
+    const requirements = await this.requirements(terms);
+    const description = `Payment of ${formatAmount(terms.amount)} USDC to ${terms.payeeHandle}`;
+    const paymentRequired: PaymentRequired = {
+      x402Version: 2,
+      error: 'PAYMENT-SIGNATURE header is required',
+      resource: { url: terms.resource, description, mimeType: 'application/json' },
+      accepts: [requirements],
+    };
+    return {
+      status: 402,
+      headers: { 'PAYMENT-REQUIRED': encodePaymentRequiredHeader(paymentRequired), 'Cache-Control': 'no-store' },
+      body: {
+        x402Version: 1,
+        error: 'X-PAYMENT header is required',
+        accepts: [
+          {
+            scheme: 'exact',
+            network: this.v1Network,
+            maxAmountRequired: requirements.amount,
+            resource: terms.resource,
+            description,
+            mimeType: 'application/json',
+            payTo: requirements.payTo,
+            asset: requirements.asset,
+            maxTimeoutSeconds: requirements.maxTimeoutSeconds,
+            extra: requirements.extra,
+          },
+        ],
+      },
+    };
+  }
+
+  /**
+   * A retry of a challenge URL carrying a payment (`PAYMENT-SIGNATURE` v2, or `X-PAYMENT`): refused
+   * unless it is exactly the EIP-3009 exact payload, verified against the requirements re-derived
+   * from the URL, reserved by (payer, nonce), settled through the relayer queue (docs/architecture.md
+   * §14, §18). Answers 200 with `PAYMENT-RESPONSE` once the transfer is mined at CONFIRMATIONS; while
+   * its relay is queued or unmined, 402 `reason: "pending"` with `Retry-After` (the same header later
+   * answers 200, once); a refused payment answers 402 with `reason` and moves no money.
+   * @throws AppError 400 for a malformed challenge query (as {@link challenge}).
+   */
+  async paid(query: { to?: string; amount?: string; resource?: string }, header: string): Promise<X402HttpAnswer> {
+    const terms = await this.terms(query);
+    const requirements = await this.requirements(terms);
+    const refuse = (error: string, reason: string, headers: Record<string, string> = {}): X402HttpAnswer => ({
+      status: 402,
+      headers: { 'Cache-Control': 'no-store', ...headers },
+      body: { x402Version: 2, error, reason, accepts: [requirements] },
+    });
+    let payload: PaymentPayload;
+    try {
+      payload = decodePaymentSignatureHeader(header);
+    } catch {
+      return refuse('The payment header is not a base64 JSON x402 payment payload', 'invalid_payload');
+    }
+    if (payload.x402Version !== 2) return refuse(`x402 v1 payments need a named network; this chain is ${this.caip2}: pay with x402 v2 (PAYMENT-SIGNATURE)`, 'unsupported_version');
+    const shape = exactEip3009Payload(payload);
+    if (typeof shape === 'string') return refuse(shape, 'invalid_payload');
+    const { authorization: auth, signature } = shape;
+    const alreadyUsed = () => refuse('This payment was already used: one payment buys one response', 'payment_already_used');
+    const answer = async (step: X402Advance): Promise<X402HttpAnswer> => {
+      const row = step.row;
+      if (row.status === 'settled') {
+        if (!(await this.settlements.markAnswered(row.id))) return alreadyUsed();
+        const settlement = { success: true, transaction: row.txHash!, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
+        return {
+          status: 200,
+          headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader(settlement), 'Cache-Control': 'no-store' },
+          body: { paid: true, resource: terms.resource, payTo: terms.payTo, amount: formatAmount(terms.amount), settlement },
+        };
+      }
+      if (row.status === 'failed') return refuse(`The payment was not settled: its authorization ${row.error === 'cancelled' ? 'was cancelled' : 'expired unused'}`, 'settlement_failed');
+      if (step.refused) {
+        return refuse(`The payment could not be settled now (${step.refused}); its authorization stays valid until validBefore: retry the same header or let it expire`, 'settlement_failed');
+      }
+      return refuse('The payment is being settled on chain: retry the same header to receive the response', 'pending', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    };
+    const waitMs = this.config.env.X402_RECEIPT_WAIT_MS;
+    const resume = async (row: X402Settlement): Promise<X402HttpAnswer> => {
+      // The same header retried: same signed authorization for the same challenge terms; anything else is a replay.
+      if (row.signature !== signature || row.payTo.toLowerCase() !== terms.payTo.toLowerCase() || row.amount !== terms.amount) return alreadyUsed();
+      if (row.status === 'settled' || row.status === 'failed') return answer({ row });
+      return answer(await this.settlements.advance(row.id, waitMs, 'request'));
+    };
+    const existing = await this.settlements.find(auth.from, auth.nonce);
+    if (existing) return resume(existing);
+    const verified = await this.verifierScheme().verify(payload, requirements);
+    if (!verified.isValid) return refuse(verified.invalidMessage ?? verified.invalidReason ?? 'The payment does not verify', verified.invalidReason ?? 'invalid_payment');
+    await this.relayer.assertFunded(); // 503 unavailable before the reservation (DESIGN §18): nothing stored, nothing failed
+    const id = await this.settlements.reserve({ payer: auth.from, nonce: auth.nonce, to: terms.payTo, value: auth.value, validAfter: auth.validAfter, validBefore: auth.validBefore, signature, payeeHandle: terms.payeeHandle, resource: terms.resource });
+    if (!id) return resume((await this.settlements.find(auth.from, auth.nonce))!);
+    this.faults.hit('after_reserved');
+    return answer(await this.settlements.advance(id, waitMs, 'request', true));
+  }
+
+  /**
+   * POST /x402/settle for an agent (docs/architecture.md §14): the policy decides (§13 order), the
+   * session signer signs an EIP-3009 transferWithAuthorization with the token's own domain.
+   * @returns the row-owned work of operation `settle-x402` (DESIGN §5, §17; the payment is the
+   *   record) answering `{payment, settlement}` for our own challenges (settled on chain),
+   *   `{payment, header}` for another server's.
+   * @throws AppError 400 `unsupported_requirement` (scheme, network or asset not ours), 400 for a
+   *   malformed body; as the work's outcome 403 refusals of §13, 422 idempotency_conflict.
+   */
+  async settle(principal: Principal, input: X402SettleInput, key: string | undefined): Promise<RowOwnedWork<PaymentRecord>> {
+    const { requirement, resource, version } = this.readRequirement(input);
+    const unsupported = (why: string) => new AppError('invalid_request', `Unsupported payment requirement: ${why}`, { reason: 'unsupported_requirement' });
+    if (requirement.scheme !== 'exact') throw unsupported('only scheme "exact" is signed');
+    if (requirement.network !== this.caip2 && requirement.network !== this.v1Network) throw unsupported(`only network ${this.caip2} is signed`);
+    if (String(requirement.asset).toLowerCase() !== this.chain.gateway.usdcAddress.toLowerCase()) throw unsupported('only our USDC is signed');
+    if (!/^\d{1,78}$/.test(String(requirement.amount)) || BigInt(requirement.amount) <= 0n) throw unsupported('amount must be positive base units');
+    const amount = BigInt(requirement.amount);
+    const own = this.ownChallenge(resource);
+    if (own) {
+      const terms = await this.terms(own);
+      if (terms.payTo.toLowerCase() !== String(requirement.payTo).toLowerCase() || terms.amount !== amount) {
+        throw unsupported('it does not match the challenge it names (payTo or amount differ)');
+      }
+      const work = this.payments.spendWork(principal, { to: terms.payeeHandle, amount: formatAmount(amount), mode: 'x402' }, key, { extra: { resource } });
+      return mapOwned(work, async (row) => {
+        let payment = row;
+        // x402's `success: true` means the transfer is on chain (§18): a broadcast relay is waited for,
+        // bounded, at the confirmation depth; until then the answer is `success: false` with the payment submitted.
+        if (payment.status === 'submitted' && payment.authNonce && payment.relayTxHashes.length) {
+          const mined = await this.settlement.confirmUse(payment.fromAddress, payment.authNonce, payment.relayTxHashes, this.config.env.X402_RECEIPT_WAIT_MS);
+          if (mined) payment = (await this.payments.findForAgent(payment.agentId, payment.id)) ?? payment;
+        }
+        const success = payment.status === 'succeeded';
+        const settlement = { success, transaction: payment.txHash ?? payment.relayTxHashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress };
+        return { payment: this.payments.toDto(payment), settlement };
+      });
+    }
+    const work = this.payments.spendWork(principal, { to: String(requirement.payTo), amount: formatAmount(amount), mode: 'x402' }, key, {
+      extra: { resource },
+      payToAddress: true,
+    });
+    return mapOwned(work, (payment) => this.paymentHeader(payment, requirement, resource, version));
+  }
+
+  /** The answer for another server's challenge: the payment and the signed payment header for the agent to send (docs/architecture.md §14). */
+  private paymentHeader(payment: PaymentRecord, requirement: PaymentRequirements, resource: string, version: 1 | 2): Record<string, unknown> {
+    if (payment.status === 'failed') {
+      // Its authorization is dead (cancelled or expired unused): a header for it would only be refused.
+      throw new AppError('invalid_request', 'This payment failed; sign a new one with another Idempotency-Key', { paymentId: payment.id, status: 'failed', allowed: ['pending', 'submitted', 'succeeded'], failureReason: payment.failureReason }, 409);
+    }
+    if (!payment.authSignature) throw new AppError('unavailable', 'The payment is reserved but not signed yet; retry with the same Idempotency-Key', { paymentId: payment.id }, 503, { 'Retry-After': '1' });
+    const authorization = { from: payment.fromAddress, to: payment.toAddress, value: payment.amount.toString(), validAfter: '0', validBefore: String(payment.authValidBefore), nonce: payment.authNonce! };
+    const body =
+      version === 2
+        ? { x402Version: 2, resource: { url: resource }, accepted: requirement, payload: { signature: payment.authSignature, authorization } }
+        : { x402Version: 1, scheme: 'exact', network: requirement.network, payload: { signature: payment.authSignature, authorization } };
+    return {
+      payment: this.payments.toDto(payment),
+      header: { name: version === 2 ? 'PAYMENT-SIGNATURE' : 'X-PAYMENT', value: Buffer.from(JSON.stringify(body)).toString('base64') },
+    };
+  }
+
+  /** The requirement in a settle body: a v1 `accepts` entry, or the first acceptable entry of a v2 PAYMENT-REQUIRED value. */
+  private readRequirement(input: X402SettleInput): { requirement: PaymentRequirements; resource: string; version: 1 | 2 } {
+    if (typeof (input as { paymentRequired?: unknown }).paymentRequired === 'string') {
+      let pr: PaymentRequired;
+      try {
+        pr = decodePaymentRequiredHeader((input as { paymentRequired: string }).paymentRequired);
+      } catch {
+        throw AppError.invalidParam('paymentRequired', 'is not a PAYMENT-REQUIRED header value (base64 JSON)');
+      }
+      const accepts = Array.isArray(pr.accepts) ? pr.accepts : [];
+      const ours = accepts.find((a) => a.scheme === 'exact' && a.network === this.caip2 && String(a.asset).toLowerCase() === this.chain.gateway.usdcAddress.toLowerCase());
+      if (!ours) throw new AppError('invalid_request', 'Unsupported payment requirement: no "exact" USDC requirement on our network', { reason: 'unsupported_requirement' });
+      return { requirement: ours, resource: String(pr.resource?.url ?? ''), version: 2 };
+    }
+    const v1 = input as Record<string, unknown>;
+    for (const field of ['scheme', 'network', 'maxAmountRequired', 'payTo', 'asset', 'resource']) {
+      if (typeof v1[field] !== 'string' || !(v1[field] as string).length) throw AppError.invalidParam(field, 'is required (a v1 accepts entry) unless paymentRequired is given');
+    }
+    return {
+      requirement: {
+        scheme: v1.scheme as string,
+        network: v1.network as PaymentRequirements['network'],
+        asset: v1.asset as string,
+        amount: v1.maxAmountRequired as string,
+        payTo: v1.payTo as string,
+        maxTimeoutSeconds: Number(v1.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS),
+        extra: (v1.extra as Record<string, unknown>) ?? {},
+      },
+      resource: v1.resource as string,
+      version: 1,
+    };
+  }
+
+  /** The query of one of our own challenge URLs, or null for another server's resource. */
+  private ownChallenge(resource: string): { to?: string; amount?: string; resource?: string } | null {
+    const base = this.config.env.API_BASE_URL.replace(/\/$/, '') + CHALLENGE_PATH;
+    if (!resource.startsWith(base)) return null;
+    let url: URL;
+    try {
+      url = new URL(resource);
+    } catch {
+      return null;
+    }
+    return { to: url.searchParams.get('to') ?? undefined, amount: url.searchParams.get('amount') ?? undefined, resource };
+  }
+
+  private async terms(query: { to?: string; amount?: string; resource?: string }): Promise<ChallengeTerms> {
+    const to = (query.to ?? this.config.env.X402_DEFAULT_PAY_TO).trim();
+    if (!to) throw AppError.invalidParam('to', 'is required (this service has no X402_DEFAULT_PAY_TO)');
+    const amountText = query.amount ?? this.config.env.X402_DEFAULT_AMOUNT;
+    let amount: bigint;
+    try {
+      amount = parseAmount(amountText, this.config.maxAmountUnits);
+    } catch (err) {
+      if (err instanceof AmountFormatError) throw AppError.invalidParam('amount', err.message);
+      throw err;
+    }
+    const min = parseAmount(this.config.env.X402_MIN_AMOUNT, this.config.maxAmountUnits);
+    if (amount < min) throw AppError.invalidParam('amount', `must be at least ${this.config.env.X402_MIN_AMOUNT} USDC (the relayer pays the gas)`, { reason: 'below_minimum' });
+    const payee = await this.agents.resolveHandle(to);
+    if (!payee) throw AppError.invalidParam('to', 'is not a known organisation handle or agent slug', { reason: 'unknown_payee' });
+    if (!payee.address) throw new AppError('invalid_request', `${to} has no payout address`, { reason: 'no_payout_address', fields: [{ param: 'to', message: 'has no payout address' }] });
+    const canonical = `${this.config.env.API_BASE_URL.replace(/\/$/, '')}${CHALLENGE_PATH}?to=${encodeURIComponent(payee.handle)}&amount=${formatAmount(amount)}`;
+    return { payeeHandle: payee.handle, payTo: getAddress(payee.address), amount, resource: query.resource ?? canonical };
+  }
+
+  private async requirements(terms: ChallengeTerms): Promise<PaymentRequirements> {
+    this.domain ??= this.chain.gateway.usdcEip712Domain().then((d) => ({ name: String(d.name), version: String(d.version) }));
+    return {
+      scheme: 'exact',
+      network: this.caip2 as PaymentRequirements['network'],
+      asset: this.chain.gateway.usdcAddress,
+      amount: terms.amount.toString(),
+      payTo: terms.payTo,
+      maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+      extra: await this.domain,
+    };
+  }
+
+  private verifierScheme(): ExactEvmScheme {
+    this.verifier ??= new ExactEvmScheme(ethersVerifySigner(this.chain.provider, this.chain.relayer.address) as never);
+    return this.verifier;
+  }
+}
