@@ -24,8 +24,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { HOST, REDIS_URL, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, killChildren, root, runNode, sleep, startProcess, withPg, writeResult } from './lib.mjs';
+import { HOST, REDIS_URL, databaseUrl, eachFlag, fileStamp, freshDatabase, guardChildren, isMain, root, runMain, runNode, sleep, startApi, startWorker, tearDown, withPg, writeResult } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const DB_NAME = 'pcp_chaos';
@@ -165,21 +164,9 @@ export async function main(args = []) {
     await provider.send('evm_setIntervalMining', [BLOCK_SECONDS]);
 
     const apis = [];
-    for (let i = 0; i < 2; i++) {
-      const port = await freePort();
-      const base = `http://${HOST}:${port}`;
-      const p = await startProcess(`api ${i + 1}`, [`${opts.dist}/src/main.js`], { ...env, PORT: String(port), API_BASE_URL: base, CHECKOUT_BASE_URL: base }, `${base}/health/ready`);
-      stops.push(() => p.stop());
-      apis.push(base);
-    }
+    for (let i = 0; i < 2; i++) apis.push(await startApi(i + 1, opts.dist, env, stops));
     const workers = [];
-    const startWorker = async (n) => {
-      const port = await freePort();
-      const p = await startProcess(`worker ${n}`, [`${opts.dist}/src/worker.js`], { ...env, WORKER_PORT: String(port) }, `http://${HOST}:${port}/health/ready`);
-      stops.push(() => p.stop());
-      return p;
-    };
-    workers.push(await startWorker(1), await startWorker(2));
+    workers.push(await startWorker(1, opts.dist, env, stops), await startWorker(2, opts.dist, env, stops));
     const put = await call(apis[0], 'PUT', '/api/v1/webhook-endpoints', { key, body: { url: receiver.url } });
     if (put.status !== 200) throw new Error(`PUT /webhook-endpoints answered ${put.status}: ${JSON.stringify(put.body)}`);
     console.log(`chaos: ${opts.checkouts} checkouts, ${opts.payments} payments; 2 apis, 2 workers; anvil ${anvil.rpcUrl} (${BLOCK_SECONDS} s blocks, CONFIRMATIONS=${CONFIRMATIONS})`);
@@ -323,7 +310,7 @@ export async function main(args = []) {
         name: 'SIGKILL worker',
         run: async () => {
           await workers[0].stop('SIGKILL');
-          workers[0] = await startWorker(3);
+          workers[0] = await startWorker(3, opts.dist, env, stops);
           return 'restarted';
         },
       },
@@ -460,12 +447,7 @@ export async function main(args = []) {
       reconcileClean: Boolean(reconcile?.clean),
     });
   } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => {});
-    provider?.destroy();
-    if (anvil) await anvil.stop();
-    await receiver.close();
-    await dropDatabase(DB_NAME).catch(() => {});
-    await deleteRedisKeys(redisPrefix).catch(() => {});
+    await tearDown({ stops, provider, anvil, receiver, database: DB_NAME, redisPrefix });
     releaseChildren();
   }
   console.log(`\nchaos (2 apis, 2 workers, ${BLOCK_SECONDS} s blocks, CONFIRMATIONS=${CONFIRMATIONS}) in ${out.seconds} s`);
@@ -479,13 +461,4 @@ export async function main(args = []) {
   console.log('chaos passed');
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main(process.argv.slice(2)).then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err?.stack ?? err);
-      killChildren();
-      process.exit(1);
-    },
-  );
-}
+if (isMain(import.meta.url)) runMain(main);

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 /** The repository root: children run with it as cwd, and `--dist DIR` is relative to it. */
@@ -136,6 +136,55 @@ export function guardChildren() {
     process.off('SIGTERM', onSignal);
     process.off('exit', onExit);
   };
+}
+
+/** Whether the module at `metaUrl` (its `import.meta.url`) is the script node was started with. */
+export const isMain = (metaUrl) => Boolean(process.argv[1]) && metaUrl === pathToFileURL(process.argv[1]).href;
+
+/** Runs a script's `main(args)` with the command line's arguments: exit 0 once it resolves; on a throw, print it, kill the children, exit 1. */
+export function runMain(main) {
+  main(process.argv.slice(2)).then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err?.stack ?? err);
+      killChildren();
+      process.exit(1);
+    },
+  );
+}
+
+/**
+ * Starts api number `n` (`<dist>/src/main.js`) on a free port with `env` plus PORT, API_BASE_URL and
+ * CHECKOUT_BASE_URL, ready once /health/ready answers 2xx; pushes its stop onto `stops`.
+ * Returns its base URL.
+ */
+export async function startApi(n, dist, env, stops) {
+  const port = await freePort();
+  const base = `http://${HOST}:${port}`;
+  const p = await startProcess(`api ${n}`, [`${dist}/src/main.js`], { ...env, PORT: String(port), API_BASE_URL: base, CHECKOUT_BASE_URL: base }, `${base}/health/ready`);
+  stops.push(() => p.stop());
+  return base;
+}
+
+/** Starts worker number `n` (`<dist>/src/worker.js`) on a free WORKER_PORT, ready once its /health/ready answers; pushes its stop onto `stops`. Returns the process (as {@link startProcess}). */
+export async function startWorker(n, dist, env, stops) {
+  const port = await freePort();
+  const p = await startProcess(`worker ${n}`, [`${dist}/src/worker.js`], { ...env, WORKER_PORT: String(port) }, `http://${HOST}:${port}/health/ready`);
+  stops.push(() => p.stop());
+  return p;
+}
+
+/**
+ * Takes a multi-process run down, last started first: every stop in `stops` (errors ignored), the
+ * provider, anvil, the webhook receiver, then the run's database and Redis keys (errors ignored).
+ */
+export async function tearDown({ stops, provider, anvil, receiver, database, redisPrefix }) {
+  for (const stop of stops.reverse()) await stop().catch(() => {});
+  provider?.destroy();
+  if (anvil) await anvil.stop();
+  await receiver.close();
+  await dropDatabase(database).catch(() => {});
+  await deleteRedisKeys(redisPrefix).catch(() => {});
 }
 
 /** A TCP port that was free on HOST a moment ago. */

@@ -17,8 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { HOST, REDIS_URL, api, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, killChildren, root, runNode, sleep, startProcess, withPg, writeResult } from './lib.mjs';
+import { HOST, REDIS_URL, api, databaseUrl, eachFlag, fileStamp, freshDatabase, guardChildren, isMain, root, runMain, runNode, sleep, startApi, startWorker, tearDown, withPg, writeResult } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const DB_NAME = 'pcp_scaleout';
@@ -91,18 +90,8 @@ export async function main(args = []) {
     const key = (await cli('key:create', '--org', org.id, '--type', 'merchant', '--scopes', 'checkout:*,webhooks:*,escrow:*')).key;
 
     const apis = [];
-    for (let i = 0; i < 2; i++) {
-      const port = await freePort();
-      const base = `http://${HOST}:${port}`;
-      const p = await startProcess(`api ${i + 1}`, [`${opts.dist}/src/main.js`], { ...env, PORT: String(port), API_BASE_URL: base, CHECKOUT_BASE_URL: base }, `${base}/health/ready`);
-      stops.push(() => p.stop());
-      apis.push(base);
-    }
-    for (let i = 0; i < 3; i++) {
-      const port = await freePort();
-      const p = await startProcess(`worker ${i + 1}`, [`${opts.dist}/src/worker.js`], { ...env, WORKER_PORT: String(port) }, `http://${HOST}:${port}/health/ready`);
-      stops.push(() => p.stop());
-    }
+    for (let i = 0; i < 2; i++) apis.push(await startApi(i + 1, opts.dist, env, stops));
+    for (let i = 0; i < 3; i++) await startWorker(i + 1, opts.dist, env, stops);
     await api(apis[0], 'PUT', '/api/v1/webhook-endpoints', { key, body: { url: receiver.url } });
     console.log(`scale-out: ${opts.escrows} escrows; 2 apis, 3 workers, anvil ${anvil.rpcUrl}`);
 
@@ -172,12 +161,7 @@ export async function main(args = []) {
       webhookIdsReceived: receiver.seen.size,
     });
   } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => {});
-    provider?.destroy();
-    if (anvil) await anvil.stop();
-    await receiver.close();
-    await dropDatabase(DB_NAME).catch(() => {});
-    await deleteRedisKeys(redisPrefix).catch(() => {});
+    await tearDown({ stops, provider, anvil, receiver, database: DB_NAME, redisPrefix });
     releaseChildren();
   }
   console.log(`\nscale-out (2 apis, 3 workers): ${out.escrows} escrows auto-released`);
@@ -205,13 +189,4 @@ function fundingQuery(buyer) {
   return `?buyer=${buyer}`;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main(process.argv.slice(2)).then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err?.stack ?? err);
-      killChildren();
-      process.exit(1);
-    },
-  );
-}
+if (isMain(import.meta.url)) runMain(main);

@@ -18,9 +18,8 @@ import { createServer } from 'node:http';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { HOST, REDIS_URL, deleteRedisKeys, eachFlag, fileStamp, freePort, guardChildren, killChildren, root, runNode, sleep, startProcess, writeResult } from './lib.mjs';
+import { HOST, REDIS_URL, deleteRedisKeys, eachFlag, fileStamp, freePort, guardChildren, isMain, root, runMain, runNode, sleep, startProcess, writeResult } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const DB_NAME = 'pcp_soak';
@@ -284,13 +283,4 @@ export async function main(args = []) {
   console.log('soak passed');
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main(process.argv.slice(2)).then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err?.stack ?? err);
-      killChildren();
-      process.exit(1);
-    },
-  );
-}
+if (isMain(import.meta.url)) runMain(main);

@@ -31,9 +31,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { HOST, REDIS_URL, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, killChildren, percentile, root, sleep, startProcess, withPg, writeResult } from './lib.mjs';
+import { HOST, REDIS_URL, databaseUrl, deleteRedisKeys, dropDatabase, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, isMain, percentile, root, runMain, sleep, startProcess, withPg, writeResult } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
 const DB_NAME = 'pcp_bench_webhooks';
@@ -384,20 +384,13 @@ export async function main(args = []) {
   console.log(`results: ${file}`);
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isMain(import.meta.url)) {
   if (process.argv.includes('--baseline-worker')) {
     baselineWorker().catch((err) => {
       console.error(err);
       process.exit(1);
     });
   } else {
-    main(process.argv.slice(2)).then(
-      () => process.exit(0),
-      (err) => {
-        console.error(err?.stack ?? err);
-        killChildren();
-        process.exit(1);
-      },
-    );
+    runMain(main);
   }
 }

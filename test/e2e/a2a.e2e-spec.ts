@@ -2,7 +2,6 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { Message, SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import type Redis from 'ioredis';
 import { REDIS } from '../../src/common/redis/redis.module';
 import { X402_EXTENSION_URI } from '../../src/transports/a2a/a2a-card.service';
@@ -10,19 +9,9 @@ import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 import { createOrg } from '../support/factories';
+import { freePort } from '../support/processes';
 
 /** A free local port (so API_BASE_URL, which the card advertises, can name it before the app listens). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
 /** An SDK client (ClientFactory.createFromUrl: card from /.well-known/agent-card.json) sending `key` on every JSON-RPC call. */
 function clientFor(base: string, key: string) {
   const authed: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), 'x-api-key': key } });

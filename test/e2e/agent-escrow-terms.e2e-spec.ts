@@ -2,10 +2,9 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { escrowKeyFromId } from '@lib/chain';
 import { createTestApp, TestApp } from '../support/app';
-import { createAgent, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
+import { createAgent, createSeller, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
 import { indexUntilStatus, pollToHead, getCheckout, TestChain, USDC } from '../support/chain';
 import { expectError } from '../support/errors';
-import { createOrg } from '../support/factories';
 
 /**
  * An agent escrow's checkout is funded by the agent's session signer only (docs/architecture.md §18,
@@ -28,12 +27,7 @@ describe('agent escrow checkouts: funding terms for the agent signer only', () =
     chain?.close();
   });
 
-  async function seller() {
-    const wallet = await chain.wallet();
-    const handle = `seller-${randomUUID().slice(0, 8)}`;
-    const org = await createOrg(t.app, { payoutAddress: wallet.address, handle });
-    return { wallet, handle, org };
-  }
+  const seller = () => createSeller(t, chain);
   const open = (agent: TestAgent, body: Record<string, unknown>) =>
     t.http.post('/api/v1/agent-escrows').set('X-Api-Key', agent.key).set('Idempotency-Key', `esc-${randomUUID()}`).send(body);
   const termsFor = (checkoutId: string, buyer: string) => t.http.get(`/api/v1/checkout-sessions/${checkoutId}/funding-terms`).query({ buyer });

@@ -1,34 +1,17 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { escrowKeyFromId } from '@lib/chain';
-import { createTestApp, TestApp } from '../support/app';
-import { createAgent, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
+import type { TestApp } from '../support/app';
+import { createAgent, createSeller, settleUntil, useAgentStack, TestAgent } from '../support/agents';
 import { checkoutEvents, indexUntilStatus, TestChain, USDC } from '../support/chain';
-import { createOrg, TestOrg } from '../support/factories';
+import type { TestOrg } from '../support/factories';
 
 /** Agent escrows (docs/architecture.md §13): the signer as buyer, funded gaslessly, acted on through signed EscrowActions. */
 describe('agent escrows (POST /agent-escrows)', () => {
   let t: TestApp;
   let chain: TestChain;
-  let worker: INestApplicationContext;
+  useAgentStack({}, (s) => ({ t, chain } = s));
 
-  beforeAll(async () => {
-    t = await createTestApp();
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await t?.close();
-    chain?.close();
-  });
-
-  async function seller() {
-    const wallet = await chain.wallet();
-    const handle = `seller-${randomUUID().slice(0, 8)}`;
-    const org = await createOrg(t.app, { payoutAddress: wallet.address, handle });
-    return { wallet, handle, org };
-  }
+  const seller = () => createSeller(t, chain);
   const open = (agent: TestAgent, body: Record<string, unknown>, key = `esc-${randomUUID()}`) =>
     t.http.post('/api/v1/agent-escrows').set('X-Api-Key', agent.key).set('Idempotency-Key', key).send(body);
   const agentAct = (agent: TestAgent, id: string, action: string, body: Record<string, unknown> = {}, key = `act-${randomUUID()}`) =>

@@ -1,8 +1,7 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
-import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';
-import { createTestApp, TestApp } from '../support/app';
+import { createAgent, createPayee, pay, paymentRows, useAgentStack } from '../support/agents';
+import type { TestApp } from '../support/app';
 import { createCheckout, createParties, fundOnChain, getCheckout, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
 
@@ -16,18 +15,7 @@ jest.setTimeout(120_000);
 describe('confirmations: one rule for every reader of the chain', () => {
   let t: TestApp;
   let chain: TestChain;
-  let worker: INestApplicationContext;
-
-  beforeAll(async () => {
-    t = await createTestApp({ CONFIRMATIONS: '2' });
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await t?.close();
-    chain?.close();
-  });
+  useAgentStack({ env: { CONFIRMATIONS: '2' } }, (s) => ({ t, chain } = s));
 
   it('a funded checkout stays open until its funding block is two blocks below head, then is funded', async () => {
     const indexer = t.app.get(EscrowIndexer);

@@ -1,10 +1,8 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { escrowKeyFromId } from '@lib/chain';
-import { createTestApp, TestApp } from '../support/app';
-import { createAgent, createPayee, pay, startRelayerWorker } from '../support/agents';
+import type { TestApp } from '../support/app';
+import { createAgent, createPayee, createSeller, pay, useAgentStack } from '../support/agents';
 import { indexUntilStatus, TestChain, USDC } from '../support/chain';
-import { createOrg } from '../support/factories';
 
 /**
  * The money routes through the kernel's one idempotency service (DESIGN §5, §17; issue 19): a
@@ -14,18 +12,7 @@ import { createOrg } from '../support/factories';
 describe('money routes under the one idempotency service', () => {
   let t: TestApp;
   let chain: TestChain;
-  let worker: INestApplicationContext;
-
-  beforeAll(async () => {
-    t = await createTestApp();
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-  });
-  afterAll(async () => {
-    await worker?.close();
-    await t?.close();
-    chain?.close();
-  });
+  useAgentStack({}, (s) => ({ t, chain } = s));
 
   it('POST /payments: the first answer says Idempotent-Replayed: false, its replay true with the same payment; a stored refusal replays with true too', async () => {
     const payee = await createPayee(t, chain);
@@ -51,9 +38,7 @@ describe('money routes under the one idempotency service', () => {
   });
 
   it('POST /agent-escrows/{id}/release: N concurrent requests under one key relay once; the rest answer 409 in flight or the replay', async () => {
-    const wallet = await chain.wallet();
-    const handle = `seller-${randomUUID().slice(0, 8)}`;
-    const org = await createOrg(t.app, { payoutAddress: wallet.address, handle });
+    const { handle, org } = await createSeller(t, chain);
     const agent = await createAgent(t, chain, { float: 50n * USDC });
     const created = await t.http
       .post('/api/v1/agent-escrows')

@@ -1,8 +1,6 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { Wallet } from 'ethers';
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';
+import { createAgent, createPayee, pay, paymentRows, useAgentStack } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { TestChain, USDC } from '../support/chain';
 import { createOrg } from '../support/factories';
@@ -22,23 +20,10 @@ const errorOf = (body: Body) => ({ error: body.error, code: body.code, details: 
 describe('the kernel: the same operation refused and replayed the same way on REST, MCP and A2A', () => {
   let t: TestApp;
   let chain: TestChain;
-  let worker: INestApplicationContext;
   let base: string;
   const mcp = new McpClients(() => `${base}/mcp`);
-
-  beforeAll(async () => {
-    t = await createTestApp();
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-    await t.app.listen(0, '127.0.0.1');
-    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    await mcp.closeAll();
-    await worker?.close();
-    await t?.close();
-    chain?.close();
-  });
+  afterAll(() => mcp.closeAll()); // before the stack's teardown (after-hooks run in declaration order)
+  useAgentStack({ listen: 'any' }, (s) => ({ t, chain, base } = s));
 
   const a2aSubmit = (key: string, agentKey: string, params: Body, id = 7) =>
     t.http.post('/api/v1/a2a/payment-submitted').set('X-Api-Key', agentKey).set('Idempotency-Key', key).send({ jsonrpc: '2.0', id, params });

@@ -1,31 +1,19 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload } from '@x402/core/types';
 import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
 import { Wallet, hexlify, randomBytes } from 'ethers';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { X402Faults, X402Settlements } from '../../src/transports/x402/x402-settlements.service';
-import { createTestAppWith, TestApp } from '../support/app';
+import type { TestApp } from '../support/app';
 import { FaultSwitch } from '../support/faults';
-import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
+import { AgentStack, createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, useAgentStack } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
 
 jest.setTimeout(180_000);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** `@x402/evm`'s exact-scheme Permit2 proxy and the canonical Permit2 contract (its verify branch). */
 const X402_PERMIT2_PROXY = '0x402085c248EeA27D92E8b30b2C58ed07f9E20001';
@@ -38,38 +26,37 @@ const PERMIT2 = '0x000000000022D473030F116dDEE9F6B43aC78BA3';
 describe('x402 settlement on a real chain', () => {
   let t: TestApp;
   let chain: TestChain;
-  let worker: INestApplicationContext;
+  let stack: AgentStack;
   const x402Faults = new FaultSwitch<'after_reserved'>();
   let base: string;
-  let restoreClock = () => {};
-
-  beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await createTestAppWith([{ provide: X402Faults, useValue: x402Faults }], { API_BASE_URL: base, X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' });
-    await t.app.listen(port, '127.0.0.1');
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-    // As in x402.e2e-spec: the x402 client and verifier take "now" from Date.now(), the chain from its blocks.
-    const skewMs = (await chain.headTimestamp()) * 1000 - Date.now();
-    if (skewMs > 0) {
-      const realNow = Date.now.bind(Date);
-      const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
-      restoreClock = () => spy.mockRestore();
-    }
-  });
-  afterAll(async () => {
-    restoreClock();
-    chain?.close();
-    await worker?.close();
-    await t?.close();
-  });
+  useAgentStack(
+    { overrides: [{ provide: X402Faults, useValue: x402Faults }], env: { X402_MIN_AMOUNT: '0.01', X402_RECEIPT_WAIT_MS: '3000', RELAYER_WAIT_MS: '2000' }, listen: 'named', chainTime: true },
+    (s) => ({ t, chain, base } = stack = s),
+  );
 
   const challengeUrl = (to: string, amount: string) => `${base}/api/v1/x402/challenge?to=${to}&amount=${amount}`;
   const clientFor = (payer: Wallet) => new x402Client().register('eip155:31337', new ClientExactEvmScheme(privateKeyToAccount(payer.privateKey as `0x${string}`))).setSpendControls(false);
   const payloadFor = async (payer: Wallet, url: string): Promise<PaymentPayload> => {
     const challenge = await fetch(url);
     return clientFor(payer).createPaymentPayload(decodePaymentRequiredHeader(challenge.headers.get('payment-required')!));
+  };
+  /** A fetch that pushes every PAYMENT-SIGNATURE header it sends onto `sent`. */
+  const recordingInto = (sent: string[]) => async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    const header = request.headers.get('payment-signature');
+    if (header) sent.push(header);
+    return fetch(request);
+  };
+  /** Pays `url` with `header` while the settle crashes right after its reservation (answer 500); returns the settlement row of `payer`. */
+  const crashAfterReservation = async (url: string, header: string, payer: string): Promise<{ id: string; status: string }> => {
+    x402Faults.at = 'after_reserved';
+    try {
+      expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
+    } finally {
+      x402Faults.at = null;
+    }
+    const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.toLowerCase()]);
+    return row;
   };
   const encode = (payload: unknown) => Buffer.from(JSON.stringify(payload)).toString('base64');
   const relayCount = async (): Promise<number> => Number((await t.dataSource.query(`SELECT count(*)::int AS n FROM relayer_transactions WHERE purpose = 'x402'`))[0].n);
@@ -175,12 +162,7 @@ describe('x402 settlement on a real chain', () => {
     const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const url = challengeUrl(payee.handle, '0.40');
     const sent: string[] = [];
-    const recordingFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
-      const request = new Request(input, init);
-      const header = request.headers.get('payment-signature');
-      if (header) sent.push(header);
-      return fetch(request);
-    };
+    const recordingFetch = recordingInto(sent);
     const payingFetch = wrapFetchWithPayment(recordingFetch as typeof fetch, clientFor(payer));
     const before = await chain.usdcBalance(payee.address);
     await chain.rpc('evm_setAutomine', [false]);
@@ -218,14 +200,7 @@ describe('x402 settlement on a real chain', () => {
     const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const url = challengeUrl(payee.handle, '0.50');
     const header = encode(await payloadFor(payer, url));
-    const faults = x402Faults;
-    faults.at = 'after_reserved';
-    try {
-      expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
-    } finally {
-      faults.at = null;
-    }
-    const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]);
+    const row = await crashAfterReservation(url, header, payer.address);
     expect(row.status).toBe('pending');
     expect(await t.dataSource.query(`SELECT id FROM relayer_transactions WHERE reference = $1`, [row.id])).toEqual([]);
     // The crashed request's lease runs out (its length is RELAYER_WAIT_MS + X402_RECEIPT_WAIT_MS + 10 s).
@@ -243,13 +218,8 @@ describe('x402 settlement on a real chain', () => {
     const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const url = challengeUrl(payee.handle, '0.40');
     const sent: string[] = [];
-    const recordingFetch = async (input: RequestInfo | URL, init?: RequestInit) => {
-      const request = new Request(input, init);
-      const header = request.headers.get('payment-signature');
-      if (header) sent.push(header);
-      return fetch(request);
-    };
-    await worker.close();
+    const recordingFetch = recordingInto(sent);
+    await stack.worker.close();
     try {
       const first = await wrapFetchWithPayment(recordingFetch as typeof fetch, clientFor(payer))(url);
       expect(first.status).toBe(402);
@@ -257,7 +227,7 @@ describe('x402 settlement on a real chain', () => {
       expect(first.headers.get('retry-after')).toBeTruthy();
       expect((await t.dataSource.query(`SELECT status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]))[0].status).toBe('pending');
     } finally {
-      worker = await startRelayerWorker();
+      stack.worker = await startRelayerWorker();
     }
     const paid = await waitFor(
       async () => {
@@ -278,14 +248,7 @@ describe('x402 settlement on a real chain', () => {
     const url = challengeUrl(payee.handle, '0.30');
     const payload = await payloadFor(payer, url);
     const header = encode(payload);
-    const faults = x402Faults;
-    faults.at = 'after_reserved';
-    try {
-      expect((await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })).status).toBe(500);
-    } finally {
-      faults.at = null;
-    }
-    const [row] = await t.dataSource.query(`SELECT id, status FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]);
+    const row = await crashAfterReservation(url, header, payer.address);
     expect(row.status).toBe('pending');
     const validBefore = Number((payload.payload as { authorization: { validBefore: string } }).authorization.validBefore);
     await chain.increaseTime(validBefore - (await chain.headTimestamp()) + 1);

@@ -1,4 +1,3 @@
-import type { INestApplicationContext } from '@nestjs/common';
 import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, decodePaymentSignatureHeader, encodePaymentRequiredHeader } from '@x402/core/http';
 import type { PaymentRequirements } from '@x402/core/types';
@@ -6,27 +5,16 @@ import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
 import { ExactEvmScheme as FacilitatorExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import { Wallet } from 'ethers';
-import { createServer } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { PaymentsService } from '../../src/modules/payments/payments.service';
 import { ethersVerifySigner } from '../../src/transports/x402/evm-facilitator-signer';
-import { createTestApp, TestApp } from '../support/app';
-import { createAgent, createPayee, startRelayerWorker } from '../support/agents';
+import type { TestApp } from '../support/app';
+import { createAgent, createPayee, useAgentStack } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 import { expectError } from '../support/errors';
 
 jest.setTimeout(120_000);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * x402 (docs/architecture.md §14), proven with the official client: `@x402/fetch` pays our challenge
@@ -36,33 +24,8 @@ async function freePort(): Promise<number> {
 describe('x402', () => {
   let t: TestApp;
   let chain: TestChain;
-  let worker: INestApplicationContext;
   let base: string;
-  let restoreClock = () => {};
-
-  beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    t = await createTestApp({ API_BASE_URL: base, X402_MIN_AMOUNT: '0.01' });
-    await t.app.listen(port, '127.0.0.1');
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-    // Other suites move anvil's clock ahead (inspection windows, expiries). x402 clients and the
-    // @x402/evm verifier take "now" from Date.now(), the chain from its blocks: keep them one clock,
-    // as they are on a real network, by running this process's Date.now() at chain time.
-    const skewMs = (await chain.headTimestamp()) * 1000 - Date.now();
-    if (skewMs > 0) {
-      const realNow = Date.now.bind(Date);
-      const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs);
-      restoreClock = () => spy.mockRestore();
-    }
-  });
-  afterAll(async () => {
-    restoreClock();
-    chain?.close();
-    await worker?.close();
-    await t?.close();
-  });
+  useAgentStack({ env: { X402_MIN_AMOUNT: '0.01' }, listen: 'named', chainTime: true }, (s) => ({ t, chain, base } = s));
 
   const challengeUrl = (to: string, amount: string) => `${base}/api/v1/x402/challenge?to=${to}&amount=${amount}`;
 

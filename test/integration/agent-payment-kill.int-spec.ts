@@ -1,5 +1,4 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { INestApplicationContext } from '@nestjs/common';
 import { id as topicId, zeroPadValue } from 'ethers';
@@ -7,18 +6,11 @@ import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, pay, paymentRows, settleUntil, startRelayerWorker } from '../support/agents';
 import { requireBuiltCli, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
+import { freePort } from '../support/processes';
 
 jest.setTimeout(120_000);
 
 const MAIN_JS = join(__dirname, '..', '..', 'dist', 'src', 'main.js');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /**
  * The overspend proof's crash case with a real process kill (docs/architecture.md §5): the compiled api

@@ -1,41 +1,9 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg, TestOrg } from '../support/factories';
+import { freePort, startCompiled, Started, stopProcess } from '../support/processes';
 import { waitFor } from '../support/wait';
 
-const ROOT = join(__dirname, '..', '..');
 jest.setTimeout(120_000);
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-/** Starts the compiled api (dist/src/main.js) with the test environment plus `env`. */
-function startApi(env: Record<string, string>): Started {
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'error', ...env } });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  return { child, output: () => out, exited };
-}
-
-async function stop(p: Started): Promise<void> {
-  if (p.child.exitCode === null) p.child.kill('SIGTERM');
-  await p.exited;
-}
 
 /**
  * The api's listeners as configured (docs/architecture.md §1, §17): the checkout host on
@@ -55,7 +23,7 @@ describe('api listeners (compiled api process)', () => {
     t = await createTestApp();
     org = await createOrg(t.app);
     [port, checkoutPort, mcpPort] = [await freePort(), await freePort(), await freePort()];
-    api = startApi({
+    api = startCompiled('main.js', {
       PORT: String(port),
       CHECKOUT_PORT: String(checkoutPort),
       MCP_PORT: String(mcpPort),
@@ -66,7 +34,7 @@ describe('api listeners (compiled api process)', () => {
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health/live`).catch(() => null))?.status === 200, { label: 'api /health/live', describe: api.output });
   });
   afterAll(async () => {
-    await stop(api);
+    await stopProcess(api);
     await t.close();
   });
 

@@ -1,43 +1,9 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { anvilKey } from '@lib/chain';
 import { Wallet } from 'ethers';
+import { freePort, startCompiled, stopProcess } from '../support/processes';
 import { waitFor } from '../support/wait';
 
-const ROOT = join(__dirname, '..', '..');
 jest.setTimeout(120_000);
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-/** Starts a compiled entrypoint with the test environment plus `env` (undefined removes a variable). */
-function start(entry: string, env: Record<string, string | undefined>): Started {
-  const merged: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'error', ...env };
-  for (const [k, v] of Object.entries(merged)) if (v === undefined) delete merged[k];
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', entry)], { cwd: ROOT, env: merged as NodeJS.ProcessEnv });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  return { child, output: () => out, exited };
-}
-
-async function stop(p: Started): Promise<void> {
-  if (p.child.exitCode === null) p.child.kill('SIGTERM');
-  await p.exited;
-}
 
 const fresh = () => Wallet.createRandom().privateKey;
 /** Off the local chain, none of the five secrets set; each test adds the ones a process uses. */
@@ -61,7 +27,7 @@ const OPERATOR = 'an-operator-token-of-our-own-0123';
 describe('keys per process (compiled api and worker)', () => {
   it('the api boots off the local chain with only its own keys (no arbiter key) and serves /metrics behind OPERATOR_TOKEN', async () => {
     const port = await freePort();
-    const api = start('main.js', { ...LIVE, PORT: String(port), TERMS_SIGNER_PRIVATE_KEY: fresh(), RELAYER_PRIVATE_KEY: fresh(), SIGNER_ENCRYPTION_KEY: ENCRYPTION, OPERATOR_TOKEN: OPERATOR });
+    const api = startCompiled('main.js', { ...LIVE, PORT: String(port), TERMS_SIGNER_PRIVATE_KEY: fresh(), RELAYER_PRIVATE_KEY: fresh(), SIGNER_ENCRYPTION_KEY: ENCRYPTION, OPERATOR_TOKEN: OPERATOR });
     try {
       await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health/live`).catch(() => null))?.status === 200, {
         label: 'api /health/live',
@@ -70,13 +36,13 @@ describe('keys per process (compiled api and worker)', () => {
       expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
       expect((await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${OPERATOR}` } })).status).toBe(200);
     } finally {
-      await stop(api);
+      await stopProcess(api);
     }
   });
 
   it('the worker boots off the local chain with only the relayer, encryption key and operator token', async () => {
     const port = await freePort();
-    const worker = start('worker.js', {
+    const worker = startCompiled('worker.js', {
       ...LIVE,
       WORKER_PORT: String(port),
       RELAYER_PRIVATE_KEY: fresh(),
@@ -90,13 +56,13 @@ describe('keys per process (compiled api and worker)', () => {
         describe: worker.output,
       });
     } finally {
-      await stop(worker);
+      await stopProcess(worker);
     }
   });
 
   it('the api refuses to start with a published anvil relayer key or a missing terms signer, naming each and printing neither value', async () => {
     const relayer = anvilKey('relayer');
-    const api = start('main.js', { ...LIVE, PORT: String(await freePort()), RELAYER_PRIVATE_KEY: relayer, SIGNER_ENCRYPTION_KEY: ENCRYPTION, OPERATOR_TOKEN: 'dev-operator-token-change-me' });
+    const api = startCompiled('main.js', { ...LIVE, PORT: String(await freePort()), RELAYER_PRIVATE_KEY: relayer, SIGNER_ENCRYPTION_KEY: ENCRYPTION, OPERATOR_TOKEN: 'dev-operator-token-change-me' });
     expect(await api.exited).toBe(1);
     const out = api.output();
     expect(out).toMatch(/RELAYER_PRIVATE_KEY=<hidden>: is a publicly known value/);
@@ -107,7 +73,7 @@ describe('keys per process (compiled api and worker)', () => {
   });
 
   it('the worker refuses to start without its relayer key off the local chain', async () => {
-    const worker = start('worker.js', { ...LIVE, WORKER_PORT: String(await freePort()), SIGNER_ENCRYPTION_KEY: ENCRYPTION, OPERATOR_TOKEN: OPERATOR });
+    const worker = startCompiled('worker.js', { ...LIVE, WORKER_PORT: String(await freePort()), SIGNER_ENCRYPTION_KEY: ENCRYPTION, OPERATOR_TOKEN: OPERATOR });
     expect(await worker.exited).toBe(1);
     expect(worker.output()).toMatch(/RELAYER_PRIVATE_KEY must be set/);
     expect(worker.output()).not.toMatch(/TERMS_SIGNER_PRIVATE_KEY|ARBITER_PRIVATE_KEY/);

@@ -32,9 +32,6 @@ const TABLES_WITHOUT_ENTITY: Record<string, string> = {
   relayer_nonces: 'nonce allocation per relayer key, raw SQL under a row lock in the relayer repository',
   invoice_number_counters: 'the next invoice number per organisation, taken under a row lock with raw SQL by the invoices repository',
   relayer_transactions: 'one row per relayer send (signed hash before broadcast), raw SQL in the relayer repository',
-  a2a_tasks: 'the A2A task store (A2A v1.0 task JSON per owner and id), raw SQL in A2aTasksRepository',
-  x402_settlements: 'paid retries of our own x402 challenges, raw SQL in X402Service',
-  checkout_relays: 'gasless funding relays of the pay page, raw SQL in CheckoutRelayRepository',
 };
 
 /**

@@ -1,7 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Wallet } from 'ethers';
 import { createTestApp, TestApp } from '../support/app';
@@ -11,20 +10,13 @@ import { OtlpReceiver, ReceivedSpan } from '../support/otlp-receiver';
 import { waitFor } from '../support/wait';
 import { isolatedWebhookEnv, IsolatedEnv } from '../support/webhook-env';
 import { WebhookReceiver } from '../support/webhook-receiver';
+import { freePort } from '../support/processes';
 
 jest.setTimeout(240_000);
 
 const DIST = join(__dirname, '..', '..', 'dist', 'src');
 /** Where the spans of the traced checkout are written, for docs/operations.md's picture (scripts/render-trace.mjs). */
 const DUMP = join(__dirname, '..', '..', '.local', 'trace-checkout.json');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A compiled entrypoint (`node dist/src/<file>`) as a child process, up once `health` answers. */
 class Proc {

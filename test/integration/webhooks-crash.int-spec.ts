@@ -1,6 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { createTestApp, TestApp } from '../support/app';
@@ -8,19 +7,12 @@ import { createOrg } from '../support/factories';
 import { waitFor } from '../support/wait';
 import { deliveryRows, emitEvents, isolatedWebhookEnv, IsolatedEnv } from '../support/webhook-env';
 import { WebhookReceiver } from '../support/webhook-receiver';
+import { freePort } from '../support/processes';
 
 jest.setTimeout(300_000);
 
 const WORKER_JS = join(__dirname, '..', '..', 'dist', 'src', 'worker.js');
 const EVENTS = 500;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The compiled worker (`node dist/src/worker.js`, what `npm run worker:prod` runs) as a child process. */
 class WorkerProcess {

@@ -2,6 +2,7 @@ import { Module, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { Logger } from 'nestjs-pino';
 import { PROCESS_SECRETS } from '../../src/config/secrets';
 import { CoreModule } from '../../src/core.module';
@@ -10,8 +11,10 @@ import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.serv
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { RelayerWorkerModule } from '../../src/chain/relayer/relayer.worker.module';
-import type { ProviderOverride, TestApp } from './app';
-import { TestChain, USDC } from './chain';
+import { createTestApp, createTestAppWith, type ProviderOverride, type TestApp } from './app';
+import { runAtChainTime, TestChain, USDC } from './chain';
+import { createOrg, type TestOrg } from './factories';
+import { freePort } from './processes';
 
 @Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), RelayerWorkerModule] })
 class RelayerOnlyWorkerModule {}
@@ -32,6 +35,75 @@ export async function startRelayerWorker(overrides: ProviderOverride[] = []): Pr
   app.useLogger(app.get(Logger));
   await app.init();
   return app;
+}
+
+/** The api test app, a chain client and a relayer worker in this process: what the agent payment suites start with. */
+export interface AgentStack {
+  t: TestApp;
+  chain: TestChain;
+  /** The relayer worker; a test that replaces it sets the new one here, so {@link close} closes that one. */
+  worker: INestApplicationContext;
+  /** With `listen`: the api's base URL (`http://127.0.0.1:<port>`). */
+  base: string;
+  /** Gives Date.now() back (with `chainTime`), closes the worker, the app and the chain client (each only if started). */
+  close(): Promise<void>;
+}
+
+/** How {@link startAgentStack} builds the app. */
+export interface AgentStackOptions {
+  /** Environment overrides for the app. */
+  env?: Record<string, string>;
+  /** Providers replaced in the app (createTestAppWith; without them createTestApp). */
+  overrides?: ProviderOverride[];
+  /**
+   * Listen on 127.0.0.1: `named`, on a free port whose URL is also API_BASE_URL (for clients that
+   * follow the absolute URLs the api names, as x402's); `any`, on any port, API_BASE_URL untouched.
+   */
+  listen?: 'named' | 'any';
+  /** Run this process's Date.now() at the chain's time ({@link runAtChainTime}). */
+  chainTime?: boolean;
+}
+
+/** Starts an {@link AgentStack}: the test app, a {@link TestChain} and {@link startRelayerWorker}. */
+export async function startAgentStack(options: AgentStackOptions = {}): Promise<AgentStack> {
+  const port = options.listen === 'named' ? await freePort() : 0;
+  const env = options.listen === 'named' ? { ...options.env, API_BASE_URL: `http://127.0.0.1:${port}` } : (options.env ?? {});
+  let restoreClock = () => {};
+  const stack = { base: '', t: options.overrides ? await createTestAppWith(options.overrides, env) : await createTestApp(env), chain: new TestChain() } as AgentStack;
+  stack.close = async () => {
+    restoreClock();
+    await stack.worker?.close();
+    await stack.t?.close();
+    stack.chain?.close();
+  };
+  if (options.listen) {
+    await stack.t.app.listen(port, '127.0.0.1');
+    stack.base = `http://127.0.0.1:${(stack.t.app.getHttpServer().address() as AddressInfo).port}`;
+  }
+  stack.worker = await startRelayerWorker();
+  if (options.chainTime) restoreClock = await runAtChainTime(stack.chain);
+  return stack;
+}
+
+/**
+ * Starts an {@link AgentStack} in the calling `describe`'s `beforeAll` and hands it to `take` (to
+ * assign the suite's variables), and closes it in its `afterAll`.
+ */
+export function useAgentStack(options: AgentStackOptions, take: (stack: AgentStack) => void): void {
+  let stack: AgentStack | undefined;
+  beforeAll(async () => {
+    stack = await startAgentStack(options);
+    take(stack);
+  });
+  afterAll(() => stack?.close());
+}
+
+/** A seller organisation (handle `seller-…`) whose payout address is a fresh wallet with ETH, for agent escrows. */
+export async function createSeller(t: TestApp, chain: TestChain): Promise<{ wallet: Awaited<ReturnType<TestChain['wallet']>>; handle: string; org: TestOrg }> {
+  const wallet = await chain.wallet();
+  const handle = `seller-${randomUUID().slice(0, 8)}`;
+  const org = await createOrg(t.app, { payoutAddress: wallet.address, handle });
+  return { wallet, handle, org };
 }
 
 /** A payee organisation with a fresh payout wallet. */

@@ -146,6 +146,22 @@ export class TestChain {
 }
 
 /** An organisation bound to a fresh wallet (its payout address), so it is the buyer or seller of escrows with that address. */
+/**
+ * Runs this process's `Date.now()` at the chain's time until the returned restore is called. Other
+ * suites move anvil's clock ahead (inspection windows, expiries); x402 clients and the `@x402/evm`
+ * verifier take "now" from `Date.now()`, the chain from its blocks: this keeps them one clock, as
+ * they are on a real network. Nothing changes when the chain is not ahead.
+ */
+export async function runAtChainTime(chain: TestChain): Promise<() => void> {
+  const skewMs = (await chain.headTimestamp()) * 1000 - Date.now();
+  if (skewMs <= 0) return () => {};
+  const realNow = Date.now;
+  Date.now = () => realNow.call(Date) + skewMs;
+  return () => {
+    Date.now = realNow;
+  };
+}
+
 export interface Party {
   org: TestOrg;
   wallet: Wallet;

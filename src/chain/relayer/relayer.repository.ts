@@ -28,7 +28,11 @@ export interface RelayTxRow {
   filledBy: string | null;
 }
 
-/** Postgres I/O of relayer transactions and nonces (docs/architecture.md §5); runs in the caller's transaction. */
+/**
+ * Postgres I/O of relayer transactions and nonces (docs/architecture.md §5); runs in the caller's
+ * transaction. Raw SQL on purpose: nonces are allocated under a row lock, and signed hashes are
+ * appended to a row's history in the same statement that records the send.
+ */
 @Injectable()
 export class RelayerRepository {
   constructor(private readonly txHost: TransactionHost) {}
@@ -155,6 +159,21 @@ export class RelayerRepository {
 
   async markBroadcast(id: string): Promise<void> {
     await this.em.query(`UPDATE relayer_transactions SET status = 'broadcast', updated_at = now() WHERE id = $1`, [id]);
+  }
+
+  /** The rows relaying one caller's record (`purpose`, `reference`), newest first. */
+  async forReference(purpose: string, reference: string): Promise<Array<{ id: string; status: RelayTxRow['status'] }>> {
+    return this.em.query(`SELECT id, status FROM relayer_transactions WHERE reference = $1 AND purpose = $2 ORDER BY created_at DESC`, [reference, purpose]);
+  }
+
+  /** Every hash signed by the rows of one caller's record (`purpose`, `reference`): each row's history and its current hash, once each. */
+  async hashesForReference(purpose: string, reference: string): Promise<string[]> {
+    const rows: Array<{ tx_hash: string }> = await this.em.query(
+      `SELECT DISTINCT unnest(tx_hashes || CASE WHEN tx_hash IS NULL THEN '{}'::text[] ELSE ARRAY[tx_hash] END) AS tx_hash
+         FROM relayer_transactions WHERE reference = $1 AND purpose = $2`,
+      [reference, purpose],
+    );
+    return rows.map((r) => r.tx_hash);
   }
 
   async markFailed(id: string, error: string): Promise<void> {

@@ -188,6 +188,19 @@ export class RelayerService implements OnApplicationShutdown {
     return row ? { status: row.status, txHashes: row.txHashes } : null;
   }
 
+  /**
+   * The relays queued for one caller's record (`purpose`, `reference`), newest first: their ids and
+   * statuses, so the caller resumes a live one instead of relaying its payload again (DESIGN §18).
+   */
+  relaysFor(purpose: string, reference: string): Promise<Array<{ id: string; status: 'queued' | 'broadcast' | 'failed' }>> {
+    return this.repo.forReference(purpose, reference);
+  }
+
+  /** Every transaction hash signed for a caller's record (`purpose`, `reference`), fee-bump replacements included (DESIGN §18). */
+  hashesFor(purpose: string, reference: string): Promise<string[]> {
+    return this.repo.hashesForReference(purpose, reference);
+  }
+
   private async queueEvents(): Promise<QueueEvents> {
     if (!this.events) {
       const env = this.config.env;

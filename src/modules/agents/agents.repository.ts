@@ -84,7 +84,7 @@ export class AgentsRepository {
     );
   }
 
-  /** Records an owner signature nonce; false when it was used before (single use). */
+  /** Records an owner signature nonce; false when it was used before (single use: raw `ON CONFLICT DO NOTHING RETURNING` decides it in one statement). */
   async useOwnerNonce(agentId: string, nonce: string, purpose: string): Promise<boolean> {
     const rows: unknown[] = await this.em.query(
       `INSERT INTO agent_owner_nonces (agent_id, nonce, purpose) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING nonce`,

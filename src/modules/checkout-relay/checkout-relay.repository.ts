@@ -1,18 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { TransactionHost, TxHost } from '../../database/transaction';
+import { CheckoutRelay } from './checkout-relay.entity';
 
-/** One relayed buyer authorization (table checkout_relays). `buyer` is lower case; amounts are unix seconds. */
-export interface CheckoutRelayRow {
-  id: string;
-  checkoutSessionId: string;
-  buyer: string;
-  nonce: string;
-  status: 'reserved' | 'broadcast' | 'failed';
-  relayTxId: string | null;
-  txHash: string | null;
-  error: string | null;
-  updatedAt: Date;
-}
+/** One relayed buyer authorization (table checkout_relays), as the repository maps it. */
+export type CheckoutRelayRow = CheckoutRelay;
 
 /** A buyer's EIP-3009 authorization as stored with its relay (validity in unix seconds). */
 export interface StoredAuthorization {
@@ -21,23 +12,10 @@ export interface StoredAuthorization {
   signature: string;
 }
 
-const COLUMNS = `id, checkout_session_id, buyer, nonce, status, relay_tx_id, tx_hash, error, updated_at`;
-
-function toRow(r: Record<string, unknown>): CheckoutRelayRow {
-  return {
-    id: r.id as string,
-    checkoutSessionId: r.checkout_session_id as string,
-    buyer: r.buyer as string,
-    nonce: r.nonce as string,
-    status: r.status as CheckoutRelayRow['status'],
-    relayTxId: (r.relay_tx_id as string | null) ?? null,
-    txHash: (r.tx_hash as string | null) ?? null,
-    error: (r.error as string | null) ?? null,
-    updatedAt: r.updated_at as Date,
-  };
-}
-
-/** Raw SQL over checkout_relays (docs/architecture.md §16); each call is its own short statement. */
+/**
+ * Postgres I/O of checkout_relays (docs/architecture.md §16, §18); each call is its own short
+ * statement. Every take-over is one conditional UPDATE whose affected count says which caller won.
+ */
 @Injectable()
 export class CheckoutRelayRepository {
   constructor(private readonly txHost: TransactionHost) {}
@@ -46,16 +24,17 @@ export class CheckoutRelayRepository {
     return (this.txHost as TxHost).tx;
   }
 
-  async find(buyer: string, nonce: string): Promise<CheckoutRelayRow | null> {
-    const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM checkout_relays WHERE buyer = $1 AND nonce = $2`, [
-      buyer.toLowerCase(),
-      nonce.toLowerCase(),
-    ]);
-    return rows.length ? toRow(rows[0]) : null;
+  private get repo() {
+    return this.em.getRepository(CheckoutRelay);
+  }
+
+  find(buyer: string, nonce: string): Promise<CheckoutRelayRow | null> {
+    return this.repo.findOneBy({ buyer: buyer.toLowerCase(), nonce: nonce.toLowerCase() });
   }
 
   /**
-   * Reserves (buyer, nonce) for a checkout: the recovery point "reserved".
+   * Reserves (buyer, nonce) for a checkout: the recovery point "reserved". Raw on purpose:
+   * `ON CONFLICT DO NOTHING RETURNING` decides a race of twins in one statement.
    * @returns true when this call created the row, false when it already existed (a twin).
    */
   async reserve(row: { id: string; checkoutSessionId: string; buyer: string; nonce: string; validAfter: bigint; validBefore: bigint; signature: string }): Promise<boolean> {
@@ -73,14 +52,13 @@ export class CheckoutRelayRepository {
    * `auth` is the taker's authorization, fully re-validated by the caller before this call (§18).
    */
   async claimStale(id: string, staleSeconds: number, auth: StoredAuthorization): Promise<boolean> {
-    const rows: unknown[] = await this.em.query(
-      `WITH claimed AS (
-         UPDATE checkout_relays SET valid_after = $3, valid_before = $4, signature = $5, updated_at = now() WHERE id = $1 AND status = 'reserved' AND relay_tx_id IS NULL
-            AND updated_at < now() - make_interval(secs => $2) RETURNING id)
-       SELECT id FROM claimed`,
-      [id, staleSeconds, auth.validAfter.toString(), auth.validBefore.toString(), auth.signature],
-    );
-    return rows.length === 1;
+    const result = await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ validAfter: auth.validAfter, validBefore: auth.validBefore, signature: auth.signature, updatedAt: () => 'now()' })
+      .where(`id = :id AND status = 'reserved' AND relay_tx_id IS NULL AND updated_at < now() - make_interval(secs => :staleSeconds)`, { id, staleSeconds })
+      .execute();
+    return result.affected === 1;
   }
 
   /**
@@ -88,52 +66,39 @@ export class CheckoutRelayRepository {
    * re-validated (docs/architecture.md §18): back to `reserved` with the new authorization. One caller wins.
    */
   async takeOverFailed(id: string, auth: StoredAuthorization): Promise<boolean> {
-    const rows: unknown[] = await this.em.query(
-      `WITH claimed AS (
-         UPDATE checkout_relays SET status = 'reserved', relay_tx_id = NULL, tx_hash = NULL, error = NULL, valid_after = $2, valid_before = $3, signature = $4, updated_at = now()
-          WHERE id = $1 AND status = 'failed' RETURNING id)
-       SELECT id FROM claimed`,
-      [id, auth.validAfter.toString(), auth.validBefore.toString(), auth.signature],
+    const result = await this.repo.update(
+      { id, status: 'failed' },
+      { validAfter: auth.validAfter, validBefore: auth.validBefore, signature: auth.signature, status: 'reserved', relayTxId: null, txHash: null, error: null, updatedAt: () => 'now()' },
     );
-    return rows.length === 1;
+    return result.affected === 1;
   }
 
   /** Takes back a `broadcast` row whose transaction `txHash` the node no longer knows, to send it again. One caller wins. */
   async reclaimDropped(id: string, txHash: string): Promise<boolean> {
-    const rows: unknown[] = await this.em.query(
-      `WITH claimed AS (
-         UPDATE checkout_relays SET status = 'reserved', relay_tx_id = NULL, tx_hash = NULL, updated_at = now()
-          WHERE id = $1 AND status = 'broadcast' AND tx_hash = $2 RETURNING id)
-       SELECT id FROM claimed`,
-      [id, txHash.toLowerCase()],
-    );
-    return rows.length === 1;
+    const result = await this.repo.update({ id, status: 'broadcast', txHash: txHash.toLowerCase() }, { status: 'reserved', relayTxId: null, txHash: null, updatedAt: () => 'now()' });
+    return result.affected === 1;
   }
 
   /** The buyer's stored authorization of a relay (unix seconds and the 65-byte signature). */
   async storedAuthorization(id: string): Promise<StoredAuthorization> {
-    const rows: Array<{ valid_after: string; valid_before: string; signature: string }> = await this.em.query(
-      `SELECT valid_after::text, valid_before::text, signature FROM checkout_relays WHERE id = $1`,
-      [id],
-    );
-    return { validAfter: BigInt(rows[0].valid_after), validBefore: BigInt(rows[0].valid_before), signature: rows[0].signature };
+    const row = await this.repo.findOneOrFail({ select: { validAfter: true, validBefore: true, signature: true }, where: { id } });
+    return { validAfter: row.validAfter, validBefore: row.validBefore, signature: row.signature };
   }
 
   async markQueued(id: string, relayTxId: string): Promise<void> {
-    await this.em.query(`UPDATE checkout_relays SET relay_tx_id = $2, updated_at = now() WHERE id = $1`, [id, relayTxId]);
+    await this.repo.update({ id }, { relayTxId, updatedAt: () => 'now()' });
   }
 
   async markBroadcast(id: string, relayTxId: string, txHash: string): Promise<void> {
-    await this.em.query(`UPDATE checkout_relays SET status = 'broadcast', relay_tx_id = $2, tx_hash = $3, updated_at = now() WHERE id = $1`, [id, relayTxId, txHash.toLowerCase()]);
+    await this.repo.update({ id }, { status: 'broadcast', relayTxId, txHash: txHash.toLowerCase(), updatedAt: () => 'now()' });
   }
 
   async markFailed(id: string, error: string): Promise<void> {
-    await this.em.query(`UPDATE checkout_relays SET status = 'failed', error = $2, updated_at = now() WHERE id = $1`, [id, error.slice(0, 500)]);
+    await this.repo.update({ id }, { status: 'failed', error: error.slice(0, 500), updatedAt: () => 'now()' });
   }
 
   /** How many relays a checkout has (tests and operators). */
-  async countForCheckout(checkoutSessionId: string): Promise<number> {
-    const rows: Array<{ n: number }> = await this.em.query(`SELECT count(*)::int AS n FROM checkout_relays WHERE checkout_session_id = $1`, [checkoutSessionId]);
-    return rows[0].n;
+  countForCheckout(checkoutSessionId: string): Promise<number> {
+    return this.repo.countBy({ checkoutSessionId });
   }
 }

@@ -2,45 +2,15 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ChainTxError } from '@lib/chain';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
-import { TransactionHost, TxHost } from '../../database/transaction';
 import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
-
-/** One row of x402_settlements (amounts and times as stored: base units and unix seconds as decimal text). */
-export interface X402SettlementRow {
-  id: string;
-  payer: string;
-  nonce: string;
-  pay_to: string;
-  amount: string;
-  resource: string;
-  status: 'reserved' | 'pending' | 'settled' | 'failed';
-  valid_after: string | null;
-  valid_before: string | null;
-  signature: string | null;
-  tx_hash: string | null;
-  error: string | null;
-  answered_at: Date | null;
-  created_at: Date;
-}
-
-/** What a paid retry reserves: the verified EIP-3009 authorization, whole, and the challenge it pays. */
-export interface X402Reservation {
-  payer: string;
-  nonce: string;
-  to: string;
-  value: string;
-  validAfter: string;
-  validBefore: string;
-  signature: string;
-  payeeHandle: string;
-  resource: string;
-}
+import { X402Settlement } from './x402-settlement.entity';
+import { X402Repository, X402Reservation } from './x402.repository';
 
 /** A settlement after one step: its row, and why our relay was refused before any broadcast (when it was). */
 export interface X402Advance {
-  row: X402SettlementRow;
+  row: X402Settlement;
   refused?: string;
 }
 
@@ -51,12 +21,6 @@ export interface X402Advance {
  */
 export abstract class X402Faults {
   abstract hit(point: 'after_reserved'): void;
-}
-
-/** Rows of an `UPDATE … RETURNING` (TypeORM's Postgres driver answers `[rows, affected]` for UPDATE). */
-function returning<T = unknown>(result: unknown): T[] {
-  if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === 'number') return result[0] as T[];
-  return result as T[];
 }
 
 /** Rows without the signed authorization (reserved before it was stored) are given up this long after creation when unused. */
@@ -80,7 +44,7 @@ export class X402Settlements {
     private readonly chain: ChainAccess,
     private readonly relayer: RelayerService,
     private readonly settlement: PaymentSettlement,
-    private readonly txHost: TransactionHost,
+    private readonly repo: X402Repository,
     private readonly config: AppConfig,
   ) {}
 
@@ -90,9 +54,8 @@ export class X402Settlements {
   }
 
   /** The settlement of (payer, nonce), or null. */
-  async find(payer: string, nonce: string): Promise<X402SettlementRow | null> {
-    const rows: X402SettlementRow[] = await this.em().query(`SELECT * FROM x402_settlements WHERE payer = lower($1) AND nonce = lower($2)`, [payer, nonce]);
-    return rows[0] ?? null;
+  async find(payer: string, nonce: string): Promise<X402Settlement | null> {
+    return this.repo.find(payer, nonce);
   }
 
   /**
@@ -101,13 +64,7 @@ export class X402Settlements {
    */
   async reserve(r: X402Reservation): Promise<string | null> {
     const id = uuidv7();
-    const rows: unknown[] = await this.em().query(
-      `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status, valid_after, valid_before, signature, lease_until)
-       VALUES ($1, lower($2), lower($3), $4, $5, $6, $7, 'pending', $8, $9, $10, now() + $11 * interval '1 millisecond')
-       ON CONFLICT (payer, nonce) DO NOTHING RETURNING id`,
-      [id, r.payer, r.nonce, r.to, r.payeeHandle, r.value, r.resource, r.validAfter, r.validBefore, r.signature, this.leaseMs],
-    );
-    return rows.length === 1 ? id : null;
+    return (await this.repo.reserve(id, r, this.leaseMs)) ? id : null;
   }
 
   /**
@@ -121,34 +78,24 @@ export class X402Settlements {
    * @returns the row afterwards, and the refusal when our relay was refused before any broadcast.
    */
   async advance(id: string, waitMs: number, mode: 'request' | 'sweep', leased = false): Promise<X402Advance> {
-    const claimed = leased
-      ? [(await this.findById(id))!]
-      : returning<X402SettlementRow>(
-          await this.em().query(
-            `UPDATE x402_settlements SET status = 'pending', lease_until = now() + $2 * interval '1 millisecond', updated_at = now()
-              WHERE id = $1 AND status IN ('reserved', 'pending') AND (lease_until IS NULL OR lease_until < now()) RETURNING *`,
-            [id, this.leaseMs],
-          ),
-        );
-    if (!claimed.length) {
-      const row = (await this.findById(id))!;
+    if (!leased && !(await this.repo.claim(id, this.leaseMs))) {
+      const row = (await this.repo.findById(id))!;
       if (row.status === 'pending' || row.status === 'reserved') await this.settlement.confirmUse(row.payer, row.nonce, await this.relayHashes(id), 0);
-      return { row: (await this.findById(id))! };
+      return { row: (await this.repo.findById(id))! };
     }
-    const row = claimed[0];
+    const row = (await this.repo.findById(id))!;
     let refused: string | undefined;
     try {
       refused = await this.step(row, waitMs, mode);
     } finally {
-      await this.em().query(`UPDATE x402_settlements SET lease_until = NULL WHERE id = $1`, [id]);
+      await this.repo.release(id);
     }
-    return { row: (await this.findById(id))!, refused };
+    return { row: (await this.repo.findById(id))!, refused };
   }
 
   /** Records the one 200 answer of a settled payment. @returns false when it was already given (a replay). */
   async markAnswered(id: string): Promise<boolean> {
-    const rows = returning(await this.em().query(`UPDATE x402_settlements SET answered_at = now() WHERE id = $1 AND status = 'settled' AND answered_at IS NULL RETURNING id`, [id]));
-    return rows.length === 1;
+    return this.repo.markAnswered(id);
   }
 
   /**
@@ -157,38 +104,31 @@ export class X402Settlements {
    * @returns how many were looked at.
    */
   async sweepOnce(idleSeconds = this.config.env.PAYMENT_SWEEP_IDLE_SECONDS): Promise<number> {
-    const rows: Array<{ id: string }> = await this.em().query(
-      `SELECT id FROM x402_settlements WHERE status IN ('reserved', 'pending') AND (lease_until IS NULL OR lease_until < now())
-        AND updated_at < now() - $1 * interval '1 second' ORDER BY updated_at LIMIT 100`,
-      [idleSeconds],
-    );
-    for (const { id } of rows) {
+    const ids = await this.repo.idle(idleSeconds);
+    for (const id of ids) {
       try {
         await this.advance(id, 0, 'sweep');
       } catch (err) {
         this.logger.warn({ settlementId: id, error: (err as Error).message }, 'x402 settlement sweep step failed');
       }
     }
-    return rows.length;
+    return ids.length;
   }
 
-  private async step(row: X402SettlementRow, waitMs: number, mode: 'request' | 'sweep'): Promise<string | undefined> {
+  private async step(row: X402Settlement, waitMs: number, mode: 'request' | 'sweep'): Promise<string | undefined> {
     const gateway = this.chain.gateway;
     if (await this.settlement.confirmUse(row.payer, row.nonce, await this.relayHashes(row.id), 0)) return undefined;
     // Used (by any sender) or cancelled: the chain decided; the indexer records which, at CONFIRMATIONS.
     if (await gateway.authorizationState(row.payer, row.nonce)) return undefined;
-    if (!row.signature || row.valid_before === null) {
-      if (Date.now() - new Date(row.created_at).getTime() > LEGACY_GIVE_UP_MS) await this.fail(row.id, 'expired');
+    if (!row.signature || row.validBefore === null) {
+      if (Date.now() - new Date(row.createdAt).getTime() > LEGACY_GIVE_UP_MS) await this.repo.fail(row.id, 'expired');
       return undefined;
     }
-    if (BigInt(await gateway.headTimestamp()) >= BigInt(row.valid_before)) {
-      await this.fail(row.id, 'expired');
+    if (BigInt(await gateway.headTimestamp()) >= row.validBefore) {
+      await this.repo.fail(row.id, 'expired');
       return undefined;
     }
-    const relays: Array<{ id: string; status: string }> = await this.em().query(
-      `SELECT id, status FROM relayer_transactions WHERE reference = $1 AND purpose = 'x402' ORDER BY created_at DESC`,
-      [row.id],
-    );
+    const relays = await this.relayer.relaysFor('x402', row.id);
     const live = relays.find((r) => r.status !== 'failed');
     if (!live && mode === 'sweep' && relays.length) return undefined;
     try {
@@ -196,10 +136,10 @@ export class X402Settlements {
       else {
         const data = gateway.encodeTransferWithAuthorization({
           from: row.payer,
-          to: row.pay_to,
-          value: BigInt(row.amount),
-          validAfter: BigInt(row.valid_after ?? '0'),
-          validBefore: BigInt(row.valid_before),
+          to: row.payTo,
+          value: row.amount,
+          validAfter: row.validAfter ?? 0n,
+          validBefore: row.validBefore,
           nonce: row.nonce,
           signature: row.signature,
         });
@@ -210,7 +150,7 @@ export class X402Settlements {
       if (!(err instanceof ChainTxError)) throw err;
       // Refused before any broadcast: nothing moves now, but the authorization stays valid until validBefore.
       if (await gateway.authorizationState(row.payer, row.nonce)) return undefined;
-      await this.em().query(`UPDATE x402_settlements SET error = $2, updated_at = now() WHERE id = $1`, [row.id, err.message.slice(0, 500)]);
+      await this.repo.noteError(row.id, err.message);
       this.logger.warn({ settlementId: row.id, error: err.message }, 'x402 relay refused; the settlement stays pending until used or expired');
       return err.message;
     }
@@ -218,26 +158,8 @@ export class X402Settlements {
     return undefined;
   }
 
-  private async fail(id: string, reason: string): Promise<void> {
-    await this.em().query(`UPDATE x402_settlements SET status = 'failed', error = $2, updated_at = now() WHERE id = $1 AND status IN ('reserved', 'pending')`, [id, reason]);
-  }
-
   /** Every transaction hash our relayer signed for this settlement, fee-bump replacements included (DESIGN §18). */
-  private async relayHashes(id: string): Promise<string[]> {
-    const rows: Array<{ tx_hash: string }> = await this.em().query(
-      `SELECT DISTINCT unnest(tx_hashes || CASE WHEN tx_hash IS NULL THEN '{}'::text[] ELSE ARRAY[tx_hash] END) AS tx_hash
-         FROM relayer_transactions WHERE reference = $1 AND purpose = 'x402'`,
-      [id],
-    );
-    return rows.map((r) => r.tx_hash);
-  }
-
-  private async findById(id: string): Promise<X402SettlementRow | null> {
-    const rows: X402SettlementRow[] = await this.em().query(`SELECT * FROM x402_settlements WHERE id = $1`, [id]);
-    return rows[0] ?? null;
-  }
-
-  private em() {
-    return (this.txHost as TxHost).tx;
+  private relayHashes(id: string): Promise<string[]> {
+    return this.relayer.hashesFor('x402', id);
   }
 }

@@ -8,7 +8,6 @@ import { getAddress } from 'ethers';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
-import { TransactionHost, TxHost } from '../../database/transaction';
 import { AgentSpendGate } from '../../modules/agents/agent-spend.service';
 import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
 import type { RowOwnedWork } from '../../kernel/idempotency/idempotency.service';
@@ -16,7 +15,8 @@ import { mapOwned, PaymentRecord, PaymentsService } from '../../modules/payments
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService } from '../../chain/relayer/relayer.service';
 import { ethersVerifySigner } from './evm-facilitator-signer';
-import { X402Advance, X402Faults, X402SettlementRow, X402Settlements } from './x402-settlements.service';
+import { X402Settlement } from './x402-settlement.entity';
+import { X402Advance, X402Faults, X402Settlements } from './x402-settlements.service';
 
 /** The longest validity a challenge offers (and our signer signs): docs/architecture.md §13, 10 minutes. */
 const MAX_TIMEOUT_SECONDS = 600;
@@ -112,7 +112,6 @@ export class X402Service {
     private readonly settlement: PaymentSettlement,
     private readonly settlements: X402Settlements,
     private readonly faults: X402Faults,
-    private readonly txHost: TransactionHost,
   ) {}
 
   /** CAIP-2 id of our chain, the network of v2 requirements. */
@@ -196,7 +195,7 @@ export class X402Service {
       const row = step.row;
       if (row.status === 'settled') {
         if (!(await this.settlements.markAnswered(row.id))) return alreadyUsed();
-        const settlement = { success: true, transaction: row.tx_hash!, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
+        const settlement = { success: true, transaction: row.txHash!, network: this.caip2 as PaymentRequirements['network'], payer: getAddress(auth.from) };
         return {
           status: 200,
           headers: { 'PAYMENT-RESPONSE': encodePaymentResponseHeader(settlement), 'Cache-Control': 'no-store' },
@@ -210,9 +209,9 @@ export class X402Service {
       return refuse('The payment is being settled on chain: retry the same header to receive the response', 'pending', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     };
     const waitMs = this.config.env.X402_RECEIPT_WAIT_MS;
-    const resume = async (row: X402SettlementRow): Promise<X402HttpAnswer> => {
+    const resume = async (row: X402Settlement): Promise<X402HttpAnswer> => {
       // The same header retried: same signed authorization for the same challenge terms; anything else is a replay.
-      if (row.signature !== signature || row.pay_to.toLowerCase() !== terms.payTo.toLowerCase() || BigInt(row.amount) !== terms.amount) return alreadyUsed();
+      if (row.signature !== signature || row.payTo.toLowerCase() !== terms.payTo.toLowerCase() || row.amount !== terms.amount) return alreadyUsed();
       if (row.status === 'settled' || row.status === 'failed') return answer({ row });
       return answer(await this.settlements.advance(row.id, waitMs, 'request'));
     };
@@ -371,9 +370,5 @@ export class X402Service {
   private verifierScheme(): ExactEvmScheme {
     this.verifier ??= new ExactEvmScheme(ethersVerifySigner(this.chain.provider, this.chain.relayer.address) as never);
     return this.verifier;
-  }
-
-  private em() {
-    return (this.txHost as TxHost).tx;
   }
 }

@@ -1,0 +1,113 @@
+import { Injectable } from '@nestjs/common';
+import { In, IsNull } from 'typeorm';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { X402Settlement } from './x402-settlement.entity';
+
+/** What a paid retry reserves: the verified EIP-3009 authorization, whole, and the challenge it pays (amounts base units, times unix seconds, as decimal text). */
+export interface X402Reservation {
+  payer: string;
+  nonce: string;
+  to: string;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  signature: string;
+  payeeHandle: string;
+  resource: string;
+}
+
+/** Statuses of a settlement still to be decided on chain (`reserved` is the legacy `pending`). */
+const OPEN: X402Settlement['status'][] = ['reserved', 'pending'];
+
+/**
+ * Postgres I/O of x402 settlements (docs/architecture.md §14, §18; STYLE.md: repositories hold all
+ * SQL); every call runs in the caller's transaction, if any. Leases are timed by the database's
+ * clock (`now()`), so replicas with skewed clocks agree on who holds a row.
+ */
+@Injectable()
+export class X402Repository {
+  constructor(private readonly txHost: TransactionHost) {}
+
+  private get em() {
+    return (this.txHost as TxHost).tx;
+  }
+
+  private get repo() {
+    return this.em.getRepository(X402Settlement);
+  }
+
+  /** The settlement of (payer, nonce) (any letter case), or null. */
+  find(payer: string, nonce: string): Promise<X402Settlement | null> {
+    return this.repo.findOneBy({ payer: payer.toLowerCase(), nonce: nonce.toLowerCase() });
+  }
+
+  findById(id: string): Promise<X402Settlement | null> {
+    return this.repo.findOneBy({ id });
+  }
+
+  /**
+   * Inserts (payer, nonce) as `pending`, leased for `leaseMs`, with the whole authorization.
+   * Raw on purpose: `ON CONFLICT … DO NOTHING RETURNING` decides the race between two requests
+   * carrying the same authorization in one statement, and the lease is timed by the database clock.
+   * @returns false when (payer, nonce) is already reserved.
+   */
+  async reserve(id: string, r: X402Reservation, leaseMs: number): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(
+      `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status, valid_after, valid_before, signature, lease_until)
+       VALUES ($1, lower($2), lower($3), $4, $5, $6, $7, 'pending', $8, $9, $10, now() + $11 * interval '1 millisecond')
+       ON CONFLICT (payer, nonce) DO NOTHING RETURNING id`,
+      [id, r.payer, r.nonce, r.to, r.payeeHandle, r.value, r.resource, r.validAfter, r.validBefore, r.signature, leaseMs],
+    );
+    return rows.length === 1;
+  }
+
+  /**
+   * Takes the lease of an open settlement that nobody holds (none, or expired), for `leaseMs`, and
+   * marks it `pending`. @returns whether this call took it.
+   */
+  async claim(id: string, leaseMs: number): Promise<boolean> {
+    const result = await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ status: 'pending', leaseUntil: () => `now() + :leaseMs * interval '1 millisecond'`, updatedAt: () => 'now()' })
+      .where('id = :id AND status IN (:...open) AND (lease_until IS NULL OR lease_until < now())', { id, open: OPEN })
+      .setParameter('leaseMs', leaseMs)
+      .execute();
+    return result.affected === 1;
+  }
+
+  /** Gives the lease back (updated_at unchanged: the sweep's idle clock counts from the last change). */
+  async release(id: string): Promise<void> {
+    await this.repo.update({ id }, { leaseUntil: null });
+  }
+
+  /** Records the one 200 answer of a settled payment. @returns false when it was already given. */
+  async markAnswered(id: string): Promise<boolean> {
+    const result = await this.repo.update({ id, status: 'settled', answeredAt: IsNull() }, { answeredAt: () => 'now()' });
+    return result.affected === 1;
+  }
+
+  /** Open settlements nobody holds, unchanged for `idleSeconds`, oldest first (at most `limit`). */
+  async idle(idleSeconds: number, limit = 100): Promise<string[]> {
+    const rows = await this.repo
+      .createQueryBuilder('s')
+      .select('s.id')
+      .where('s.status IN (:...open)', { open: OPEN })
+      .andWhere('(s.lease_until IS NULL OR s.lease_until < now())')
+      .andWhere(`s.updated_at < now() - :idleSeconds * interval '1 second'`, { idleSeconds })
+      .orderBy('s.updated_at')
+      .limit(limit)
+      .getMany();
+    return rows.map((r) => r.id);
+  }
+
+  /** Notes why our relay was refused (at most 500 characters); the status is unchanged. */
+  async noteError(id: string, error: string): Promise<void> {
+    await this.repo.update({ id }, { error: error.slice(0, 500), updatedAt: () => 'now()' });
+  }
+
+  /** An open settlement → `failed` with `reason`; a decided one is left as it is. */
+  async fail(id: string, reason: string): Promise<void> {
+    await this.repo.update({ id, status: In(OPEN) }, { status: 'failed', error: reason, updatedAt: () => 'now()' });
+  }
+}
