@@ -1,8 +1,10 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Interface, Wallet } from 'ethers';
 import { TestUSDCArtifact } from '@lib/contracts';
+import { AUTHORIZATION_CURSOR } from '../../src/modules/agents/signer-balance';
+import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { RelayerService } from '../../src/modules/relayer/relayer.service';
-import { startRelayerWorker } from '../support/agents';
+import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
@@ -89,5 +91,29 @@ describe('relayer and reorgs', () => {
     // A later relay takes the next nonce and is mined: nothing stuck behind the reorg.
     const c = await relayer.relay({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('approve', [payee, 8n]), purpose: 'test', reference: 'reorg-c' });
     expect((await relayer.waitMined(c.relayTxId, 10_000))?.status).toBe(1);
+  });
+
+  it('the USDC authorization cursor follows a reorg: a payment whose transfer lands again at or below the cursor after the chain went back is still settled', async () => {
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 20n * USDC });
+    const settlement = t.app.get(PaymentSettlement);
+    const cursor = async () => Number((await t.dataSource.query(`SELECT block_number FROM chain_cursors WHERE name = $1`, [AUTHORIZATION_CURSOR]))[0].block_number);
+    // The indexer reads blocks S+1..S+3 of a branch the chain then abandons (evm_revert to S).
+    const snapshot = await chain.rpc<string>('evm_snapshot');
+    const s = await chain.provider.getBlockNumber();
+    for (let i = 0; i < 3; i++) await chain.rpc('evm_mine');
+    await settlement.pollOnce();
+    expect(await cursor()).toBeGreaterThanOrEqual(s + 3);
+    expect(await chain.rpc('evm_revert', [snapshot])).toBe(true);
+    // On the canonical chain the payment's transfer is mined at S+1: below the cursor's old block.
+    const paid = await pay(t, agent, { to: payee.handle, amount: '3.00' });
+    expect(paid.body.status).toBe('submitted');
+    const [row] = await paymentRows(t, agent.agentId);
+    const receipt = (await chain.provider.getTransactionReceipt(row.relay_tx_hashes[0]))!;
+    expect(receipt.blockNumber).toBeLessThanOrEqual(s + 3);
+    for (let i = 0; i < 3; i++) await chain.rpc('evm_mine');
+    await settlement.pollOnce();
+    await settlement.pollOnce();
+    expect((await paymentRows(t, agent.agentId))[0]).toMatchObject({ id: row.id, status: 'succeeded', tx_hash: receipt.hash });
   });
 });

@@ -10,6 +10,8 @@ import { PaymentsService } from './payments.service';
 /** Cursor name in chain_cursors for USDC authorization logs (shared with the agents' balance read). */
 export { AUTHORIZATION_CURSOR };
 const MAX_BLOCKS_PER_PASS = 2000;
+/** Blocks read again below head after a reorg when the node has no `finalized` block tag. */
+const REORG_REREAD_BLOCKS = 64;
 
 /**
  * Settles agent payments from the chain (docs/architecture.md §13): {@link pollOnce} reads USDC
@@ -31,15 +33,36 @@ export class PaymentSettlement {
     private readonly config: AppConfig,
   ) {}
 
-  /** One indexer pass. @returns the blocks read and how many payments changed. */
-  async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number }> {
+  /**
+   * One indexer pass. Before reading, the hash stored with the cursor is compared with the chain's
+   * block at that height: when they differ (a reorg deeper than CONFIRMATIONS replaced blocks already
+   * read; DESIGN §18 "Confirmations"), the pass reads again from the node's `finalized` block (head − 64
+   * without the tag), so a transfer the reorg moved to a block at or below the cursor still settles its
+   * payment. Re-reading is harmless: a use or cancel already recorded changes nothing.
+   * @returns the blocks read, how many payments changed, and the block the cursor was rewound to after a reorg.
+   */
+  async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number; rewoundTo?: number }> {
     const em = (this.txHost as TxHost).tx;
-    const head = lastConfirmedBlock(await this.chain.provider.getBlockNumber(), this.config.env.CONFIRMATIONS);
-    const rows: Array<{ block_number: string }> = await em.query('SELECT block_number FROM chain_cursors WHERE name = $1', [AUTHORIZATION_CURSOR]);
-    const fromBlock = rows[0] ? Number(rows[0].block_number) + 1 : this.config.env.ESCROW_DEPLOY_BLOCK;
-    if (fromBlock > head) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0 };
+    const gateway = this.chain.gateway;
+    const tip = await this.chain.provider.getBlockNumber();
+    const head = lastConfirmedBlock(tip, this.config.env.CONFIRMATIONS);
+    const rows: Array<{ block_number: string; block_hash: string | null }> = await em.query('SELECT block_number, block_hash FROM chain_cursors WHERE name = $1', [AUTHORIZATION_CURSOR]);
+    let cursor = rows[0] ? Number(rows[0].block_number) : this.config.env.ESCROW_DEPLOY_BLOCK - 1;
+    let rewoundTo: number | undefined;
+    if (rows[0]?.block_hash && (await gateway.getBlockHash(cursor)) !== rows[0].block_hash) {
+      const finalized = await this.chain.provider.getBlock('finalized').catch(() => null);
+      rewoundTo = Math.max(this.config.env.ESCROW_DEPLOY_BLOCK - 1, Math.min(cursor, finalized ? finalized.number : tip - REORG_REREAD_BLOCKS) );
+      this.logger.error({ cursor, rewoundTo, cursorName: AUTHORIZATION_CURSOR }, 'chain reorg below the authorization cursor; reading again from the finalized block');
+      cursor = rewoundTo;
+      await em.query(`UPDATE chain_cursors SET block_number = $2, block_hash = NULL, updated_at = now() WHERE name = $1`, [AUTHORIZATION_CURSOR, cursor]);
+    }
+    const fromBlock = cursor + 1;
+    if (fromBlock > head) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, rewoundTo };
     const toBlock = Math.min(head, fromBlock + MAX_BLOCKS_PER_PASS - 1);
-    const logs = await this.chain.gateway.getAuthorizationLogs(fromBlock, toBlock);
+    const toHash = await gateway.getBlockHash(toBlock);
+    const logs = await gateway.getAuthorizationLogs(fromBlock, toBlock);
+    // A reorg while reading: leave the cursor where it was; the next pass reads the new blocks.
+    if (!toHash || (await gateway.getBlockHash(toBlock)) !== toHash) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, rewoundTo };
     let succeeded = 0;
     let failed = 0;
     await (this.txHost as TxHost).withTransaction(async () => {
@@ -54,13 +77,15 @@ export class PaymentSettlement {
           if (await this.repo.markCanceled(log.authorizer, log.nonce)) failed++;
         }
       }
+      // Forward only, except right after a rewind (then the rewound value is the one to move from).
       await (this.txHost as TxHost).tx.query(
-        `INSERT INTO chain_cursors (name, block_number, updated_at) VALUES ($1, $2, now())
-         ON CONFLICT (name) DO UPDATE SET block_number = GREATEST(chain_cursors.block_number, EXCLUDED.block_number), updated_at = now()`,
-        [AUTHORIZATION_CURSOR, toBlock],
+        `INSERT INTO chain_cursors (name, block_number, block_hash, updated_at) VALUES ($1, $2, $3, now())
+         ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, updated_at = now()
+         WHERE chain_cursors.block_number <= EXCLUDED.block_number`,
+        [AUTHORIZATION_CURSOR, toBlock, toHash],
       );
     });
-    return { fromBlock, toBlock, succeeded, failed };
+    return { fromBlock, toBlock, succeeded, failed, rewoundTo };
   }
 
   /**
