@@ -78,6 +78,18 @@ export class RelayerRepository {
     await this.em.query(`UPDATE relayer_transactions SET mined_tx_hash = NULL, mined_block = NULL, updated_at = now() WHERE id = $1`, [id]);
   }
 
+  /**
+   * Every hash signed for the rows of `reference` with one of `purposes` (first sends, fee bumps,
+   * re-signs; DESIGN §18), oldest row first, each row's hashes oldest first, without duplicates.
+   */
+  async hashesFor(reference: string, purposes: readonly string[]): Promise<string[]> {
+    const rows: Array<{ tx_hashes: string[] | null }> = await this.em.query(
+      `SELECT tx_hashes FROM relayer_transactions WHERE reference = $1 AND purpose = ANY($2::text[]) ORDER BY created_at, id`,
+      [reference, [...purposes]],
+    );
+    return [...new Set(rows.flatMap((r) => r.tx_hashes ?? []))];
+  }
+
   /** The row's hash `txHash` was mined in `block`. */
   async markMined(id: string, txHash: string, block: number): Promise<void> {
     await this.em.query(`UPDATE relayer_transactions SET mined_tx_hash = $2, mined_block = $3, updated_at = now() WHERE id = $1`, [id, txHash, block]);

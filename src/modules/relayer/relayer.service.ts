@@ -178,6 +178,17 @@ export class RelayerService implements OnApplicationShutdown {
   }
 
   /**
+   * Every transaction hash the relayer signed for the relays of `reference` (e.g. a payment id) with
+   * one of `purposes`: first sends and every fee-bump or re-signed replacement (DESIGN §18 "Relayer":
+   * the relayer's rows are the one list of a relay's hashes; callers waiting for a receipt consult it,
+   * never a copy). Must not be called inside a database transaction.
+   * @returns the hashes, oldest first (empty when nothing was signed yet).
+   */
+  signedHashes(reference: string, purposes: readonly string[]): Promise<string[]> {
+    return this.repo.hashesFor(reference, purposes);
+  }
+
+  /**
    * Whether the relayer still carries a relay (DESIGN §18): a row not failed is the tender's to
    * finish — a dropped transaction is resent from its stored bytes, a stuck one replaced — so callers
    * must not send its payload again beside it.
