@@ -5,6 +5,7 @@ import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from './chain-access.service';
 import { RelayerRepository, RelayTxRow } from './relayer.repository';
+import { RelayerService } from './relayer.service';
 import { relayerBalance, relayerBalanceLow, relayerReplacements } from './relayer-metrics';
 
 /** How often the worker's tender refreshes the relayer balance gauges (for alerting without API traffic). */
@@ -84,6 +85,7 @@ export class RelayerTender {
     private readonly repo: RelayerRepository,
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
+    private readonly relays: RelayerService,
   ) {}
 
   /** RELAYER_MAX_FEE_GWEI in wei. */
@@ -186,7 +188,10 @@ export class RelayerTender {
     return (await this.revive(row)) !== null;
   }
 
-  /** A dropped row: resend its bytes while its call still succeeds, else fill its nonce. */
+  /**
+   * A dropped row: resend its bytes ({@link RelayerService.resendDropped}, the one resend path) while its
+   * call still succeeds, a replacement when the node refuses them, else fill its nonce.
+   */
   private async revive(row: RelayTxRow): Promise<'resent' | 'filled' | null> {
     const provider = this.chain.provider;
     let dead = false;
@@ -200,17 +205,11 @@ export class RelayerTender {
       }
     }
     if (!dead && row.rawTx) {
-      try {
-        await provider.broadcastTransaction(row.rawTx);
-        await this.tx(() => this.repo.touchSent(row.id));
-        this.logger.warn({ relayTxId: row.id, nonce: row.nonce, txHash: row.txHash }, 'relayer transaction dropped by the node; resent its signed bytes');
-        relayerReplacements.inc({ kind: 'resent' });
-        return 'resent';
-      } catch (err) {
-        // The stored bytes no longer pass the node's checks (e.g. a fee cap below today's base fee): sign anew.
-        this.logger.warn({ relayTxId: row.id, error: (err as Error).message }, 'stored relayer bytes refused; replacing them');
-        return (await this.bump(row, true)) ? 'resent' : null;
-      }
+      // The same resend the pay-page route uses (RelayerService.resendDropped): same bytes, same hash.
+      const resent = await this.relays.resendDropped(row);
+      if (resent && resent.outcome !== 'refused') return 'resent';
+      // The stored bytes no longer pass the node's checks (e.g. a fee cap below today's base fee): sign anew.
+      return (await this.bump(row, true)) ? 'resent' : null;
     }
     return (await this.fill(row)) ? 'filled' : null;
   }
