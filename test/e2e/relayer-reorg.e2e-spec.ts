@@ -4,6 +4,9 @@ import { TestUSDCArtifact } from '@lib/contracts';
 import { AUTHORIZATION_CURSOR } from '../../src/modules/agents/signer-balance';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { RelayerService } from '../../src/modules/relayer/relayer.service';
+import { RelayerSender } from '../../src/modules/relayer/relayer-sender.service';
+import { RelayerProcessor } from '../../src/modules/relayer/relayer.worker.module';
+import { v7 as uuidv7 } from 'uuid';
 import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
 import { TestChain, USDC } from '../support/chain';
@@ -115,5 +118,36 @@ describe('relayer and reorgs', () => {
     await settlement.pollOnce();
     await settlement.pollOnce();
     expect((await paymentRows(t, agent.agentId))[0]).toMatchObject({ id: row.id, status: 'succeeded', tx_hash: receipt.hash });
+  });
+
+  it('a send that meets the gap a reorg left (before any tender pass saw it) revives the reorged row instead of taking its nonce', async () => {
+    const relayer = t.app.get(RelayerService);
+    const processor = worker.get(RelayerProcessor);
+    const payer = await chain.wallet({ usdc: 5n * USDC });
+    const payee = Wallet.createRandom().address;
+    const auth = await chain.gateway.signTransferAuthorization(payer, { to: payee, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
+    const a = await relayer.relay({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth), purpose: 'test', reference: 'reorg-gap-a' });
+    await waitFor(async () => (await relayRow(a.relayTxId)).mined_tx_hash !== null, { label: 'the tender records the mined hash' });
+    const bId = uuidv7();
+    await processor.worker.pause(); // no tender pass: the send itself meets the gap
+    try {
+      await chain.rpc('anvil_reorg', [(await chain.provider.getBlockNumber()) - (await chain.provider.getTransactionReceipt(a.txHash))!.blockNumber + 1, []]);
+      expect(await chain.provider.getTransactionReceipt(a.txHash)).toBeNull();
+      await t.dataSource.query(`INSERT INTO relayer_transactions (id, address, to_address, data, purpose, status) VALUES ($1, lower($2), $3, $4, 'test', 'queued')`, [
+        bId,
+        chain.relayer.address,
+        chain.gateway.usdcAddress,
+        USDC_IFACE.encodeFunctionData('approve', [payee, 9n]),
+      ]);
+      const bHash = await worker.get(RelayerSender).send(bId);
+      const receiptA = await waitFor(() => chain.provider.getTransactionReceipt(a.txHash), { label: 'the reorged transfer mined again', timeoutMs: 10_000 });
+      expect(receiptA.status).toBe(1);
+      expect((await chain.provider.getTransaction(bHash))!.nonce).toBe(Number((await relayRow(a.relayTxId)).nonce) + 1);
+    } finally {
+      if (processor.worker.isPaused()) await processor.worker.resume();
+    }
+    expect(await chain.usdcBalance(payee)).toBe(USDC);
+    await waitFor(async () => (await relayRow(a.relayTxId)).mined_tx_hash === a.txHash, { label: 'the row mined again' });
+    expect((await relayRow(a.relayTxId)).status).toBe('broadcast');
   });
 });

@@ -178,11 +178,14 @@ export class RelayerTender {
 
   /**
    * Before the sender allocates a nonce above `nonce` while the node knows no transaction at `nonce`:
-   * revives the unmined row that holds it, if there is one.
+   * revives the unmined row that holds it, if there is one (after re-checking the rows recorded as
+   * mined, so a row a reorg took off the chain counts as unmined).
    * @returns true when a row held the nonce (resent or filled), false when none does (a reset local
    *   chain, or nonces handed out but never signed): the caller then allocates from the node's count.
    */
   async repairAt(nonce: number): Promise<boolean> {
+    // A row recorded as mined may hold the nonce after a reorg no pass has seen yet: re-check those first.
+    await this.recheckMined({ mined: 0, bumped: 0, resent: 0, filled: 0, lost: 0, reorged: 0 });
     const row = (await this.repo.unmined(this.chain.relayer.address)).find((r) => r.nonce === nonce && !r.filledBy);
     if (!row) return false;
     return (await this.revive(row)) !== null;
