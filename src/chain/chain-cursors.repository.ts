@@ -35,12 +35,27 @@ export class ChainCursors {
     );
   }
 
-  /** Moves the cursor forward to `blockNumber`, never back (two passes racing keep the furthest). */
-  async advance(name: string, blockNumber: number): Promise<void> {
+  /** @returns the cursor with the hash of its block (null where the indexer keeps none), or null before the first pass. */
+  async readMark(name: string): Promise<{ blockNumber: number; blockHash: string | null } | null> {
+    const row = await this.em.findOneBy(ChainCursor, { name });
+    return row ? { blockNumber: row.blockNumber, blockHash: row.blockHash } : null;
+  }
+
+  /**
+   * Moves the cursor forward to `blockNumber` (with that block's hash), never back: two passes racing
+   * keep the furthest; right after a {@link rewind} the rewound value is the one it moves from.
+   */
+  async advance(name: string, blockNumber: number, blockHash: string | null = null): Promise<void> {
     await this.em.query(
-      `INSERT INTO chain_cursors (name, block_number, updated_at) VALUES ($1, $2, now())
-       ON CONFLICT (name) DO UPDATE SET block_number = GREATEST(chain_cursors.block_number, EXCLUDED.block_number), updated_at = now()`,
-      [name, blockNumber],
+      `INSERT INTO chain_cursors (name, block_number, block_hash, updated_at) VALUES ($1, $2, $3, now())
+       ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = EXCLUDED.block_hash, updated_at = now()
+       WHERE chain_cursors.block_number <= EXCLUDED.block_number`,
+      [name, blockNumber, blockHash],
     );
+  }
+
+  /** Moves the cursor back to `blockNumber` after a reorg below it, forgetting its block hash (DESIGN §18). */
+  async rewind(name: string, blockNumber: number): Promise<void> {
+    await this.em.query(`UPDATE chain_cursors SET block_number = $2, block_hash = NULL, updated_at = now() WHERE name = $1`, [name, blockNumber]);
   }
 }

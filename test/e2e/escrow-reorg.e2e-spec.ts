@@ -1,3 +1,5 @@
+import { Interface } from 'ethers';
+import { TestUSDCArtifact } from '@lib/contracts';
 import { derivedEventId } from '../../src/common/outbox/events.service';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
@@ -13,10 +15,13 @@ import {
   Party,
   pollToHead,
   TestChain,
+  USDC,
 } from '../support/chain';
 import { expectError } from '../support/errors';
 
 jest.setTimeout(60_000);
+
+const USDC_IFACE = new Interface(TestUSDCArtifact.abi);
 
 /**
  * Chain reorgs (docs/architecture.md §7; issue 4 "Reorg"): anvil evm_snapshot/evm_revert undoes blocks whose
@@ -184,7 +189,7 @@ describe('escrow indexer: chain reorgs', () => {
       const orphanBlockHash = (await chain.provider.getTransactionReceipt(fundTx))!.blockHash;
       return { fundTx, raw, row, orphanBlockHash, events: await checkoutEvents(t, checkout.id) };
     }, 0);
-    expect(first.events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', derivedEventId(`${first.fundTx}:${first.row.log_index}`, WebhookEvent.CheckoutFunded)]]);
+    expect(first.events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', derivedEventId(`${first.fundTx}:${terms.escrowKey}:funded`, WebhookEvent.CheckoutFunded)]]);
 
     // The same signed transaction is mined again on the canonical branch (as a node re-includes it).
     expect(await chain.rpc<string>('eth_sendRawTransaction', [first.raw])).toBe(first.fundTx);
@@ -200,7 +205,7 @@ describe('escrow indexer: chain reorgs', () => {
     const [row] = await chainEventRows(t, session.escrowId as string);
     expect(row.tx_hash).toBe(first.fundTx.toLowerCase());
     const events = await checkoutEvents(t, checkout.id);
-    expect(events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', derivedEventId(`${row.tx_hash}:${row.log_index}`, WebhookEvent.CheckoutFunded)]]);
+    expect(events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', derivedEventId(`${row.tx_hash}:${terms.escrowKey}:funded`, WebhookEvent.CheckoutFunded)]]);
     expect(events[0].id).toBe(first.events[0].id);
 
     // checkout.released and checkout.paid of one Released log: two ids, both derived from it.
@@ -212,11 +217,48 @@ describe('escrow indexer: chain reorgs', () => {
       .send({ txHash: releaseTx, confirm: true });
     expect(released.status).toBe(200);
     const releaseRow = (await chainEventRows(t, session.escrowId as string)).find((r) => r.action === 'released')!;
-    const source = `${releaseTx}:${releaseRow.log_index}`;
+    const source = `${releaseTx}:${terms.escrowKey}:${releaseRow.action}`;
     expect((await checkoutEvents(t, checkout.id)).slice(1).map((e) => [e.type, e.id])).toEqual([
       ['checkout.released', derivedEventId(source, WebhookEvent.CheckoutReleased)],
       ['checkout.paid', derivedEventId(source, WebhookEvent.CheckoutPaid)],
     ]);
     expect(derivedEventId(source, WebhookEvent.CheckoutReleased)).not.toBe(derivedEventId(source, WebhookEvent.CheckoutPaid));
+  });
+
+  it('a funding reorged away and mined again at another log position (another transfer ahead of it in the block) keeps its event id: receivers see one checkout.funded', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount: '5.00' });
+    const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
+    const other = await chain.wallet({ usdc: 2n * USDC });
+    await pollToHead(t, chain);
+
+    const first = await onOrphanedBranch(async () => {
+      const fundTx = await chain.fundWithAuthorization(buyer.wallet, terms, funding.termsSignature);
+      const raw = await chain.rpc<string>('eth_getRawTransactionByHash', [fundTx]);
+      const session = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+      const [row] = await chainEventRows(t, session.escrowId as string);
+      return { fundTx, raw, row, events: await checkoutEvents(t, checkout.id) };
+    }, 0);
+    expect(first.events.map((e) => e.type)).toEqual(['checkout.funded']);
+
+    // On the canonical branch a USDC transfer with a higher tip goes first in the block, so the
+    // funding's logs sit at other indexes (as when a node re-includes it among other transactions).
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      await other.sendTransaction({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('transfer', [seller.wallet.address, USDC]), maxPriorityFeePerGas: 10n ** 10n, maxFeePerGas: 10n ** 11n });
+      expect(await chain.rpc<string>('eth_sendRawTransaction', [first.raw])).toBe(first.fundTx);
+      await chain.mine(1);
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+    await chain.mine(2);
+    await pollToHead(t, chain);
+    const session = await getCheckout(t, seller.org, checkout.id);
+    expect(session.status).toBe('funded');
+    const [row] = await chainEventRows(t, session.escrowId as string);
+    expect(row.tx_hash).toBe(first.fundTx.toLowerCase());
+    expect(row.log_index).not.toBe(first.row.log_index);
+    const events = await checkoutEvents(t, checkout.id);
+    expect(events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', first.events[0].id]]);
   });
 });

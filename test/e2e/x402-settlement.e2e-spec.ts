@@ -2,7 +2,7 @@ import { x402Client } from '@x402/core/client';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import type { PaymentPayload } from '@x402/core/types';
 import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
-import { Wallet, hexlify, randomBytes } from 'ethers';
+import { Transaction, Wallet, hexlify, randomBytes, toBeHex } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from '@x402/fetch';
@@ -153,6 +153,42 @@ describe('x402 settlement on a real chain', () => {
     expect(done.body.payment).toMatchObject({ status: 'succeeded' });
     expect(await chain.usdcBalance(payee.address)).toBe(4n * USDC);
     expect(await paymentRows(t, agent.agentId)).toHaveLength(1);
+  });
+
+  it('a fee-bumped relay: settle sees the replacement mined (every hash the relayer signed for the payment), before the indexer settles it', async () => {
+    const payee = await createPayee(t, chain);
+    const agent = await createAgent(t, chain, { float: 20n * USDC, policy: { dailyLimit: '100.00' } });
+    const challenge = await fetch(challengeUrl(payee.handle, '2.00'));
+    const paymentRequired = challenge.headers.get('payment-required')!;
+    const key = `x402-${randomUUID()}`;
+    const settle = () => t.http.post('/api/v1/x402/settle').set('X-Api-Key', agent.key).set('Idempotency-Key', key).send({ paymentRequired });
+    let bumpHash: string;
+    await chain.rpc('evm_setAutomine', [false]);
+    try {
+      const first = await settle();
+      expect(first.body.settlement.success).toBe(false);
+      expect(first.body.payment.status).toBe('submitted');
+      const [row] = await paymentRows(t, agent.agentId);
+      const firstTx = Transaction.from((await chain.provider.getTransaction(row.relay_tx_hashes[0]))!);
+      // Stranded: the next block's base fee is above its maxFeePerGas; its bump clock is run out.
+      await chain.rpc('anvil_setNextBlockBaseFeePerGas', [toBeHex(firstTx.maxFeePerGas! * 4n)]);
+      await chain.mine();
+      await t.dataSource.query(`UPDATE relayer_transactions SET sent_at = now() - interval '1 hour' WHERE reference = $1 AND purpose = 'payment'`, [row.id]);
+      bumpHash = await waitFor(async () => {
+        const [r] = await t.dataSource.query(`SELECT replacements, tx_hash FROM relayer_transactions WHERE reference = $1 AND purpose = 'payment'`, [row.id]);
+        return r.replacements >= 1 ? (r.tx_hash as string) : null;
+      }, { label: 'the tender replaces the stranded relay' });
+      expect(bumpHash).not.toBe(firstTx.hash);
+      await chain.mine();
+      expect((await chain.provider.getTransactionReceipt(bumpHash))!.status).toBe(1);
+    } finally {
+      await chain.rpc('evm_setAutomine', [true]);
+    }
+    // No indexer pass: settle's own bounded wait must find the replacement.
+    const done = await settle();
+    expect(done.body.settlement).toMatchObject({ success: true, transaction: bumpHash });
+    expect(done.body.payment).toMatchObject({ status: 'succeeded' });
+    expect(await chain.usdcBalance(payee.address)).toBe(2n * USDC);
   });
 
   const authorizationUses = async (payer: string) => (await chain.gateway.getAuthorizationLogs(0, await chain.headBlock(), payer)).filter((l) => l.kind === 'used');

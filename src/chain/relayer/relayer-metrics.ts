@@ -23,7 +23,7 @@ export const relayerBalanceLow = new Gauge({
 /** Relayer transactions replaced (fee bump), resent after a drop, or whose nonce was filled. */
 export const relayerReplacements = new Counter({
   name: 'relayer_replacements_total',
-  help: 'Relayer transactions bumped, resent after a drop, or filled with a 0-value self-transfer',
+  help: 'Relayer transactions bumped, resent after a drop, filled with a 0-value self-transfer, or found reorged out (kind=reorged; then resent or filled)',
   labelNames: ['kind'] as const,
   registers: [metricsRegistry],
 });

@@ -5,6 +5,7 @@ import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../chain-access.service';
 import { RelayerRepository, RelayTxRow } from './relayer.repository';
+import { RelayerService } from './relayer.service';
 import { relayerBalance, relayerBalanceLow, relayerReplacements } from './relayer-metrics';
 
 /** How often the worker's tender refreshes the relayer balance gauges (for alerting without API traffic). */
@@ -23,7 +24,15 @@ export interface TendReport {
   resent: number;
   filled: number;
   lost: number;
+  /** Rows recorded as mined whose transaction a reorg removed (then tended as unmined in the same pass). */
+  reorged: number;
 }
+
+/**
+ * How many blocks below head a mined row stays watched for reorgs when the node has no `finalized`
+ * block tag; with the tag the watch ends at the node's finalized block (anvil: head − 64).
+ */
+const REORG_WATCH_BLOCKS = 64;
 
 /** The smallest raise the node takes for a replacement at the same nonce: +12.5 % on both fees (geth/reth/anvil txpool rule). */
 const BUMP_NUM = 1125n;
@@ -52,7 +61,11 @@ export function replacementFees(prev: Fees, node: Fees, cap: bigint): Fees | nul
  * Keeps the relayer key's broadcast transactions moving on a chain that behaves like a public one
  * (DESIGN §18 "Relayer", docs/architecture.md §5). Runs only inside the relayer queue (its `tend`
  * job, and {@link RelayerSender} before it allocates over a gap), so it never races a send. For each
- * broadcast row not yet known to be mined, lowest nonce first:
+ * row recorded as mined in a block not yet final (above the node's `finalized` block and within
+ * CONFIRMATIONS of head): when none of its hashes has a receipt any more, a reorg removed it and the
+ * row is unmined again (its mined hash and block cleared), so it is tended below like any other; a
+ * receipt in another block is recorded. Then for each broadcast row not known to be mined, lowest
+ * nonce first:
  * - one of its hashes has a receipt → that hash and block are recorded;
  * - its nonce is used but none of its hashes was mined (its fill, or a send outside the queue, took
  *   it) → the row is failed: its payload did not run and never will under that nonce;
@@ -72,6 +85,7 @@ export class RelayerTender {
     private readonly repo: RelayerRepository,
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
+    private readonly relays: RelayerService,
   ) {}
 
   /** RELAYER_MAX_FEE_GWEI in wei. */
@@ -95,7 +109,7 @@ export class RelayerTender {
 
   /** One pass over the relayer key's unmined rows (see the class comment). */
   async tend(): Promise<TendReport> {
-    const report: TendReport = { mined: 0, bumped: 0, resent: 0, filled: 0, lost: 0 };
+    const report: TendReport = { mined: 0, bumped: 0, resent: 0, filled: 0, lost: 0, reorged: 0 };
     const address = this.chain.relayer.address;
     if (Date.now() - this.balanceAt >= BALANCE_EVERY_MS) {
       this.balanceAt = Date.now();
@@ -103,6 +117,7 @@ export class RelayerTender {
       relayerBalance.set({ address }, Number(wei));
       relayerBalanceLow.set({ address }, wei >= parseEther(this.config.env.RELAYER_MIN_BALANCE) ? 0 : 1);
     }
+    await this.recheckMined(report);
     const rows = await this.repo.unmined(address);
     if (rows.length === 0) return report;
     const latest = await this.chain.provider.getTransactionCount(address, 'latest');
@@ -135,18 +150,51 @@ export class RelayerTender {
   }
 
   /**
+   * Re-examines the rows recorded as mined in blocks that are not final (DESIGN §18 "Confirmations":
+   * nothing is final before `head − CONFIRMATIONS`, and a reorg deeper than that is still undone, not
+   * lost): the node's `finalized` block, never above head − CONFIRMATIONS, or head − 64 without the tag.
+   * A row none of whose hashes has a receipt is unmined again (the caller's pass resends its stored
+   * bytes, same nonce and hash, or fills its nonce when its call would now revert); a receipt in another
+   * block (the node re-included it) is recorded.
+   */
+  private async recheckMined(report: TendReport): Promise<void> {
+    const provider = this.chain.provider;
+    const head = await provider.getBlockNumber();
+    const finalized = await provider.getBlock('finalized').catch(() => null);
+    const byRule = head - this.config.env.CONFIRMATIONS;
+    const finalBlock = finalized ? Math.min(finalized.number, byRule) : Math.min(head - REORG_WATCH_BLOCKS, byRule);
+    for (const row of await this.repo.minedAfter(this.chain.relayer.address, finalBlock)) {
+      const receipt = await this.minedReceipt(row.txHashes);
+      if (receipt) {
+        if (receipt.hash !== row.minedTxHash || receipt.blockNumber !== row.minedBlock) await this.tx(() => this.repo.markMined(row.id, receipt.hash, receipt.blockNumber));
+        continue;
+      }
+      this.logger.warn({ relayTxId: row.id, nonce: row.nonce, txHash: row.minedTxHash, block: row.minedBlock }, 'relayer transaction removed from the chain by a reorg; tended again');
+      await this.tx(() => this.repo.markUnmined(row.id));
+      relayerReplacements.inc({ kind: 'reorged' });
+      report.reorged++;
+    }
+  }
+
+  /**
    * Before the sender allocates a nonce above `nonce` while the node knows no transaction at `nonce`:
-   * revives the unmined row that holds it, if there is one.
+   * revives the unmined row that holds it, if there is one (after re-checking the rows recorded as
+   * mined, so a row a reorg took off the chain counts as unmined).
    * @returns true when a row held the nonce (resent or filled), false when none does (a reset local
    *   chain, or nonces handed out but never signed): the caller then allocates from the node's count.
    */
   async repairAt(nonce: number): Promise<boolean> {
+    // A row recorded as mined may hold the nonce after a reorg no pass has seen yet: re-check those first.
+    await this.recheckMined({ mined: 0, bumped: 0, resent: 0, filled: 0, lost: 0, reorged: 0 });
     const row = (await this.repo.unmined(this.chain.relayer.address)).find((r) => r.nonce === nonce && !r.filledBy);
     if (!row) return false;
     return (await this.revive(row)) !== null;
   }
 
-  /** A dropped row: resend its bytes while its call still succeeds, else fill its nonce. */
+  /**
+   * A dropped row: resend its bytes ({@link RelayerService.resendDropped}, the one resend path) while its
+   * call still succeeds, a replacement when the node refuses them, else fill its nonce.
+   */
   private async revive(row: RelayTxRow): Promise<'resent' | 'filled' | null> {
     const provider = this.chain.provider;
     let dead = false;
@@ -160,17 +208,11 @@ export class RelayerTender {
       }
     }
     if (!dead && row.rawTx) {
-      try {
-        await provider.broadcastTransaction(row.rawTx);
-        await this.tx(() => this.repo.touchSent(row.id));
-        this.logger.warn({ relayTxId: row.id, nonce: row.nonce, txHash: row.txHash }, 'relayer transaction dropped by the node; resent its signed bytes');
-        relayerReplacements.inc({ kind: 'resent' });
-        return 'resent';
-      } catch (err) {
-        // The stored bytes no longer pass the node's checks (e.g. a fee cap below today's base fee): sign anew.
-        this.logger.warn({ relayTxId: row.id, error: (err as Error).message }, 'stored relayer bytes refused; replacing them');
-        return (await this.bump(row, true)) ? 'resent' : null;
-      }
+      // The same resend the pay-page route uses (RelayerService.resendDropped): same bytes, same hash.
+      const resent = await this.relays.resendDropped(row);
+      if (resent && resent.outcome !== 'refused') return 'resent';
+      // The stored bytes no longer pass the node's checks (e.g. a fee cap below today's base fee): sign anew.
+      return (await this.bump(row, true)) ? 'resent' : null;
     }
     return (await this.fill(row)) ? 'filled' : null;
   }

@@ -64,6 +64,36 @@ export class RelayerRepository {
     return rows.map(toRow);
   }
 
+  /**
+   * Broadcast rows of `address` recorded as mined in a block above `afterBlock` (not final yet: a reorg
+   * may still remove that block; DESIGN §18), newest block first (at most `limit`).
+   */
+  async minedAfter(address: string, afterBlock: number, limit = 500): Promise<RelayTxRow[]> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(
+      `SELECT * FROM relayer_transactions WHERE address = $1 AND status = 'broadcast' AND mined_tx_hash IS NOT NULL AND mined_block > $2
+        ORDER BY mined_block DESC, nonce DESC LIMIT $3`,
+      [address.toLowerCase(), afterBlock, limit],
+    );
+    return rows.map(toRow);
+  }
+
+  /** The block that held the row's mined hash is no longer on the chain (a reorg): the row is unmined again. */
+  async markUnmined(id: string): Promise<void> {
+    await this.em.query(`UPDATE relayer_transactions SET mined_tx_hash = NULL, mined_block = NULL, updated_at = now() WHERE id = $1`, [id]);
+  }
+
+  /**
+   * Every hash signed for the rows of `reference` with one of `purposes` (first sends, fee bumps,
+   * re-signs; DESIGN §18), oldest row first, each row's hashes oldest first, without duplicates.
+   */
+  async hashesFor(reference: string, purposes: readonly string[]): Promise<string[]> {
+    const rows: Array<{ tx_hashes: string[] | null }> = await this.em.query(
+      `SELECT tx_hashes FROM relayer_transactions WHERE reference = $1 AND purpose = ANY($2::text[]) ORDER BY created_at, id`,
+      [reference, [...purposes]],
+    );
+    return [...new Set(rows.flatMap((r) => r.tx_hashes ?? []))];
+  }
+
   /** The row's hash `txHash` was mined in `block`. */
   async markMined(id: string, txHash: string, block: number): Promise<void> {
     await this.em.query(`UPDATE relayer_transactions SET mined_tx_hash = $2, mined_block = $3, updated_at = now() WHERE id = $1`, [id, txHash, block]);

@@ -1,5 +1,5 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { ChainTxError, isConfirmed } from '@lib/chain';
 import { Queue, QueueEvents } from 'bullmq';
 import { formatEther, parseEther, type TransactionReceipt } from 'ethers';
@@ -9,8 +9,8 @@ import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../chain-access.service';
 import { RELAYER_QUEUE, RelayerJobData, RelayerJobResult } from './relayer.queue';
-import { RelayerRepository } from './relayer.repository';
-import { relayerBalance, relayerBalanceLow } from './relayer-metrics';
+import { RelayerRepository, RelayTxRow } from './relayer.repository';
+import { relayerBalance, relayerBalanceLow, relayerReplacements } from './relayer-metrics';
 
 /** What to relay: calldata for `to`, a purpose label and a reference (e.g. the payment id) for operators. */
 export interface RelayRequest {
@@ -35,6 +35,7 @@ export class RelayTimeoutError extends Error {
  */
 @Injectable()
 export class RelayerService implements OnApplicationShutdown {
+  private readonly logger = new Logger('RelayerService');
   private events?: QueueEvents;
 
   constructor(
@@ -159,33 +160,45 @@ export class RelayerService implements OnApplicationShutdown {
   }
 
   /**
-   * Hands a relay's current signed bytes to the node again when the node knows none of its hashes
-   * (dropped from its pool; DESIGN §18). The same bytes carry the same nonce and hash, so this can
-   * never send the payload twice; a refused rebroadcast (e.g. a bump replaced the bytes meanwhile)
-   * is left to the tender. Must not be called inside a database transaction.
-   * @returns the hash the node knows afterwards, or null (failed row, nothing signed, or refused).
+   * The one resend of a relay whose transaction the node may have dropped (DESIGN §18 "Relayer"), used by
+   * the pay-page relay route (§16, §18) and by the worker's tender: when the node knows none of the row's
+   * hashes, its current signed bytes are handed to the node again — same nonce, same hash, so this can
+   * never send the payload twice and is safe from any process — and the bump clock restarts. It never
+   * signs anything: a refused resend (e.g. fees below today's base fee) is left to the tender, which
+   * replaces or fills the nonce. Must not be called inside a database transaction.
+   * @param relay the row id, or the row as the tender already read it.
+   * @returns null when the relayer does not carry the relay (unknown id or failed row: the caller decides);
+   *   else `outcome` `known` (the node has one of its hashes: `txHash`), `resent` (`txHash` the stored
+   *   bytes' hash) or `refused` (the node took nothing; `txHash` the row's newest signed hash, if any).
    */
-  async rebroadcast(relayTxId: string): Promise<string | null> {
-    const row = await this.repo.find(relayTxId);
-    if (!row || row.status === 'failed' || !row.rawTx) return null;
+  async resendDropped(relay: string | RelayTxRow): Promise<{ outcome: 'known' | 'resent' | 'refused'; txHash: string | null } | null> {
+    const row = typeof relay === 'string' ? await this.repo.find(relay) : relay;
+    if (!row || row.status === 'failed') return null;
     const provider = this.chain.provider;
-    for (const hash of row.txHashes) if (await provider.getTransaction(hash).catch(() => null)) return hash;
+    for (const hash of row.txHashes) if (await provider.getTransaction(hash).catch(() => null)) return { outcome: 'known', txHash: hash };
+    const newest = row.txHashes.at(-1) ?? row.txHash;
+    if (!row.rawTx || !row.txHash) return { outcome: 'refused', txHash: newest };
     try {
-      return (await provider.broadcastTransaction(row.rawTx)).hash;
-    } catch {
-      return null;
+      await provider.broadcastTransaction(row.rawTx);
+    } catch (err) {
+      this.logger.warn({ relayTxId: row.id, nonce: row.nonce, error: (err as Error).message }, 'stored relayer bytes refused by the node');
+      return { outcome: 'refused', txHash: newest };
     }
+    await (this.txHost as TxHost).withTransaction(() => this.repo.touchSent(row.id));
+    this.logger.warn({ relayTxId: row.id, nonce: row.nonce, txHash: row.txHash }, 'relayer transaction dropped by the node; resent its signed bytes');
+    relayerReplacements.inc({ kind: 'resent' });
+    return { outcome: 'resent', txHash: row.txHash };
   }
 
   /**
-   * Whether the relayer still carries a relay (DESIGN §18): a row not failed is the tender's to
-   * finish — a dropped transaction is resent from its stored bytes, a stuck one replaced — so callers
-   * must not send its payload again beside it.
-   * @returns the row's status and every hash it signed (newest last), or null for an unknown id.
+   * Every transaction hash the relayer signed for the relays of `reference` (e.g. a payment id) with
+   * one of `purposes`: first sends and every fee-bump or re-signed replacement (DESIGN §18 "Relayer":
+   * the relayer's rows are the one list of a relay's hashes; callers waiting for a receipt consult it,
+   * never a copy). Must not be called inside a database transaction.
+   * @returns the hashes, oldest first (empty when nothing was signed yet).
    */
-  async tracked(relayTxId: string): Promise<{ status: 'queued' | 'broadcast' | 'failed'; txHashes: string[] } | null> {
-    const row = await this.repo.find(relayTxId);
-    return row ? { status: row.status, txHashes: row.txHashes } : null;
+  signedHashes(reference: string, purposes: readonly string[]): Promise<string[]> {
+    return this.repo.hashesFor(reference, purposes);
   }
 
   /**

@@ -22,7 +22,7 @@ const TYPE_RANK: Record<WebhookEvent, number> = {
 };
 
 /**
- * The outbox id of an event caused by `sourceId` (for chain events `<txHash>:<logIndex>`): a
+ * The outbox id of an event caused by `sourceId` (for escrow chain events `<txHash>:<escrowKey>:<action>`): a
  * UUID v8 whose first 15 bytes hash the source and whose last byte is the type, so the same log
  * always yields the same `webhook-id` (receivers dedupe by it), checkout.released and checkout.paid
  * of one log get two ids, and those sort in the order written (docs/architecture.md §8).

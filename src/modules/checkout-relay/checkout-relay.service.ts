@@ -368,11 +368,8 @@ export class CheckoutRelayService {
     // A relayer transaction that is not failed is the relayer's to finish: its stored bytes go to the
     // node again now (same nonce, same hash), and its tender fills the nonce and fails it when the call
     // is dead (DESIGN §18). Signing the payload anew beside it would race that, so answer its hash.
-    const tracked = row.relayTxId ? await this.relayer.tracked(row.relayTxId) : null;
-    if (tracked && tracked.status !== 'failed') {
-      const known = await this.relayer.rebroadcast(row.relayTxId!);
-      return { ...row, txHash: known ?? tracked.txHashes.at(-1) ?? row.txHash };
-    }
+    const carried = row.relayTxId ? await this.relayer.resendDropped(row.relayTxId) : null;
+    if (carried) return { ...row, txHash: carried.txHash ?? row.txHash };
     if (!(await this.repo.reclaimDropped(row.id, row.txHash!))) return (await this.repo.find(row.buyer, row.nonce))!;
     this.logger.warn({ relayId: row.id, txHash: row.txHash }, 'the node no longer knows the funding transaction and the authorization is unused; relaying it again');
     const stored = await this.repo.storedAuthorization(row.id);

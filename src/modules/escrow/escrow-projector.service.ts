@@ -81,7 +81,9 @@ export class EscrowProjector {
         const mirrored = await this.checkout.mirrorEscrow(escrow.checkoutSessionId, escrow.id, escrow.status);
         if (mirrored && webhook) {
           await this.events.emit(mirrored.session.organizationId, webhook, mirrored.dto, mirrored.session.webhookUrl, {
-            sourceId: `${e.txHash.toLowerCase()}:${e.logIndex}`,
+            // Transaction, escrow and action, not the log index: the same transaction re-mined after a
+            // reorg may sit elsewhere in its block, and must keep its event id (docs/decisions.md).
+            sourceId: `${e.txHash.toLowerCase()}:${e.escrowKey.toLowerCase()}:${e.action}`,
           });
         }
         // The buyer took the money back before the seller accepted: the checkout is payable again

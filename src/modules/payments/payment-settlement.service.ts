@@ -10,6 +10,8 @@ import { PaymentsService } from './payments.service';
 /** Cursor name in chain_cursors for USDC authorization logs (shared with the agents' balance read). */
 export { AUTHORIZATION_CURSOR };
 const MAX_BLOCKS_PER_PASS = 2000;
+/** Blocks read again below head after a reorg when the node has no `finalized` block tag. */
+const REORG_REREAD_BLOCKS = 64;
 
 /**
  * Settles agent payments from the chain (docs/architecture.md §13): {@link pollOnce} reads USDC
@@ -32,14 +34,35 @@ export class PaymentSettlement {
     private readonly config: AppConfig,
   ) {}
 
-  /** One indexer pass. @returns the blocks read and how many payments changed. */
-  async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number }> {
-    const head = lastConfirmedBlock(await this.chain.provider.getBlockNumber(), this.config.env.CONFIRMATIONS);
-    const cursor = await this.cursors.read(AUTHORIZATION_CURSOR);
-    const fromBlock = cursor !== null ? cursor + 1 : this.config.env.ESCROW_DEPLOY_BLOCK;
-    if (fromBlock > head) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0 };
+  /**
+   * One indexer pass. Before reading, the hash stored with the cursor is compared with the chain's
+   * block at that height: when they differ (a reorg deeper than CONFIRMATIONS replaced blocks already
+   * read; DESIGN §18 "Confirmations"), the pass reads again from the node's `finalized` block (head − 64
+   * without the tag), so a transfer the reorg moved to a block at or below the cursor still settles its
+   * payment. Re-reading is harmless: a use or cancel already recorded changes nothing.
+   * @returns the blocks read, how many payments changed, and the block the cursor was rewound to after a reorg.
+   */
+  async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number; rewoundTo?: number }> {
+    const gateway = this.chain.gateway;
+    const tip = await this.chain.provider.getBlockNumber();
+    const head = lastConfirmedBlock(tip, this.config.env.CONFIRMATIONS);
+    const mark = await this.cursors.readMark(AUTHORIZATION_CURSOR);
+    let cursor = mark ? mark.blockNumber : this.config.env.ESCROW_DEPLOY_BLOCK - 1;
+    let rewoundTo: number | undefined;
+    if (mark?.blockHash && (await gateway.getBlockHash(cursor)) !== mark.blockHash) {
+      const finalized = await this.chain.provider.getBlock('finalized').catch(() => null);
+      rewoundTo = Math.max(this.config.env.ESCROW_DEPLOY_BLOCK - 1, Math.min(cursor, finalized ? finalized.number : tip - REORG_REREAD_BLOCKS) );
+      this.logger.error({ cursor, rewoundTo, cursorName: AUTHORIZATION_CURSOR }, 'chain reorg below the authorization cursor; reading again from the finalized block');
+      cursor = rewoundTo;
+      await this.cursors.rewind(AUTHORIZATION_CURSOR, cursor);
+    }
+    const fromBlock = cursor + 1;
+    if (fromBlock > head) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, rewoundTo };
     const toBlock = Math.min(head, fromBlock + MAX_BLOCKS_PER_PASS - 1);
-    const logs = await this.chain.gateway.getAuthorizationLogs(fromBlock, toBlock);
+    const toHash = await gateway.getBlockHash(toBlock);
+    const logs = await gateway.getAuthorizationLogs(fromBlock, toBlock);
+    // A reorg while reading: leave the cursor where it was; the next pass reads the new blocks.
+    if (!toHash || (await gateway.getBlockHash(toBlock)) !== toHash) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, rewoundTo };
     let succeeded = 0;
     let failed = 0;
     await (this.txHost as TxHost).withTransaction(async () => {
@@ -54,9 +77,9 @@ export class PaymentSettlement {
           if (await this.repo.markCanceled(log.authorizer, log.nonce)) failed++;
         }
       }
-      await this.cursors.advance(AUTHORIZATION_CURSOR, toBlock);
+      await this.cursors.advance(AUTHORIZATION_CURSOR, toBlock, toHash);
     });
-    return { fromBlock, toBlock, succeeded, failed };
+    return { fromBlock, toBlock, succeeded, failed, rewoundTo };
   }
 
   /**

@@ -9,7 +9,9 @@ export type PaymentMode = 'instant' | 'x402' | 'a2a' | 'escrow';
 /**
  * An agent's payment and its recovery points (docs/architecture.md §5, §13): created `pending` under
  * the agent row lock; `authNonce`/`authSignature`/`authValidBefore` set once when the signer signs
- * (never re-signed); `relayTxHashes` every relayer transaction that carried it; `txHash` the
+ * (never re-signed); `relayTxHashes` the first hash of each relay that carried it (the recovery point
+ * "broadcast"; a relay's fee-bump replacements are on its relayer row only: ask
+ * `RelayerService.signedHashes` for every hash); `txHash` the
  * transaction that used it on chain. Amounts are base units.
  */
 @Entity('payments')

@@ -24,6 +24,8 @@ import { PaymentsRepository } from './payments.repository';
 
 /** Seconds an agent payment's EIP-3009 authorization stays valid (validBefore = chain now + this; docs/architecture.md §13). */
 export const PAYMENT_VALIDITY_SECONDS = 600;
+/** Relayer `purpose` of a payment's transferWithAuthorization relay (reference = the payment id). */
+export const PAYMENT_RELAY_PURPOSE = 'payment';
 
 /**
  * An x402 payment addressed to a raw address (a payTo of another server's challenge) is handed to the
@@ -359,7 +361,7 @@ export class PaymentsService {
         nonce: p.authNonce!,
         signature: p.authSignature!,
       }),
-      purpose: 'payment',
+      purpose: PAYMENT_RELAY_PURPOSE,
       reference: p.id,
     };
   }

@@ -11,7 +11,7 @@ import { AppConfig } from '../../config/app-config';
 import { AgentSpendGate } from '../../modules/agents/agent-spend.service';
 import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
 import type { RowOwnedWork } from '../../kernel/idempotency/idempotency.service';
-import { mapOwned, PaymentRecord, PaymentsService } from '../../modules/payments/payments.service';
+import { mapOwned, PAYMENT_RELAY_PURPOSE, PaymentRecord, PaymentsService } from '../../modules/payments/payments.service';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService } from '../../chain/relayer/relayer.service';
 import { ethersVerifySigner } from './evm-facilitator-signer';
@@ -254,12 +254,14 @@ export class X402Service {
         let payment = row;
         // x402's `success: true` means the transfer is on chain (§18): a broadcast relay is waited for,
         // bounded, at the confirmation depth; until then the answer is `success: false` with the payment submitted.
-        if (payment.status === 'submitted' && payment.authNonce && payment.relayTxHashes.length) {
-          const mined = await this.settlement.confirmUse(payment.fromAddress, payment.authNonce, payment.relayTxHashes, this.config.env.X402_RECEIPT_WAIT_MS);
+        // Every hash the relayer signed for it, fee-bump replacements included (the relayer's rows are the one list).
+        const hashes = await this.relayer.signedHashes(payment.id, [PAYMENT_RELAY_PURPOSE]);
+        if (payment.status === 'submitted' && payment.authNonce && hashes.length) {
+          const mined = await this.settlement.confirmUse(payment.fromAddress, payment.authNonce, hashes, this.config.env.X402_RECEIPT_WAIT_MS);
           if (mined) payment = (await this.payments.findForAgent(payment.agentId, payment.id)) ?? payment;
         }
         const success = payment.status === 'succeeded';
-        const settlement = { success, transaction: payment.txHash ?? payment.relayTxHashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress };
+        const settlement = { success, transaction: payment.txHash ?? hashes.at(-1) ?? null, network: this.caip2, payer: payment.fromAddress };
         return { payment: this.payments.toDto(payment), settlement };
       });
     }
