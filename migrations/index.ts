@@ -17,6 +17,7 @@ import { TraceContext1795300072000 } from './1795300072000-TraceContext';
 import { X402Pending1795300073000 } from './1795300073000-X402Pending';
 import { RelayerReplacements1795300075000 } from './1795300075000-RelayerReplacements';
 import { Console1795300076000 } from './1795300076000-Console';
+import { ApiKeyLastUsed1795300077000 } from './1795300077000-ApiKeyLastUsed';
 import { ChainCursorHash1795300077500 } from './1795300077500-ChainCursorHash';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
@@ -40,5 +41,6 @@ export const MIGRATIONS = [
   X402Pending1795300073000,
   RelayerReplacements1795300075000,
   Console1795300076000,
+  ApiKeyLastUsed1795300077000,
   ChainCursorHash1795300077500,
 ];

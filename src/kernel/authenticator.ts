@@ -51,7 +51,8 @@ export interface CachedCredential {
  * allowance of failed authentications ({@link AuthFailureLimiter}; 429 once spent) and a 401 spends
  * it. A credential resolved within CREDENTIAL_CACHE_TTL_MS comes from the {@link CredentialCache}
  * with its revocation marker and the allowance checked in one Redis round trip
- * (docs/decisions.md, "Credential cache").
+ * (docs/decisions.md, "Credential cache"). Every accepted credential is reported to
+ * {@link PrincipalResolver.used} (an API key's "last used", at most one write a minute).
  */
 @Injectable()
 export class Authenticator {
@@ -93,7 +94,10 @@ export class Authenticator {
       confirm: async () => {
         const v = await verdict;
         if ('error' in v) throw v.error;
-        if (v.value === 'known') return principal;
+        if (v.value === 'known') {
+          await this.resolver.used(principal);
+          return principal;
+        }
         this.cache.evict(digest);
         return this.lookup(req);
       },
@@ -123,6 +127,7 @@ export class Authenticator {
     // Not awaited: the one Redis connection runs it before any later command of this address.
     void attempt.settle(false).catch(() => undefined);
     this.cache.set(hashSecret(secret!).toString('hex'), principal, principal.expiresAt);
+    await this.resolver.used(principal);
     return principal;
   }
 }

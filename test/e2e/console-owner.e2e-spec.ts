@@ -48,6 +48,24 @@ describe('console owner actions', () => {
     expectError(await t.http.get('/api/v1/me').set('X-Api-Key', created.body.secret), 401, 'unauthorized');
   });
 
+  it("lists a key's last use: null until used, stamped by a request, not rewritten by the next ones within a minute", async () => {
+    const created = (await t.http.post('/api/v1/api-keys').set(as(login)).send({ scopes: ['checkout:read'] }).expect(200)).body;
+    expect(created.lastUsedAt).toBeNull();
+    const lastUsed = async () => ((await t.http.get('/api/v1/api-keys').set(as(login)).expect(200)).body as Array<{ id: string; lastUsedAt: string | null }>).find((k) => k.id === created.id)!.lastUsedAt;
+    expect(await lastUsed()).toBeNull();
+    const before = Date.now();
+    await t.http.get('/api/v1/me').set('X-Api-Key', created.secret).expect(200);
+    const first = await lastUsed();
+    expect(first).not.toBeNull();
+    expect(Date.parse(first!)).toBeGreaterThanOrEqual(before - 5_000);
+    // Within the minute a request writes nothing: move the stamp back and see that it stays there.
+    const moved = new Date(Date.parse(first!) - 30_000).toISOString();
+    await t.dataSource.query(`UPDATE api_keys SET last_used_at = $2 WHERE id = $1`, [created.id, moved]);
+    await t.http.get('/api/v1/me').set('X-Api-Key', created.secret).expect(200);
+    await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', created.secret).send({ amount: '1.00' });
+    expect(await lastUsed()).toBe(moved);
+  });
+
   it('an API key may not take owner actions (403 console_session_required)', async () => {
     const key = (await t.http.post('/api/v1/api-keys').set(as(login)).send({ scopes: ['checkout:*', 'webhooks:*'] })).body.secret as string;
     expect(expectError(await t.http.get('/api/v1/api-keys').set('X-Api-Key', key), 403, 'forbidden')).toMatchObject({ reason: 'console_session_required' });

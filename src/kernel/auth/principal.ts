@@ -23,6 +23,12 @@ export interface Principal {
 export abstract class PrincipalResolver {
   /** @returns the principal, or null for an unknown, revoked, expired or malformed secret. */
   abstract resolve(secret: string): Promise<Principal | null>;
+  /**
+   * Records that `principal`'s credential authenticated a request (an API key's "last used",
+   * docs/decisions.md "API key last used"): at most one write per key per minute, so most calls do
+   * nothing. Never throws: a failed write is logged and the request goes on.
+   */
+  abstract used(principal: Principal): Promise<void>;
 }
 
 /**

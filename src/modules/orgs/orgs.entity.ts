@@ -39,6 +39,8 @@ export class ApiKey {
   @Column('bytea', { name: 'secret_hash' }) secretHash: Buffer;
   @Column('text', { array: true }) scopes: string[];
   @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt: Date | null;
+  /** When the key last authenticated a request, to the minute (docs/decisions.md "API key last used"). */
+  @Column('timestamptz', { name: 'last_used_at', nullable: true }) lastUsedAt: Date | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }
 

@@ -117,6 +117,16 @@ export class OrgsRepository {
       revokedAt: r.revoked_at,
     });
   }
+  /**
+   * Stamps a key's `last_used_at` with the database's clock, unless it was stamped within the last
+   * minute (so two processes racing write once). One indexed UPDATE by primary key.
+   */
+  async touchApiKey(id: string): Promise<void> {
+    await this.em.query(
+      `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+      [id],
+    );
+  }
   insertOAuthClient(client: OAuthClient) {
     return this.em.getRepository(OAuthClient).insert(client);
   }

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { getAddress, isAddress } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
@@ -22,6 +22,10 @@ export const OAUTH_SECRET_PREFIX = 'bacs_';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HANDLE = /^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])?$/;
+/** An API key's `last_used_at` is written at most this often per key and process (docs/decisions.md "API key last used"). */
+export const KEY_USE_INTERVAL_MS = 60_000;
+/** Keys whose last stamp this process remembers; the oldest is forgotten first (a forgotten key costs one UPDATE that the SQL guard may skip). */
+const KEY_USE_MEMORY = 10_000;
 
 /**
  * Organisations, agents and credentials (docs/architecture.md §3): creates them (operator CLI) and resolves a
@@ -30,6 +34,10 @@ const HANDLE = /^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])?$/;
  */
 @Injectable()
 export class OrgsService extends PrincipalResolver {
+  private readonly logger = new Logger(OrgsService.name);
+  /** Key id → when this process last stamped its `last_used_at` (ms since the epoch), oldest first. */
+  private readonly keyUses = new Map<string, number>();
+
   constructor(
     private readonly repo: OrgsRepository,
     private readonly config: AppConfig,
@@ -323,6 +331,28 @@ export class OrgsService extends PrincipalResolver {
       };
     }
     return null;
+  }
+
+  /**
+   * Stamps an API key's `last_used_at` when this process has not done so in the last
+   * {@link KEY_USE_INTERVAL_MS} (the SQL skips it, too, when another process did): a request costs a
+   * map lookup, a key at most one UPDATE a minute per process (docs/decisions.md "API key last used").
+   * OAuth tokens and console sessions are not stamped. Never throws.
+   */
+  async used(principal: Principal): Promise<void> {
+    if (principal.kind !== 'merchant' && principal.kind !== 'agent') return;
+    const now = Date.now();
+    const last = this.keyUses.get(principal.credentialId);
+    if (last !== undefined && now - last < KEY_USE_INTERVAL_MS) return;
+    this.keyUses.delete(principal.credentialId);
+    if (this.keyUses.size >= KEY_USE_MEMORY) this.keyUses.delete(this.keyUses.keys().next().value!);
+    this.keyUses.set(principal.credentialId, now);
+    try {
+      await this.repo.touchApiKey(principal.credentialId);
+    } catch (err) {
+      this.keyUses.delete(principal.credentialId); // try again on the next request
+      this.logger.warn(`api key ${principal.credentialId}: last_used_at not written: ${(err as Error).message}`);
+    }
   }
 
   /** Resolved at call time: the verification module depends on this service, so it cannot be a constructor dependency. */

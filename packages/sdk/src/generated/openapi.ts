@@ -1157,7 +1157,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organisation's merchant and agent API keys (prefix, scopes, created, revoked; never the secret) */
+        /** The organisation's merchant and agent API keys (prefix, scopes, created, last used, revoked; never the secret) */
         get: operations["ConsoleAdminController_apiKeys"];
         put?: never;
         /** Create a merchant key; the secret is in this response only */
@@ -2696,6 +2696,8 @@ export interface components {
             scopes: string[];
             createdAt: string;
             revokedAt: string | null;
+            /** @description When the key last authenticated a request, to the minute (stamped at most once a minute); null if never */
+            lastUsedAt: string | null;
         };
         CreateApiKeyDto: {
             /** @description Merchant scopes (X:read, X:write, X:*) */
@@ -2711,6 +2713,8 @@ export interface components {
             scopes: string[];
             createdAt: string;
             revokedAt: string | null;
+            /** @description When the key last authenticated a request, to the minute (stamped at most once a minute); null if never */
+            lastUsedAt: string | null;
             /** @description The secret, shown once */
             secret: string;
         };

@@ -20,7 +20,7 @@ const uuid = (what: string) => new ParseUUIDPipe({ exceptionFactory: () => AppEr
 
 /** The list view of a key: never its secret or digest. */
 function keyView(k: Awaited<ReturnType<OrgsService['listApiKeys']>>[number]): ApiKeyDto {
-  return { id: k.id, kind: k.kind, agentId: k.agentId, prefix: k.displayPrefix, scopes: k.scopes, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
+  return { id: k.id, kind: k.kind, agentId: k.agentId, prefix: k.displayPrefix, scopes: k.scopes, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null, lastUsedAt: k.lastUsedAt?.toISOString() ?? null };
 }
 
 /** The list view of an OAuth client: never its secret or digest. */
@@ -77,7 +77,7 @@ export class ConsoleAdminController {
 
   @Get('api-keys')
   @RequireConsole()
-  @ApiOperation({ summary: "The organisation's merchant and agent API keys (prefix, scopes, created, revoked; never the secret)" })
+  @ApiOperation({ summary: "The organisation's merchant and agent API keys (prefix, scopes, created, last used, revoked; never the secret)" })
   @ApiOkResponse({ type: [ApiKeyDto] })
   @ApiStandardErrors()
   async apiKeys(@CurrentPrincipal() p: Principal): Promise<ApiKeyDto[]> {

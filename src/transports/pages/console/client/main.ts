@@ -198,6 +198,7 @@ async function keysPage(): Promise<void> {
       ['Kind', (r) => text(r.kind)],
       ['Scopes', (r) => (r.scopes as string[]).join(' ')],
       ['Created', (r) => text(r.createdAt)],
+      ['Last used', (r) => (r.lastUsedAt ? text(r.lastUsedAt) : 'never')],
       ['', (r) => (r.revokedAt ? `revoked ${text(r.revokedAt)}` : h('button', { class: 'danger', type: 'button', click: () => void attempt(async () => {
         if (!confirm(`Revoke ${text(r.prefix)}…? It stops working at once.`)) return;
         await call('POST', `/api/v1/api-keys/${text(r.id)}/revoke`);

@@ -66,6 +66,7 @@ export class ApiKeyDto {
   @ApiProperty({ type: [String] }) scopes: string[];
   @ApiProperty() createdAt: string;
   @ApiProperty({ type: String, nullable: true }) revokedAt: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'When the key last authenticated a request, to the minute (stamped at most once a minute); null if never' }) lastUsedAt: string | null;
 }
 
 export class CreatedApiKeyDto extends ApiKeyDto {
