@@ -2,32 +2,51 @@ import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { CliModule } from './cli.module';
-import { parseArgs } from './cli/args';
-import { COMMAND_SECRETS } from './cli/command-secrets';
+import { parseCommandArgs, UsageError } from './cli/args';
 import { COMMANDS } from './cli/commands';
-import { UsageError } from './cli/args';
 import { AppError } from './common/errors/app-error';
 
 /**
- * Operator CLI entry (docs/architecture.md §9): `npm run cli -- <command> [--json]`. With --json it prints
+ * Operator CLI entry (docs/architecture.md §9): `npm run cli -- <command> [--json]`, `--help` lists the
+ * commands. Each command's flags are parsed by `node:util` parseArgs in strict mode (src/cli/args.ts). With --json it prints
  * exactly one JSON object on stdout (the result, or `{error, code?, details?}`), exit code 0 on
  * success, 2 on a usage or validation error, 1 otherwise.
  */
 async function main(argv: string[]): Promise<number> {
-  const args = parseArgs(argv);
-  const json = args.options.json === true;
-  const command = args.command ? COMMANDS[args.command] : undefined;
+  const [name, ...rest] = argv;
+  const json = rest.includes('--json');
+  const usageLines = Object.values(COMMANDS).map((c) => c.summary);
+  if (name === '--help' || name === '-h' || name === 'help') {
+    if (json) console.log(JSON.stringify({ usage: usageLines }));
+    else console.log(`usage: npm run cli -- <command> [--json]\n${usageLines.map((u) => `  ${u}`).join('\n')}`);
+    return 0;
+  }
+  const command = name ? COMMANDS[name] : undefined;
   if (!command) {
-    const usage = Object.values(COMMANDS).map((c) => `  ${c.usage}`).join('\n');
-    const error = `unknown command ${args.command ?? ''}`.trim();
-    if (json) console.log(JSON.stringify({ error, usage: Object.values(COMMANDS).map((c) => c.usage) }));
-    else console.error(`usage: npm run cli -- <command> [--json]\n${usage}`);
+    const error = `unknown command ${name ?? ''}`.trim();
+    if (json) console.log(JSON.stringify({ error, usage: usageLines }));
+    else console.error(`usage: npm run cli -- <command> [--json]\n${usageLines.map((u) => `  ${u}`).join('\n')}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    if (json) console.log(JSON.stringify({ usage: [command.summary] }));
+    else console.log(`usage: npm run cli -- ${command.summary}`);
+    return 0;
+  }
+  let values: Record<string, string | boolean | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseCommandArgs(command, rest));
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    if (json) console.log(JSON.stringify({ error: err.message, usage: [command.summary] }));
+    else console.error(`error: ${err.message}\nusage: npm run cli -- ${command.summary}`);
     return 2;
   }
   let app: INestApplicationContext;
   try {
     // Only the secrets this command uses are loaded and checked (docs/architecture.md §10).
-    app = await NestFactory.createApplicationContext(CliModule.forCommand(COMMAND_SECRETS[args.command!] ?? []), {
+    app = await NestFactory.createApplicationContext(CliModule.forCommand(command.secrets), {
       logger: json ? false : ['error', 'warn'],
       abortOnError: false,
     });
@@ -38,7 +57,7 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   try {
-    const result = await command.run(app, args);
+    const result = await command.run(app, values, positionals);
     if (json) console.log(JSON.stringify(result));
     else if (command.text) console.log(command.text(result));
     else for (const [k, v] of Object.entries(result)) console.log(`${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);

@@ -1,39 +1,46 @@
-/** Parsed command line: the command, `--name value` options and bare positionals. */
-export interface ParsedArgs {
-  command: string | undefined;
-  options: Record<string, string | true>;
-  positionals: string[];
-}
+import { parseArgs } from 'node:util';
+import type { CommandDeclaration, CommandValues } from './command';
 
-/** Parses `cmd pos --flag --key value --key=value`; a `--key` followed by another `--x` is boolean. */
-export function parseArgs(argv: string[]): ParsedArgs {
-  const [command, ...rest] = argv;
-  const options: Record<string, string | true> = {};
-  const positionals: string[] = [];
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i];
-    if (!arg.startsWith('--')) {
-      positionals.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    if (eq > 0) options[arg.slice(2, eq)] = arg.slice(eq + 1);
-    else if (rest[i + 1] !== undefined && !rest[i + 1].startsWith('--')) options[arg.slice(2)] = rest[++i];
-    else options[arg.slice(2)] = true;
+/** A mistake in the command line itself (exit code 2). */
+export class UsageError extends Error {}
+
+/**
+ * Parses one command's arguments with `node:util` parseArgs in strict mode against the command's
+ * declared options plus `--json` (docs/decisions.md, "Operator CLI on node:util parseArgs").
+ * @throws UsageError naming the flag on an unknown flag, a missing value or a value given to a boolean flag.
+ */
+export function parseCommandArgs(command: Pick<CommandDeclaration, 'name' | 'options'>, args: string[]): { values: CommandValues; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({
+      args,
+      options: { ...command.options, json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: values as CommandValues, positionals };
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) throw new UsageError(`${command.name}: ${(err as Error).message}`);
+    throw err;
   }
-  return { command, options, positionals };
 }
 
 /** A required string option. @throws UsageError naming the missing flag. */
-export function requireOption(args: ParsedArgs, name: string): string {
-  const v = args.options[name];
+export function requireOption(values: CommandValues, name: string): string {
+  const v = values[name];
   if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
   return v;
 }
 
-export function listOption(args: ParsedArgs, name: string): string[] {
-  return requireOption(args, name).split(',').map((s) => s.trim()).filter(Boolean);
+/** A required comma-separated list option, trimmed, empty items dropped. @throws UsageError when absent. */
+export function listOption(values: CommandValues, name: string): string[] {
+  return requireOption(values, name).split(',').map((s) => s.trim()).filter(Boolean);
 }
 
-/** A mistake in the command line itself (exit code 2). */
-export class UsageError extends Error {}
+/** An address option, or `fallback` when absent. @throws UsageError when the value is not a 0x address. */
+export function addressOption(values: CommandValues, name: string, fallback: () => string): string {
+  const v = values[name];
+  if (v === undefined) return fallback();
+  if (typeof v !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(v)) throw new UsageError(`--${name} must be a 0x address`);
+  return v;
+}

@@ -30,7 +30,7 @@ export interface ProcessSecrets {
  * - worker: the relayer (auto-release, relayed transactions), the encryption key (opens
  *   webhook secrets to sign deliveries) and the operator token (Bull Board).
  * The arbiter key is loaded by the operator CLI only, for `escrow:resolve`; the CLI loads per
- * command what that command uses (src/cli/command-secrets.ts).
+ * command what that command uses (each command's `secrets`, src/cli/commands/).
  */
 export const PROCESS_SECRETS = {
   api: ['TERMS_SIGNER_PRIVATE_KEY', 'RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY', 'OPERATOR_TOKEN'],

@@ -283,7 +283,7 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       const agent = await mandateAgent();
       const m = await createMandate(agent, termsFor([payee.handle]));
       expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).status).toBe(200);
-      const out = await COMMANDS['mandate:revoke'].run(t.app, { positionals: [m.id], options: {} } as never);
+      const out = await COMMANDS['mandate:revoke'].run(t.app, {}, [m.id]);
       expect(out).toMatchObject({ id: m.id, status: 'revoked' });
       expect((await pay(t, agent, { to: payee.handle, amount: '1.00' })).body.code).toBe('mandate_required');
       expect(await getMandate(agent, m.id)).toMatchObject({ status: 'revoked', usedAmount: '1.00' });
@@ -296,10 +296,11 @@ describe('AP2 mandates (/api/v1/mandates)', () => {
       const saved = process.env.DEMO_OWNER_PRIVATE_KEY;
       process.env.DEMO_OWNER_PRIVATE_KEY = agent.owner.privateKey;
       try {
-        const body = await COMMANDS['demo:mandate'].run(t.app, {
-          positionals: [],
-          options: { agent: agent.agentId, payees: 'shop-z,acme', 'max-per-payment': '5.00', total: '10.00' },
-        } as never);
+        const body = await COMMANDS['demo:mandate'].run(
+          t.app,
+          { agent: agent.agentId, payees: 'shop-z,acme', 'max-per-payment': '5.00', total: '10.00' },
+          [],
+        );
         const res = await post(agent, body);
         expect(res.status).toBe(200);
         expect(res.body).toMatchObject({ payees: ['shop-z', 'acme'], maxAmountPerPayment: '5.00', totalAmount: '10.00', status: 'active' });
