@@ -169,7 +169,13 @@ describe('x402 settlement on a real chain', () => {
       expect(first.body.settlement.success).toBe(false);
       expect(first.body.payment.status).toBe('submitted');
       const [row] = await paymentRows(t, agent.agentId);
-      const firstTx = Transaction.from((await chain.provider.getTransaction(row.relay_tx_hashes[0]))!);
+      // The relayer's current transaction for the payment, once the node holds it (a busy machine can
+      // read the row before the node has the broadcast, or after the relayer re-signed it).
+      const firstTx = await waitFor(async () => {
+        const [r] = await t.dataSource.query(`SELECT tx_hash FROM relayer_transactions WHERE reference = $1 AND purpose = 'payment'`, [row.id]);
+        const tx = r?.tx_hash ? await chain.provider.getTransaction(r.tx_hash) : null;
+        return tx ? Transaction.from(tx) : null;
+      }, { label: 'the relay in the node’s pool' });
       // Stranded: the next block's base fee is above its maxFeePerGas; its bump clock is run out.
       await chain.rpc('anvil_setNextBlockBaseFeePerGas', [toBeHex(firstTx.maxFeePerGas! * 4n)]);
       await chain.mine();
