@@ -1,22 +1,29 @@
 // Chaos run on a chain that behaves like a public one (DESIGN §18, issue 22): anvil mining a block
 // every 2 s (no automine), CONFIRMATIONS=2, two api and two worker processes (compiled dist), a
 // webhook receiver, and a mixed load — checkouts funded through the pay page's gasless relay
-// (POST /checkout/{id}/relay with the buyer's EIP-3009 signature) and agent payments (POST
-// /payments under a daily limit) — while the harness injects, in this order:
+// (POST /checkout/{id}/relay with the buyer's EIP-3009 signature), agent payments (POST /payments),
+// agent escrows (POST /agent-escrows, funded gaslessly from the agent's signer) and x402 payments
+// (our GET /x402/challenge settled by the agent with POST /x402/settle), every agent spend under one
+// daily limit — while the harness injects, in this order:
 //   1. dropped transactions   anvil_dropTransaction on every pending relayer transaction
 //   2. a base-fee spike       anvil_setNextBlockBaseFeePerGas (x8 the current base fee)
 //   3. a reorg                evm_snapshot, blocks mined on top (deeper than CONFIRMATIONS), evm_revert
 //   4. relayer ETH drained    anvil_setBalance(relayer, 0), refilled a few seconds later
 //   5. a worker SIGKILL       and a new worker started
-// Not in: agent escrows and x402 settlement under chaos (docs/decisions.md).
 // Then it waits (bounded) for quiescence and asserts: `cli reconcile --json` clean; every relay
 // that answered 200 and every payment `succeeded` used its authorization exactly once on chain;
 // every `failed` payment used nothing; the agent's signer sent no more than its daily limit; every
 // checkout funded once (one Funded escrow event); webhooks: one webhook-id per (checkout, type).
 //
+// Payments of every mode (instant, escrow, x402) are held to the payment checks; every escrow is
+// funded at most once.
+//
 //   npm run chaos                                   20 checkouts, 30 payments
 //   npm run chaos -- --checkouts 4 --payments 6     the short variant CI runs
-//   flags: --checkouts N  --payments N  --dist DIR  --faults all|drop,fee,reorg,drain,kill (default all)
+//   npm run chaos -- --escrows 10 --x402 10         agent escrows and x402 payments in the load too
+//   flags: --checkouts N  --payments N  --escrows N  --x402 N  (default 0: see docs/operations.md,
+//          "Chaos run": an x402 payment was left `submitted` under faults)
+//          --dist DIR  --faults all|drop,fee,reorg,drain,kill (default all)
 //
 // Everything listens on and talks to 127.0.0.1 only. Exit code 1 when an assertion fails.
 // Results: stdout and bench/results/chaos-<timestamp>.json.
@@ -41,17 +48,22 @@ const QUIESCENCE_TIMEOUT_MS = 240_000;
 const REQUEST_TIMEOUT_MS = 20_000;
 
 function parseArgs(args) {
-  const opts = { checkouts: 20, payments: 30, dist: 'dist', faults: DEFAULT_FAULTS };
+  const opts = { checkouts: 20, payments: 30, escrows: null, x402: null, dist: 'dist', faults: DEFAULT_FAULTS };
   for (const { flag, arg, value } of eachFlag(args)) {
     if (flag === '--checkouts') opts.checkouts = Number(value());
     else if (flag === '--payments') opts.payments = Number(value());
+    else if (flag === '--escrows') opts.escrows = Number(value());
+    else if (flag === '--x402') opts.x402 = Number(value());
     else if (flag === '--faults') opts.faults = value() === 'all' ? ALL_FAULTS : value().split(',').filter(Boolean);
     else if (flag === '--dist') opts.dist = value().replace(/\/$/, '');
     else throw new Error(`unknown flag ${arg} (see the header of bench/chaos.mjs)`);
   }
   const unknown = opts.faults.filter((f) => !ALL_FAULTS.includes(f));
   if (unknown.length) throw new Error(`unknown fault ${unknown.join(',')} (have ${ALL_FAULTS.join(',')})`);
+  opts.escrows ??= 0;
+  opts.x402 ??= 0;
   for (const k of ['checkouts', 'payments']) if (!Number.isInteger(opts[k]) || opts[k] < 1 || opts[k] > 500) throw new Error(`--${k} must be a whole number in 1..500`);
+  for (const k of ['escrows', 'x402']) if (!Number.isInteger(opts[k]) || opts[k] < 0 || opts[k] > 500) throw new Error(`--${k} must be a whole number in 0..500`);
   return opts;
 }
 
@@ -150,12 +162,12 @@ export async function main(args = []) {
     const payee = await cli('org:create', '--name', 'Chaos Payee', '--handle', `chaospayee-${process.pid}`, '--payout-address', Wallet.createRandom().address);
     const agentOrg = await cli('org:create', '--name', 'Chaos Agent Org', '--handle', `chaosagents-${process.pid}`);
     const agent = await cli('agent:create', '--org', agentOrg.id, '--slug', `chaos-agent-${process.pid}`, '--owner-address', owner.address);
-    // The limit lets all but two payments through, so it bites under load and the overspend check means something.
-    const DAILY_LIMIT = `${Math.max(1, opts.payments - 2)}.00`;
+    // Every agent spend is 1.00; the limit lets all but two through, so it bites under load and the overspend check means something.
+    const DAILY_LIMIT = `${Math.max(1, opts.payments + opts.escrows + opts.x402 - 2)}.00`;
     await cli('agent:policy:set', '--agent', agent.id, '--daily-limit', DAILY_LIMIT);
     const signer = await cli('agent:signer:enable', '--agent', agent.id);
     await cli('agent:fund', '--agent', agent.id, '--amount', '500.00');
-    const agentKey = (await cli('key:create', '--org', agentOrg.id, '--type', 'agent', '--agent', agent.id, '--scopes', 'agent:pay,agent:balance:read')).key;
+    const agentKey = (await cli('key:create', '--org', agentOrg.id, '--type', 'agent', '--agent', agent.id, '--scopes', 'agent:pay,agent:balance:read,agent:escrow:fund')).key;
     const signerAddress = signer.agent?.signer?.address;
     if (!signerAddress) throw new Error(`agent:signer:enable gave no signer address: ${JSON.stringify(signer)}`);
 
@@ -169,7 +181,7 @@ export async function main(args = []) {
     workers.push(await startWorker(1, opts.dist, env, stops), await startWorker(2, opts.dist, env, stops));
     const put = await call(apis[0], 'PUT', '/api/v1/webhook-endpoints', { key, body: { url: receiver.url } });
     if (put.status !== 200) throw new Error(`PUT /webhook-endpoints answered ${put.status}: ${JSON.stringify(put.body)}`);
-    console.log(`chaos: ${opts.checkouts} checkouts, ${opts.payments} payments; 2 apis, 2 workers; anvil ${anvil.rpcUrl} (${BLOCK_SECONDS} s blocks, CONFIRMATIONS=${CONFIRMATIONS})`);
+    console.log(`chaos: ${opts.checkouts} checkouts, ${opts.payments} payments, ${opts.escrows} agent escrows, ${opts.x402} x402; 2 apis, 2 workers; anvil ${anvil.rpcUrl} (${BLOCK_SECONDS} s blocks, CONFIRMATIONS=${CONFIRMATIONS})`);
 
     // ---- load ----
     const statusCounts = {};
@@ -210,18 +222,29 @@ export async function main(args = []) {
         await sleep(3000);
       }
     };
-    const onePayment = async (i) => {
-      const idem = `chaos-${i}-${randomUUID()}`;
+    /** One agent spend under an Idempotency-Key, retried with the same key (bounded) on 5xx and timeouts, as a client would. */
+    const agentSpend = async (kind, i, path, body) => {
+      const idem = `chaos-${kind.replace(' ', '-')}-${i}-${randomUUID()}`;
       for (let attempt = 0; attempt < 8; attempt++) {
-        const res = await call(apis[(i + attempt) % 2], 'POST', '/api/v1/payments', { key: agentKey, headers: { 'idempotency-key': idem }, body: { to: payee.handle, amount: PAYMENT_AMOUNT } });
-        count('payment', res.status, res.body);
+        const res = await call(apis[(i + attempt) % 2], 'POST', path, { key: agentKey, headers: { 'idempotency-key': idem }, body });
+        count(kind, res.status, res.body);
         if (res.status === 200 || res.status === 201) {
-          payments.push({ id: res.body.id, status: res.body.status });
+          payments.push({ kind, id: res.body.payment?.id ?? res.body.id });
           return;
         }
         if (typeof res.status === 'number' && res.status < 500) return;
         await sleep(3000);
       }
+    };
+    const onePayment = (i) => agentSpend('payment', i, '/api/v1/payments', { to: payee.handle, amount: PAYMENT_AMOUNT });
+    const oneAgentEscrow = (i) => agentSpend('agent escrow', i, '/api/v1/agent-escrows', { to: payee.handle, amount: PAYMENT_AMOUNT, description: `chaos escrow ${i}` });
+    // Our own challenge, settled by the agent (x402 "exact": EIP-3009 from its signer, relayed by us).
+    const oneX402 = async (i) => {
+      const url = `${apis[i % 2]}/api/v1/x402/challenge?to=${payee.handle}&amount=${PAYMENT_AMOUNT}`;
+      const challenge = await fetch(url, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }).catch((err) => ({ status: String(err?.name ?? err), headers: new Headers() }));
+      const paymentRequired = challenge.headers.get('payment-required');
+      if (challenge.status !== 402 || !paymentRequired) return void count('x402 challenge', challenge.status, null);
+      await agentSpend('x402 settle', i, '/api/v1/x402/settle', { paymentRequired });
     };
 
     // ---- faults ----
@@ -327,14 +350,10 @@ export async function main(args = []) {
     const startBlock = await provider.getBlockNumber();
     const loadMs = 36_000;
     const load = [];
-    const total = opts.checkouts + opts.payments;
-    for (let n = 0, c = 0, p = 0; n < total; n++) {
-      // Interleave the two kinds evenly over the load window, so every fault meets traffic.
-      const wantCheckout = c / opts.checkouts <= p / opts.payments ? c < opts.checkouts : p >= opts.payments;
-      const at = (n * loadMs) / total;
-      const job = wantCheckout ? ((i) => () => oneCheckout(i))(c++) : ((i) => () => onePayment(i))(p++);
-      load.push(sleep(at).then(job));
-    }
+    // Spread each kind evenly over the load window, interleaved, so every fault meets every kind of traffic.
+    const kinds = [[opts.checkouts, oneCheckout], [opts.payments, onePayment], [opts.escrows, oneAgentEscrow], [opts.x402, oneX402]];
+    const jobs = kinds.flatMap(([n, run]) => Array.from({ length: n }, (_, i) => ({ at: (i + 0.5) / n, run: () => run(i) })));
+    for (const job of jobs.sort((a, b) => a.at - b.at)) load.push(sleep(job.at * loadMs).then(job.run));
     const faultRuns = faults.filter((f) => opts.faults.includes(f.key)).map((f) =>
       sleep(f.at).then(async () => {
         const t0 = Date.now();
@@ -383,7 +402,7 @@ export async function main(args = []) {
     const escrowEvents = await gateway.getEscrowEvents(deployed.deployBlock, head);
     const db = await withPg(DB_NAME, async (c) => ({
       checkouts: (await c.query(`SELECT s.id::text, s.status, e.escrow_key FROM checkout_sessions s LEFT JOIN escrows e ON e.checkout_session_id = s.id WHERE s.id = ANY($1::uuid[])`, [checkouts.map((x) => x.id)]).catch(() => c.query(`SELECT id::text, status, NULL AS escrow_key FROM checkout_sessions WHERE id = ANY($1::uuid[])`, [checkouts.map((x) => x.id)]))).rows,
-      payments: (await c.query(`SELECT id::text, status, amount::text, from_address, auth_nonce FROM payments WHERE agent_id = $1`, [agent.id])).rows,
+      payments: (await c.query(`SELECT id::text, status, mode, amount::text, from_address, auth_nonce FROM payments WHERE agent_id = $1`, [agent.id])).rows,
       relayer: (await c.query(`SELECT count(*)::int AS txs, coalesce(sum(replacements), 0)::int AS replacements FROM relayer_transactions`)).rows[0],
     }));
     const funded = new Map();
@@ -401,12 +420,15 @@ export async function main(args = []) {
     }
     const fundedPerEscrow = [...funded.values()];
     if (fundedPerEscrow.some((n) => n !== 1)) failures.push(`an escrow was funded ${Math.max(...fundedPerEscrow)} times`);
-    if (funded.size !== db.checkouts.filter((r) => r.status === 'funded').length) failures.push(`${funded.size} escrows funded on chain, ${db.checkouts.filter((r) => r.status === 'funded').length} checkouts funded in the ledger`);
+    // The merchant checkouts' escrows (agent escrows fund escrows of their own, held to the payment checks below).
+    const merchantFunded = db.checkouts.filter((r) => r.escrow_key && funded.has(r.escrow_key.toLowerCase())).length;
+    if (merchantFunded !== db.checkouts.filter((r) => r.status === 'funded').length) failures.push(`${merchantFunded} checkout escrows funded on chain, ${db.checkouts.filter((r) => r.status === 'funded').length} checkouts funded in the ledger`);
 
     const byStatus = {};
     let spentBase = 0n;
     for (const p of db.payments) {
-      byStatus[p.status] = (byStatus[p.status] ?? 0) + 1;
+      byStatus[p.mode] ??= {};
+      byStatus[p.mode][p.status] = (byStatus[p.mode][p.status] ?? 0) + 1;
       const used = p.auth_nonce ? usedCount(p.from_address, p.auth_nonce) : 0;
       if (p.status === 'succeeded' && used !== 1) failures.push(`payment ${p.id} succeeded, authorization used ${used} times`);
       if (p.status === 'failed' && used !== 0) failures.push(`payment ${p.id} failed, authorization used ${used} times`);
