@@ -8,7 +8,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { metricsRegistry } from '../../src/common/metrics';
 import { RelayerProcessor } from '../../src/chain/relayer/relayer.worker.module';
 import { RelayerService } from '../../src/chain/relayer/relayer.service';
-import { RelayerSender, RelayerUnfundedError } from '../../src/chain/relayer/relayer-sender.service';
+import { RelayerSender, RelayerUnderpricedError, RelayerUnfundedError } from '../../src/chain/relayer/relayer-sender.service';
 import { v7 as uuidv7 } from 'uuid';
 import { startRelayerWorker } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
@@ -127,6 +127,62 @@ describe('relayer on a public-like chain: fee bumps, drops and low balance', () 
     // A caller waiting on the relay sees the replacement's receipt.
     const receipt = await t.app.get(RelayerService).waitMined(row.id, 5_000);
     expect(receipt?.hash).toBe(row.mined_tx_hash);
+  });
+
+  it("a relay sent after a base-fee spike is priced for the block it can enter (the pending block's base fee), not the last one: accepted and mined once", async () => {
+    const checkout = await createCheckout(t, seller.org, { amount: '1.50' });
+    const buyer = await chain.wallet({ usdc: 5n * USDC, eth: false });
+    const body = await signedFunding(checkout.id, buyer);
+    const spiked = 30n * 10n ** 9n; // 30 gwei, under RELAYER_MAX_FEE_GWEI (100)
+    await automine(false);
+    try {
+      await chain.rpc('anvil_setNextBlockBaseFeePerGas', [toBeHex(spiked)]);
+      // Before: fees from the latest block (base fee × 2 + tip, a few gwei): the node refused the broadcast
+      // ("max fee per gas less than block base fee"), the relay was failed and the buyer got 400 "rejected".
+      const relayed = await t.http.post(`/checkout/${checkout.id}/relay`).send(body);
+      expect(relayed.status).toBe(200);
+      expect(relayed.body.status).toBe('broadcast');
+      expect(Transaction.from((await chain.provider.getTransaction(relayed.body.txHash))!).maxFeePerGas!).toBeGreaterThanOrEqual(spiked);
+      await mineOne();
+      expect((await chain.provider.getTransactionReceipt(relayed.body.txHash))!.status).toBe(1);
+    } finally {
+      await automine(true);
+    }
+    await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    expect(await chain.usdcBalance(buyer.address)).toBe(3_500_000n);
+  });
+
+  it('a base fee above RELAYER_MAX_FEE_GWEI delays a relay and never fails it: the row stays queued, the buyer is told it is reserved, the same request sends it once fees fall', async () => {
+    const checkout = await createCheckout(t, seller.org, { amount: '2.50' });
+    const buyer = await chain.wallet({ usdc: 5n * USDC, eth: false });
+    const body = await signedFunding(checkout.id, buyer);
+    const capGwei = Number(process.env.RELAYER_MAX_FEE_GWEI ?? '100');
+    await automine(false);
+    let relayTxId: string;
+    try {
+      await chain.rpc('anvil_setNextBlockBaseFeePerGas', [toBeHex(BigInt(capGwei + 50) * 10n ** 9n)]);
+      const first = await t.http.post(`/checkout/${checkout.id}/relay`).send(body);
+      expect(first.status).toBe(200);
+      expect(first.body).toMatchObject({ status: 'reserved', txHash: null });
+      const [row] = await fundingRelayRows(checkout.id);
+      relayTxId = row.id;
+      // Not failed, nothing signed that the node holds: queued without a nonce, for a later send.
+      expect(row).toMatchObject({ status: 'queued', nonce: null, tx_hash: null });
+      await expect(worker.get(RelayerSender).send(row.id)).rejects.toBeInstanceOf(RelayerUnderpricedError);
+      expect((await relayRow(row.id)).status).toBe('queued');
+
+      await chain.rpc('anvil_setNextBlockBaseFeePerGas', [toBeHex(10n ** 9n)]);
+      const again = await t.http.post(`/checkout/${checkout.id}/relay`).send(body);
+      expect(again.status).toBe(200);
+      expect(again.body.status).toBe('broadcast');
+      await mineOne();
+    } finally {
+      await automine(true);
+    }
+    await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    expect(await chain.usdcBalance(buyer.address)).toBe(2_500_000n);
+    expect((await fundingRelayRows(checkout.id)).map((r) => r.id)).toEqual([relayTxId]);
+    expect((await relayRow(relayTxId)).mined_tx_hash).not.toBeNull();
   });
 
   it('a transaction the node dropped is resent from its stored signed bytes (same hash) and mined', async () => {

@@ -24,6 +24,30 @@ export class RelayerUnfundedError extends Error {
 }
 
 /**
+ * The node refused a broadcast for its fees (maxFeePerGas below the base fee of the block it could enter,
+ * the pending base fee above RELAYER_MAX_FEE_GWEI): the row was left queued without a nonce (not failed;
+ * nothing reached the chain), and {@link RelayerService.resume} or a retry of the caller sends it later
+ * at the fees of that time (DESIGN §18 "Relayer": a fee spike delays a relay, it never fails it).
+ */
+export class RelayerUnderpricedError extends Error {
+  constructor(
+    readonly relayTxId: string,
+    readonly nodeMessage: string,
+  ) {
+    super(`relayer transaction ${relayTxId} refused for its fees (${nodeMessage}); it stays queued`);
+  }
+}
+
+/** Node refusals of a new transaction for its fees (geth, reth, anvil wording); a replacement's "underpriced" is not one. */
+const UNDERPRICED = /max fee per gas less than block base fee|fee cap less than block base fee|feecap too low|^(?!.*replacement).*transaction underpriced/i;
+
+/** The node's words in an ethers error, for {@link UNDERPRICED}. */
+function nodeMessage(err: unknown): string {
+  const e = err as { error?: { message?: string }; info?: { error?: { message?: string } }; shortMessage?: string; message?: string };
+  return e?.error?.message ?? e?.info?.error?.message ?? e?.shortMessage ?? e?.message ?? String(err);
+}
+
+/**
  * Signs and broadcasts one queued relayer transaction (docs/architecture.md §5): the gas estimate
  * runs first (a call that would revert fails the job without using a nonce), the nonce is allocated
  * in Postgres in a short transaction, the signed hash is committed before the broadcast, and a
@@ -49,6 +73,7 @@ export class RelayerSender {
    * @returns the broadcast transaction hash (the stored one when this row was sent before).
    * @throws ChainTxError when the call would revert or the node refuses it (the row is marked failed);
    *   RelayerUnfundedError when the relayer's ETH is below RELAYER_MIN_BALANCE (the row stays queued);
+   *   RelayerUnderpricedError when the node refused it for its fees (the row stays queued, unsigned);
    *   Error when the row does not exist.
    */
   async send(relayTxId: string): Promise<string> {
@@ -114,6 +139,13 @@ export class RelayerSender {
     } catch (err) {
       if (!(await provider.getTransaction(txHash).catch(() => null))) {
         await (this.txHost as TxHost).withTransaction(() => this.repo.releaseNonce(wallet.address, nonce));
+        const words = nodeMessage(err);
+        if (UNDERPRICED.test(words) || UNDERPRICED.test(String((err as Error)?.message ?? ''))) {
+          // A fee spike is not a refusal of the call: the row goes back to queued, unsigned, for a later send.
+          await this.repo.clearSigned(row.id);
+          this.logger.warn({ relayTxId, nonce, fees: { maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas) }, error: words }, 'relayer broadcast refused for its fees; the relay stays queued');
+          throw new RelayerUnderpricedError(relayTxId, words);
+        }
         const e = toTxError(row.purpose, err, null);
         await this.repo.markFailed(row.id, e.message);
         this.logger.warn({ relayTxId, nonce, error: e.message }, 'relayer broadcast refused');

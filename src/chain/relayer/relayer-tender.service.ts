@@ -94,14 +94,19 @@ export class RelayerTender {
   }
 
   /**
-   * EIP-1559 fees for a new transaction from the node (ethers getFeeData: the latest base fee × 2 plus
-   * the node's suggested tip), maxFeePerGas capped at RELAYER_MAX_FEE_GWEI and the tip at maxFeePerGas.
+   * EIP-1559 fees for a new transaction from the node: ethers getFeeData (the latest block's base fee × 2
+   * plus the node's suggested tip), raised to the pending block's base fee × 2 plus the tip when that is
+   * higher (the block the transaction can enter first; a node refuses a maxFeePerGas below its base
+   * fee, EIP-1559), maxFeePerGas capped at RELAYER_MAX_FEE_GWEI and the tip at maxFeePerGas.
    */
   async fees(): Promise<Fees> {
     const cap = this.feeCap;
-    const data = await this.chain.provider.getFeeData();
+    const provider = this.chain.provider;
+    const [data, pending] = await Promise.all([provider.getFeeData(), provider.getBlock('pending').catch(() => null)]);
     let maxFeePerGas = data.maxFeePerGas ?? data.gasPrice ?? cap;
     let maxPriorityFeePerGas = data.maxPriorityFeePerGas ?? 0n;
+    const nextBase = pending?.baseFeePerGas;
+    if (nextBase != null && nextBase * 2n + maxPriorityFeePerGas > maxFeePerGas) maxFeePerGas = nextBase * 2n + maxPriorityFeePerGas;
     if (maxFeePerGas > cap) maxFeePerGas = cap;
     if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas;
     return { maxFeePerGas, maxPriorityFeePerGas };
