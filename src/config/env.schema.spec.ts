@@ -147,16 +147,18 @@ describe('secrets', () => {
   it('a process loads only the keys it uses: the others are neither required, validated nor kept', () => {
     const env: Record<string, string> = live({ ARBITER_PRIVATE_KEY: 'garbage that is never read' });
     delete env.TERMS_SIGNER_PRIVATE_KEY;
-    const worker = validateEnv(env, PROCESS_SECRETS.worker);
-    expect(worker.RELAYER_PRIVATE_KEY).toBe(env.RELAYER_PRIVATE_KEY);
-    expect(worker.ARBITER_PRIVATE_KEY).toBeUndefined();
-    expect(worker.TERMS_SIGNER_PRIVATE_KEY).toBeUndefined();
+    const relayerOnly = validateEnv(env, ['RELAYER_PRIVATE_KEY']);
+    expect(relayerOnly.RELAYER_PRIVATE_KEY).toBe(env.RELAYER_PRIVATE_KEY);
+    expect(relayerOnly.ARBITER_PRIVATE_KEY).toBeUndefined();
+    expect(relayerOnly.TERMS_SIGNER_PRIVATE_KEY).toBeUndefined();
     expect(() => validateEnv(env, PROCESS_SECRETS.api)).toThrow(/TERMS_SIGNER_PRIVATE_KEY must be set/);
+    expect(() => validateEnv(env, PROCESS_SECRETS.worker)).toThrow(/TERMS_SIGNER_PRIVATE_KEY must be set/);
   });
 
   it('which process uses which key', () => {
     expect([...PROCESS_SECRETS.api].sort()).toEqual(['OPERATOR_TOKEN', 'RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY', 'TERMS_SIGNER_PRIVATE_KEY']);
-    expect([...PROCESS_SECRETS.worker].sort()).toEqual(['OPERATOR_TOKEN', 'RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY']);
+    // The worker signs FundingTerms when its payment sweep relays an agent escrow's funding again (docs/decisions.md "Keys per process").
+    expect([...PROCESS_SECRETS.worker].sort()).toEqual(['OPERATOR_TOKEN', 'RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY', 'TERMS_SIGNER_PRIVATE_KEY']);
     expect([...PROCESS_SECRETS.api, ...PROCESS_SECRETS.worker]).not.toContain('ARBITER_PRIVATE_KEY');
   });
 

@@ -27,14 +27,16 @@ export interface ProcessSecrets {
  * - api: the terms signer (signs funding terms on the pay page and `/funding`), the relayer
  *   (relays gasless funding and actions), the encryption key (seals webhook secrets) and the
  *   operator token (`/metrics`).
- * - worker: the relayer (auto-release, relayed transactions), the encryption key (opens
- *   webhook secrets to sign deliveries) and the operator token (Bull Board).
+ * - worker: the relayer (auto-release, relayed transactions), the terms signer (the payment sweep
+ *   relays an agent escrow's funding again with freshly signed FundingTerms, docs/decisions.md "Keys
+ *   per process"), the encryption key (opens webhook secrets to sign deliveries, and agent signers)
+ *   and the operator token (Bull Board).
  * The arbiter key is loaded by the operator CLI only, for `escrow:resolve`; the CLI loads per
  * command what that command uses (each command's `secrets`, src/cli/commands/).
  */
 export const PROCESS_SECRETS = {
   api: ['TERMS_SIGNER_PRIVATE_KEY', 'RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY', 'OPERATOR_TOKEN'],
-  worker: ['RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY', 'OPERATOR_TOKEN'],
+  worker: ['TERMS_SIGNER_PRIVATE_KEY', 'RELAYER_PRIVATE_KEY', 'SIGNER_ENCRYPTION_KEY', 'OPERATOR_TOKEN'],
 } as const satisfies Record<string, readonly SecretName[]>;
 
 /** Development defaults, used only on the local chain (CHAIN_ID 31337). */

@@ -1,4 +1,5 @@
-import type { INestApplicationContext } from '@nestjs/common';
+import { Module, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { randomUUID } from 'node:crypto';
 import { hexlify, id as topicId, randomBytes, zeroPadValue } from 'ethers';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
@@ -6,8 +7,16 @@ import { PaymentFaultPoint, PaymentFaults } from '../../src/modules/payments/pay
 import { ownerDomain, WITHDRAW_TYPES } from '../../src/modules/agents/owner-messages';
 import { createTestApp, createTestAppWith, TestApp } from '../support/app';
 import { FaultSwitch } from '../support/faults';
-import { createAgent, createPayee, pay, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
-import { TestChain, USDC } from '../support/chain';
+import { createAgent, createPayee, createSeller, pay, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
+import { indexUntilStatus, TestChain, USDC } from '../support/chain';
+import { PROCESS_SECRETS } from '../../src/config/secrets';
+import { CoreModule } from '../../src/core.module';
+import { AgentEscrowsModule } from '../../src/modules/agent-escrows/agent-escrows.module';
+import { PaymentsModule } from '../../src/modules/payments/payments.module';
+
+/** The payment sweep as the worker process runs it: the worker's secrets only, and the payment modes it loads (src/worker.module.ts). */
+@Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), PaymentsModule, AgentEscrowsModule] })
+class WorkerSweepModule {}
 
 /**
  * Recovery points of an agent payment (docs/architecture.md §5): a crash between "signed" and
@@ -134,6 +143,31 @@ describe('agent payment recovery', () => {
     expect(await chain.gateway.authorizationState(agent.signerAddress, stuck.auth_nonce!)).toBe(false);
     expect((await pay(t, agent, { to: payee.handle, amount: '20.00' })).status).toBe(200);
     expect(await chain.usdcBalance(payee.address)).toBe(20n * USDC);
+  });
+
+  it("the worker's sweep (with the worker's own keys) resumes an agent escrow left signed by a crash: the escrow funds once", async () => {
+    const seller = await createSeller(t, chain);
+    const agent = await createAgent(t, chain, { float: 100n * USDC });
+    faults.at = 'after_signed';
+    const res = await t.http.post('/api/v1/agent-escrows').set('X-Api-Key', agent.key).set('Idempotency-Key', `esc-crash-${randomUUID()}`).send({ to: seller.handle, amount: '6.00', description: 'swept escrow' });
+    faults.at = null;
+    expect(res.status).toBe(500);
+    const [left] = await paymentRows(t, agent.agentId);
+    expect(left.status).toBe('pending');
+    expect(left.auth_nonce).not.toBeNull();
+    // Before: the worker could not sign the escrow's funding terms (TERMS_SIGNER_PRIVATE_KEY was an api-only key),
+    // so every sweep step failed and the agent escrow stayed pending for good (seen in the chaos run, issue 22).
+    const sweeper = await NestFactory.createApplicationContext(WorkerSweepModule, { logger: false });
+    try {
+      expect(await sweeper.get(PaymentSettlement).sweepOnce(0)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await sweeper.close();
+    }
+    expect((await paymentRows(t, agent.agentId))[0].status).toBe('submitted');
+    const checkoutId = (await t.dataSource.query(`SELECT checkout_session_id::text AS id FROM payments WHERE id = $1`, [left.id]))[0].id as string;
+    await indexUntilStatus(t, seller.org, checkoutId, 'funded');
+    await settleUntil(t, async () => (await paymentRows(t, agent.agentId))[0].status === 'succeeded');
+    expect(await chain.usdcBalance(agent.signerAddress)).toBe(94n * USDC);
   });
 
   it('kill switch: an unsigned pending payment fails; a signed, unused authorization is cancelled on chain and the payment fails', async () => {

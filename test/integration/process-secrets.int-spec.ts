@@ -40,11 +40,12 @@ describe('keys per process (compiled api and worker)', () => {
     }
   });
 
-  it('the worker boots off the local chain with only the relayer, encryption key and operator token', async () => {
+  it('the worker boots off the local chain with only the terms signer, relayer, encryption key and operator token', async () => {
     const port = await freePort();
     const worker = startCompiled('worker.js', {
       ...LIVE,
       WORKER_PORT: String(port),
+      TERMS_SIGNER_PRIVATE_KEY: fresh(),
       RELAYER_PRIVATE_KEY: fresh(),
       SIGNER_ENCRYPTION_KEY: ENCRYPTION,
       OPERATOR_TOKEN: OPERATOR,
@@ -73,7 +74,7 @@ describe('keys per process (compiled api and worker)', () => {
   });
 
   it('the worker refuses to start without its relayer key off the local chain', async () => {
-    const worker = startCompiled('worker.js', { ...LIVE, WORKER_PORT: String(await freePort()), SIGNER_ENCRYPTION_KEY: ENCRYPTION, OPERATOR_TOKEN: OPERATOR });
+    const worker = startCompiled('worker.js', { ...LIVE, WORKER_PORT: String(await freePort()), TERMS_SIGNER_PRIVATE_KEY: fresh(), SIGNER_ENCRYPTION_KEY: ENCRYPTION, OPERATOR_TOKEN: OPERATOR });
     expect(await worker.exited).toBe(1);
     expect(worker.output()).toMatch(/RELAYER_PRIVATE_KEY must be set/);
     expect(worker.output()).not.toMatch(/TERMS_SIGNER_PRIVATE_KEY|ARBITER_PRIVATE_KEY/);
