@@ -34,6 +34,7 @@ module.exports = {
       globalSetup: '<rootDir>/test/setup/global-setup.ts',
       globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
       setupFiles: ['<rootDir>/test/setup/env.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/setup/fund-relayer.ts'],
     },
   ],
 };

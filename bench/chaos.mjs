@@ -18,12 +18,11 @@
 // Payments of every mode (instant, escrow, x402) are held to the payment checks; every escrow is
 // funded at most once.
 //
-//   npm run chaos                                   20 checkouts, 30 payments
-//   npm run chaos -- --checkouts 4 --payments 6     the short variant CI runs
-//   npm run chaos -- --escrows 10 --x402 10         agent escrows and x402 payments in the load too
-//   flags: --checkouts N  --payments N  --escrows N  --x402 N  (default 0: see docs/operations.md,
-//          "Chaos run": an x402 payment was left `submitted` under faults)
+//   npm run chaos                                   20 checkouts, 30 payments, 10 agent escrows, 10 x402
+//   npm run chaos -- --checkouts 4 --payments 6 --escrows 3 --x402 3     the short variant CI runs
+//   flags: --checkouts N  --payments N  --escrows N  --x402 N
 //          --dist DIR  --faults all|drop,fee,reorg,drain,kill (default all)
+//   BENCH_LOG_DIR=DIR keeps every api's and worker's whole log (level info) in DIR/<process>.log.
 //
 // Everything listens on and talks to 127.0.0.1 only. Exit code 1 when an assertion fails.
 // Results: stdout and bench/results/chaos-<timestamp>.json.
@@ -54,14 +53,17 @@ function parseArgs(args) {
     else if (flag === '--payments') opts.payments = Number(value());
     else if (flag === '--escrows') opts.escrows = Number(value());
     else if (flag === '--x402') opts.x402 = Number(value());
-    else if (flag === '--faults') opts.faults = value() === 'all' ? ALL_FAULTS : value().split(',').filter(Boolean);
+    else if (flag === '--faults') {
+      const v = value();
+      opts.faults = v === 'all' ? ALL_FAULTS : v.split(',').filter(Boolean);
+    }
     else if (flag === '--dist') opts.dist = value().replace(/\/$/, '');
     else throw new Error(`unknown flag ${arg} (see the header of bench/chaos.mjs)`);
   }
   const unknown = opts.faults.filter((f) => !ALL_FAULTS.includes(f));
   if (unknown.length) throw new Error(`unknown fault ${unknown.join(',')} (have ${ALL_FAULTS.join(',')})`);
-  opts.escrows ??= 0;
-  opts.x402 ??= 0;
+  opts.escrows ??= 10;
+  opts.x402 ??= 10;
   for (const k of ['checkouts', 'payments']) if (!Number.isInteger(opts[k]) || opts[k] < 1 || opts[k] > 500) throw new Error(`--${k} must be a whole number in 1..500`);
   for (const k of ['escrows', 'x402']) if (!Number.isInteger(opts[k]) || opts[k] < 0 || opts[k] > 500) throw new Error(`--${k} must be a whole number in 0..500`);
   return opts;
@@ -145,7 +147,7 @@ export async function main(args = []) {
     });
     const gateway = new chainLib.EscrowGateway(provider, deployed);
     const env = {
-      DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'error',
+      DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: process.env.BENCH_LOG_DIR ? 'info' : 'error',
       RPC_URL: anvil.rpcUrl, CHAIN_ID: String(chainLib.ANVIL_CHAIN_ID), USDC_ADDRESS: deployed.usdcAddress, ESCROW_ADDRESS: deployed.escrowAddress,
       ESCROW_DEPLOY_BLOCK: String(deployed.deployBlock), CONFIRMATIONS: String(CONFIRMATIONS), CHAIN_POLL_MS: '500',
       RELAYER_BUMP_AFTER_S: '4', RELAYER_WAIT_MS: '8000', RECONCILE_INTERVAL_S: '3600',
@@ -176,7 +178,10 @@ export async function main(args = []) {
     await provider.send('evm_setIntervalMining', [BLOCK_SECONDS]);
 
     const apis = [];
-    for (let i = 0; i < 2; i++) apis.push(await startApi(i + 1, opts.dist, env, stops));
+    // Two replicas of one public API (as behind a load balancer): both name api 1's address as API_BASE_URL,
+    // so a challenge from one is "ours" on the other (x402 settle tells our challenges by that origin).
+    apis.push(await startApi(1, opts.dist, env, stops));
+    apis.push(await startApi(2, opts.dist, { ...env, API_BASE_URL: apis[0], CHECKOUT_BASE_URL: apis[0] }, stops));
     const workers = [];
     workers.push(await startWorker(1, opts.dist, env, stops), await startWorker(2, opts.dist, env, stops));
     const put = await call(apis[0], 'PUT', '/api/v1/webhook-endpoints', { key, body: { url: receiver.url } });

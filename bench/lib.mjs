@@ -3,7 +3,7 @@
 // Postgres and Redis come from BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432) and
 // BENCH_REDIS_URL (default redis://127.0.0.1:6379).
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -79,7 +79,12 @@ async function answers(url) {
 export async function startProcess(name, args, env, ready, { killAfterMs = 15_000 } = {}) {
   const child = spawnNode(args, env);
   let output = '';
-  const keep = (d) => (output = (output + d).slice(-8000));
+  // BENCH_LOG_DIR keeps each process's whole output in <dir>/<name>.log for a run that needs reading afterwards.
+  const file = process.env.BENCH_LOG_DIR ? createWriteStream(join(process.env.BENCH_LOG_DIR, `${name.replace(/\W+/g, '-')}.log`), { flags: 'a' }) : null;
+  const keep = (d) => {
+    output = (output + d).slice(-8000);
+    file?.write(d);
+  };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
@@ -155,13 +160,16 @@ export function runMain(main) {
 
 /**
  * Starts api number `n` (`<dist>/src/main.js`) on a free port with `env` plus PORT, API_BASE_URL and
- * CHECKOUT_BASE_URL, ready once /health/ready answers 2xx; pushes its stop onto `stops`.
+ * CHECKOUT_BASE_URL (its own address unless `env` names them: replicas behind one public origin),
+ * ready once /health/ready answers 2xx; pushes its stop onto `stops`.
  * Returns its base URL.
  */
 export async function startApi(n, dist, env, stops) {
   const port = await freePort();
   const base = `http://${HOST}:${port}`;
-  const p = await startProcess(`api ${n}`, [`${dist}/src/main.js`], { ...env, PORT: String(port), API_BASE_URL: base, CHECKOUT_BASE_URL: base }, `${base}/health/ready`);
+  // Replicas behind one load balancer share one public origin: an env naming API_BASE_URL keeps it.
+  const publicBase = env.API_BASE_URL ?? base;
+  const p = await startProcess(`api ${n}`, [`${dist}/src/main.js`], { ...env, PORT: String(port), API_BASE_URL: publicBase, CHECKOUT_BASE_URL: env.CHECKOUT_BASE_URL ?? publicBase }, `${base}/health/ready`);
   stops.push(() => p.stop());
   return base;
 }

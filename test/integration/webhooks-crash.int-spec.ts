@@ -165,6 +165,9 @@ describe('webhook crash safety (compiled worker processes)', () => {
     await first.kill('SIGKILL');
     receiver.respond = () => 200;
     receiver.release();
+    // Requests the killed worker had written may still be in the receiver's socket buffers: count them
+    // only once every one of its connections is closed (before, a late one read as a second copy).
+    await waitFor(() => receiver.quiet, { timeoutMs: 30_000, label: "the killed worker's connections closed" });
 
     const before = await deliveryRows(api.dataSource, org.organizationId);
     const succeededAtKill = before.filter((r) => r.status === 'succeeded').length;

@@ -1,5 +1,5 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
 /** One request the receiver got, with the result of verifying it against each configured secret. */
@@ -36,6 +36,8 @@ export class WebhookReceiver {
   private gateRelease: Promise<void> | null = null;
   private openGate: (() => void) | null = null;
   private held = 0;
+  private readonly sockets = new Set<Socket>();
+  private reading = 0;
 
   private constructor(private readonly server: Server) {}
 
@@ -44,6 +46,11 @@ export class WebhookReceiver {
     const server = createServer((req, res) => void self!.handle(req, res));
     server.keepAliveTimeout = 1000;
     self = new WebhookReceiver(server);
+    const receiver = self;
+    server.on('connection', (socket: Socket) => {
+      receiver.sockets.add(socket);
+      socket.on('close', () => receiver.sockets.delete(socket));
+    });
     if (opts.secrets) self.secrets = opts.secrets;
     if (opts.respond) self.respond = opts.respond;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -74,6 +81,15 @@ export class WebhookReceiver {
     return this.held;
   }
 
+  /**
+   * No connection is open and no request is being read: once every sender was killed (its sockets
+   * closed by the kernel), nothing it sent can still be recorded. Held answers keep their connection
+   * open, so {@link release} first.
+   */
+  get quiet(): boolean {
+    return this.sockets.size === 0 && this.reading === 0;
+  }
+
   /** Deliveries grouped by webhook-id. */
   byWebhookId(): Map<string, ReceivedDelivery[]> {
     const out = new Map<string, ReceivedDelivery[]>();
@@ -89,7 +105,14 @@ export class WebhookReceiver {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+    this.reading++;
+    try {
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+    } catch {
+      return; // the sender went away mid-body: nothing was delivered
+    } finally {
+      this.reading--;
+    }
     const rawBody = Buffer.concat(chunks).toString('utf8');
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
     const d: ReceivedDelivery = {
