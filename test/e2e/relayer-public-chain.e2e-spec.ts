@@ -182,7 +182,9 @@ describe('relayer on a public-like chain: fee bumps, drops and low balance', () 
     await indexUntilStatus(t, seller.org, checkout.id, 'funded');
     expect(await chain.usdcBalance(buyer.address)).toBe(2_500_000n);
     expect((await fundingRelayRows(checkout.id)).map((r) => r.id)).toEqual([relayTxId]);
-    expect((await relayRow(relayTxId)).mined_tx_hash).not.toBeNull();
+    // The tender records the mined hash on its next pass.
+    const mined = await waitFor(async () => (await relayRow(relayTxId)).mined_tx_hash, { label: 'the mined hash recorded' });
+    expect((await chain.provider.getTransactionReceipt(mined))!.status).toBe(1);
   });
 
   it('a transaction the node dropped is resent from its stored signed bytes (same hash) and mined', async () => {
