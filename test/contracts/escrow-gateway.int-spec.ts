@@ -6,6 +6,7 @@ import {
   ChainTxError,
   ChainVerificationError,
   codeMatches,
+  createProvider,
   escrowKeyFromId,
   hasLocalContracts,
   idFromEscrowKey,
@@ -288,6 +289,26 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
       }
       expect(await probeChainId(other.rpcUrl, 300)).toBeNull();
       await expect(other.exited).resolves.not.toBe(undefined);
+    });
+
+    it('waitForTransaction finds a transaction mined between its head read and its receipt read (no block event needed)', async () => {
+      const provider = createProvider(fx.anvil.rpcUrl, 31337, { pollingIntervalMs: 50 });
+      try {
+        const before = await provider.getBlockNumber();
+        const tx = await fx.wallets.buyer.connect(provider).sendTransaction({ to: fx.wallets.seller.address, value: 1n });
+        const mined = (await provider.getTransactionReceipt(tx.hash)) ?? (await fx.rpc('evm_mine'), await provider.getTransactionReceipt(tx.hash));
+        expect(mined!.blockNumber).toBe(before + 1);
+        // The race: the head is read before the block that mines it (stale once), the receipt after. ethers'
+        // own wait then waited for a "block" event whose poller starts from the new head without emitting it:
+        // on anvil's automine no further block came and the wait never ended.
+        const head = provider.getBlockNumber.bind(provider);
+        let stale = true;
+        provider.getBlockNumber = async () => (stale ? ((stale = false), before) : head());
+        const receipt = await provider.waitForTransaction(tx.hash, 1, 5_000);
+        expect(receipt!.hash).toBe(tx.hash);
+      } finally {
+        provider.destroy();
+      }
     });
 
     it('startAnvil refuses a port that is already taken', async () => {

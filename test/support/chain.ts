@@ -67,7 +67,7 @@ export class TestChain {
     }
     const usdc = new Contract(this.gateway.usdcAddress, TestUSDCArtifact.abi, this.minter);
     const tx = await usdc.getFunction('mint')(to, amount);
-    await tx.wait();
+    await this.provider.waitForTransaction(tx.hash);
   }
 
   /** A fresh random wallet on this provider with `usdc` base units and, unless `eth: false`, gas money. */

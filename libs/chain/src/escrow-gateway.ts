@@ -693,6 +693,9 @@ export class EscrowGateway {
       }
     });
     try {
+      // The provider's own receipt poll first (createProvider: ethers' block-event wait can miss the block
+      // on a chain that mines on demand); then wait() finds the receipt at once and decodes a revert.
+      await this.provider.waitForTransaction(response.hash);
       const receipt = await response.wait();
       if (!receipt) throw new Error('no receipt');
     } catch (err) {

@@ -1,4 +1,4 @@
-import { FetchRequest, JsonRpcProvider, Network } from 'ethers';
+import { FetchRequest, JsonRpcProvider, makeError, Network, type TransactionReceipt } from 'ethers';
 
 /** ethers' own default is 300 s per request, long enough to pin callers for minutes on a stalled node. */
 export const DEFAULT_RPC_TIMEOUT_MS = 5_000;
@@ -29,11 +29,39 @@ export function createProvider(rpcUrl: string, chainId: number, options: CreateP
   const network = Network.from(chainId);
   const request = new FetchRequest(rpcUrl);
   request.timeout = timeoutMs;
-  return new JsonRpcProvider(request, network, {
+  return new ReceiptPollingProvider(request, network, {
     staticNetwork: network,
     cacheTimeout: -1,
     batchMaxCount: 1,
     pollingInterval: options.pollingIntervalMs ?? 1000,
   });
+}
+
+/**
+ * A JsonRpcProvider whose `waitForTransaction` polls the receipt and the head itself. ethers v6 reads
+ * the head, then the receipt, and when the receipt is in a block after that head (the transaction was
+ * mined in between) it waits for a "block" event, whose poller takes the block it first sees as its
+ * starting point without emitting it: on a chain that mines only on demand (anvil automine) the wait
+ * then lasts until some other transaction makes a block, which in a quiet test is never (the
+ * intermittent test hangs on `sendUnchecked`, `usdcTransfer` and `broadcastSignedTx`).
+ */
+class ReceiptPollingProvider extends JsonRpcProvider {
+  /**
+   * Resolves with the receipt once `head − receipt.block + 1 ≥ confirms` (default 1; 0 = the receipt or
+   * null at once), polling every `pollingInterval` ms. Rejects with an ethers TIMEOUT error after
+   * `timeout` ms when one is given; without it, waits as long as the caller does (callers in `src/`
+   * always pass one, docs/architecture.md §5).
+   */
+  override async waitForTransaction(hash: string, confirms?: number | null, timeout?: number | null): Promise<TransactionReceipt | null> {
+    const need = confirms ?? 1;
+    if (need === 0) return this.getTransactionReceipt(hash);
+    const deadline = timeout ? Date.now() + timeout : Infinity;
+    for (;;) {
+      const receipt = await this.getTransactionReceipt(hash);
+      if (receipt && (await this.getBlockNumber()) - receipt.blockNumber + 1 >= need) return receipt;
+      if (Date.now() >= deadline) throw makeError('timeout', 'TIMEOUT', { operation: 'waitForTransaction', reason: 'timeout' } as never);
+      await new Promise((r) => setTimeout(r, Math.max(1, Math.min(this.pollingInterval, deadline - Date.now()))));
+    }
+  }
 }
 
