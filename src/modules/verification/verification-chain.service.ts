@@ -65,7 +65,8 @@ export class VerificationChain {
     const balance = (await usdc.getFunction('balanceOf').staticCall(wallet.address)) as bigint;
     const send = async (fn: 'mint' | 'transfer', ...args: unknown[]): Promise<string> => {
       const tx = (await usdc.getFunction(fn).send(...args)) as ContractTransactionResponse;
-      const receipt = await tx.wait();
+      // Bounded, and through the provider's receipt poll (libs/chain createProvider; ethers' tx.wait() can miss an automined block).
+      const receipt = await this.provider.waitForTransaction(tx.hash, 1, this.config.env.CHAIN_WAIT_MS);
       if (!receipt || receipt.status !== 1) throw new Error(`USDC ${fn} ${tx.hash} reverted`);
       return tx.hash;
     };
