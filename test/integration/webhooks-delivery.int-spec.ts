@@ -108,6 +108,20 @@ describe('webhook delivery through the real worker (Postgres, Redis, BullMQ, loc
       expect(checkoutReceiver.received.every((d) => d.path === '/checkout-hook')).toBe(true);
     });
 
+    it("the outbox LISTEN connection comes back after Postgres drops it (pg-listen reconnects and LISTENs again); later commits are delivered", async () => {
+      const listeners = async (): Promise<number[]> =>
+        (await api.dataSource.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'outbox-listen'`)).map((r: { pid: number }) => r.pid);
+      const [first] = await waitFor(async () => ((await listeners()).length ? listeners() : null), { label: "the worker's LISTEN connection" });
+      await api.dataSource.query('SELECT pg_terminate_backend($1)', [first]);
+      const again = await waitFor(async () => ((await listeners()).some((pid) => pid !== first) ? listeners() : null), { timeoutMs: 30_000, label: 'a new LISTEN connection' });
+      expect(again).not.toContain(first);
+      const r = await receiver();
+      const org = await orgWithEndpoint(r.url('/after-drop'));
+      const [id] = await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { id: 'after-drop', status: 'funded' } }]);
+      await waitFor(allSettled(org.organizationId, 1), { label: 'the delivery after the reconnect' });
+      expect([...r.byWebhookId().keys()]).toEqual([id]);
+    });
+
     it('signatures fail verification for a tampered body and for a timestamp 301 s old', async () => {
       const r = await receiver();
       const org = await orgWithEndpoint(r.url());

@@ -1,5 +1,5 @@
-import { Injectable } from '@nestjs/common';
-import { Client } from 'pg';
+import { Injectable, Logger } from '@nestjs/common';
+import createSubscriber from 'pg-listen';
 import { DataSource } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { CoalescingBatcher } from '../../common/batching/coalescing-batcher';
@@ -109,6 +109,7 @@ interface LeaseRequest {
  */
 @Injectable()
 export class WebhooksRepository {
+  private readonly logger = new Logger('WebhooksRepository');
   private readonly leases = new CoalescingBatcher<LeaseRequest, LeasedDelivery | null>((r) => this.leaseMany(r));
   private readonly records = new CoalescingBatcher<{ id: string; token: string; rec: AttemptRecord }, boolean>((r) => this.recordMany(r));
 
@@ -471,21 +472,36 @@ export class WebhooksRepository {
   }
 
   /**
-   * LISTENs on {@link OUTBOX_CHANNEL} with a dedicated connection; `onNotify` runs after each
-   * commit that inserted outbox rows, `onError` when the connection drops.
+   * LISTENs on {@link OUTBOX_CHANNEL} through `pg-listen` (a dedicated connection that it checks every
+   * 10 s, reconnects with back-off and LISTENs again; issue 19 "libraries instead of our own code").
+   * `onNotify` runs after each commit that inserted outbox rows, and once after every reconnect
+   * (commits made while it was away sent no notification it could hear); `onError` when it gave up
+   * reconnecting (after 60 s): the caller closes it and listens anew.
    * @returns a function that closes the connection.
+   * @throws Error when the first connection or LISTEN fails.
    */
   async listenForOutbox(onNotify: () => void, onError: (err: Error) => void): Promise<() => Promise<void>> {
-    const client = new Client({ connectionString: this.config.env.DATABASE_URL });
-    client.on('notification', () => onNotify());
-    client.on('error', onError);
-    client.on('end', () => onError(new Error('LISTEN connection closed')));
-    await client.connect();
-    await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    const subscriber = createSubscriber(
+      // Named, so operators (and tests) find it in pg_stat_activity.
+      { connectionString: this.config.env.DATABASE_URL, application_name: 'outbox-listen' },
+      { parse: (payload: string) => payload, paranoidChecking: 10_000, retryInterval: (attempt: number) => Math.min(5_000, 250 * 2 ** attempt), retryTimeout: 60_000 },
+    );
+    subscriber.notifications.on(OUTBOX_CHANNEL, () => onNotify());
+    subscriber.events.on('reconnect', (attempt: number) => this.logger.warn({ attempt }, 'outbox LISTEN connection lost; reconnecting'));
+    subscriber.events.on('connected', () => onNotify());
+    subscriber.events.on('error', onError);
+    try {
+      await subscriber.connect();
+      await subscriber.listenTo(OUTBOX_CHANNEL);
+    } catch (err) {
+      await subscriber.close().catch(() => undefined);
+      throw err;
+    }
     return async () => {
-      client.removeAllListeners();
-      client.on('error', () => undefined);
-      await client.end().catch(() => undefined);
+      for (const e of ['reconnect', 'connected', 'error'] as const) subscriber.events.removeAllListeners(e);
+      subscriber.notifications.removeAllListeners(OUTBOX_CHANNEL);
+      subscriber.events.on('error', () => undefined);
+      await subscriber.close().catch(() => undefined);
     };
   }
 }

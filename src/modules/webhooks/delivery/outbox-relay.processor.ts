@@ -50,7 +50,7 @@ export class OutboxRelayProcessor implements OnApplicationBootstrap, BeforeAppli
   private async listen(): Promise<void> {
     try {
       this.unlisten = await this.relay.onNewEvents(this.onNotify, (err) => {
-        this.logger.warn({ err: err.message }, 'outbox LISTEN connection lost; polling until it is back');
+        this.logger.warn({ err: err.message }, 'outbox LISTEN gave up reconnecting; polling until a new one listens');
         const close = this.unlisten;
         this.unlisten = null;
         void close?.();
