@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Wallet } from 'ethers';
+import { createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { formatEther, Wallet } from 'ethers';
 import { createTestApp, TestApp } from '../support/app';
 import { consoleHeaders, consoleSignIn, ConsoleLogin } from '../support/console';
 import { expectError } from '../support/errors';
+import { TestChain } from '../support/chain';
 
 jest.setTimeout(60_000);
 
@@ -64,6 +67,48 @@ describe('console owner actions', () => {
     await t.http.get('/api/v1/me').set('X-Api-Key', created.secret).expect(200);
     await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', created.secret).send({ amount: '1.00' });
     expect(await lastUsed()).toBe(moved);
+  });
+
+  it("reads the payout address's USDC and ETH from the chain (decimal text, with the block)", async () => {
+    const chain = new TestChain();
+    try {
+      await chain.setEth(owner.address, 1_230_000_000_000_000_000n);
+      await chain.mintUsdc(owner.address, 12_340_000n);
+      const res = await t.http.get('/api/v1/payout-balance').set(as(login));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ address: owner.address, usdc: '12.34', eth: formatEther(1_230_000_000_000_000_000n), blockNumber: expect.any(Number) });
+      expect(res.body.blockNumber).toBeLessThanOrEqual(await chain.provider.getBlockNumber());
+      expectError(await t.http.get('/api/v1/payout-balance').set(as(other)), 404, 'not_found');
+    } finally {
+      chain.close();
+    }
+  });
+
+  it('answers 503 unavailable within RPC_TIMEOUT_MS when the node does not answer (never hangs)', async () => {
+    // A node that accepts connections and never answers.
+    const sockets = new Set<Socket>();
+    let connections = 0;
+    const silent = createServer((s) => {
+      connections += 1;
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const dead = await createTestApp({ REDIS_PREFIX: `${process.env.REDIS_PREFIX}-${randomUUID().slice(0, 8)}`, RPC_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, RPC_TIMEOUT_MS: '700' });
+    try {
+      const l = await consoleSignIn(dead, owner);
+      const started = Date.now();
+      const res = await dead.http.get('/api/v1/payout-balance').set(consoleHeaders(l, orgId));
+      const took = Date.now() - started;
+      expect(expectError(res, 503, 'unavailable')).toMatchObject({ reason: 'chain_unavailable' });
+      expect(took).toBeGreaterThanOrEqual(600);
+      expect(took).toBeLessThan(5_000);
+      expect(connections).toBeGreaterThan(0); // it did ask the silent node
+    } finally {
+      await dead.close();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
   });
 
   it('an API key may not take owner actions (403 console_session_required)', async () => {

@@ -76,7 +76,7 @@ export function renderSection(opts: { section: Section; item?: string; address: 
   return page(
     `${title} · ${opts.organization.name}`,
     `<p class="muted"><a href="/console">All organisations</a> · <strong>${escapeHtml(opts.organization.name)}</strong> · <code>${escapeHtml(opts.address)}</code> <button id="sign-out" type="button">Sign out</button></p>
-<nav>${nav}</nav><h1>${escapeHtml(title)}</h1>${MESSAGE_REGION}${opts.section === 'agents' && opts.item ? WALLET_PANEL : ''}<div id="content"></div>`,
+<nav>${nav}</nav><h1>${escapeHtml(title)}</h1>${MESSAGE_REGION}${opts.item && ['agents', 'checkouts', 'escrows'].includes(opts.section) ? WALLET_PANEL : ''}<div id="content"></div>`,
     { page: opts.section, org: opts.organization.id, item: opts.item ?? '', csrf: opts.csrf, 'chain-id': String(opts.chainId), usdc: opts.usdc, address: opts.address },
   );
 }
