@@ -6,6 +6,7 @@ import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { AgentsService } from '../../src/modules/agents/agents.service';
 import { signIntentMandate } from '../../src/modules/mandates/mandate-signing';
 import { createTestApp, TestApp } from '../support/app';
+import { consoleHeaders, consoleSignIn } from '../support/console';
 import { createPayee } from '../support/agents';
 import { chromiumAvailable, launchChromium, openWalletPage, screenshot, WalletPage } from '../support/browser';
 import { fundOnChain, TestChain, USDC } from '../support/chain';
@@ -322,5 +323,43 @@ describeBrowser('the console in a browser', () => {
     expect((await page.goto(`${base}/console/orgs/${orgId}`))?.url()).toBe(`${base}/console`);
     // The one expected resource error: GET /webhook-endpoints answers 404 before an endpoint exists.
     expect(wp.errors.filter((e) => !/status of 404/.test(e))).toEqual([]);
+  });
+
+  it("an agent's owner who does not own the organisation manages that agent from the console (policy, pause, signer) and sees nothing else", async () => {
+    // An organisation of someone else, with an agent whose owner address is this wallet.
+    const orgOwner = await chain.wallet();
+    const login = await consoleSignIn(t, orgOwner);
+    const orgId = (await t.http.post('/console/api/organizations').set(consoleHeaders(login)).send({ name: 'Someone Else Co', handle: `else-${randomUUID().slice(0, 8)}` }).expect(200)).body.id as string;
+    const agentOwner = await chain.wallet();
+    const slug = `owned-${randomUUID().slice(0, 8)}`;
+    const agentId = (await t.http.post('/api/v1/agents').set(consoleHeaders(login, orgId)).send({ slug, ownerAddress: agentOwner.address }).expect(200)).body.id as string;
+    const aw = await openWalletPage(browser, { wallet: agentOwner, chainId: 31337 }, { width: 1100, height: 900 });
+    try {
+      const { page } = aw;
+      await page.goto(`${base}/console`);
+      await ready(page);
+      await page.getByRole('button', { name: 'Connect wallet' }).click();
+      await page.getByRole('button', { name: 'Sign in with Ethereum' }).click();
+      await seeText(page, 'Agents you own');
+      await page.getByRole('link', { name: slug }).click();
+      await page.waitForURL(`${base}/console/agents/${agentId}`);
+      await ready(page);
+      expect(await page.getByRole('link', { name: 'API keys' }).count()).toBe(0);
+      await page.getByLabel('dailyLimit').fill('15');
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await seeText(page, 'Policy saved.');
+      await page.getByRole('button', { name: 'Pause' }).click();
+      await page.locator('#paused', { hasText: 'paused' }).waitFor({ timeout: 30_000 });
+      await page.getByRole('button', { name: 'Connect wallet' }).click();
+      await page.getByRole('button', { name: 'Enable the session signer' }).click();
+      await seeText(page, 'Session signer enabled.');
+      expect((await t.app.get(AgentsService).view(agentId))).toMatchObject({ paused: true, policy: { dailyLimit: '15.00' }, signer: { enabled: true } });
+      await screenshot(page, 'console-agent-owner');
+      expect(aw.errors).toEqual([]);
+      // Not the organisation's pages.
+      expect((await page.goto(`${base}/console/orgs/${orgId}`))?.status()).toBe(404);
+    } finally {
+      await aw.close();
+    }
   });
 });

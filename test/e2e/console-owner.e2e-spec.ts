@@ -111,6 +111,66 @@ describe('console owner actions', () => {
     }
   });
 
+  it("an agent's owner address manages that agent without owning its organisation; every other address gets 404 for its pages and actions", async () => {
+    const agentOwner = Wallet.createRandom();
+    const mine = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `own-${randomUUID().slice(0, 8)}`, ownerAddress: agentOwner.address }).expect(200)).body;
+    const sibling = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `sib-${randomUUID().slice(0, 8)}`, ownerAddress: owner.address }).expect(200)).body;
+    const me = await consoleSignIn(t, agentOwner);
+    const asAgent = (l: ConsoleLogin, agentId: string) => ({ Cookie: l.cookie, 'X-CSRF-Token': l.csrf, 'X-Console-Agent': agentId });
+    const agentActions = (id: string) => [
+      ['get', `/api/v1/agents/${id}`],
+      ['get', `/api/v1/agents/${id}/balance`],
+      ['get', `/api/v1/agents/${id}/payments`],
+      ['get', `/api/v1/agents/${id}/mandates`],
+      ['put', `/api/v1/agents/${id}/policy`, { dailyLimit: '9.00' }],
+      ['post', `/api/v1/agents/${id}/pause`],
+      ['post', `/api/v1/agents/${id}/keys`, { scopes: [] }],
+    ] as const;
+    const send = (m: 'get' | 'put' | 'post', path: string, headers: Record<string, string>, body?: object) => {
+      const r = t.http[m](path).set(headers);
+      return body ? r.send(body) : r;
+    };
+
+    // The owner of the agent: its page (linked from home) and each of its actions.
+    const home = await t.http.get('/console').set('Cookie', me.cookie).expect(200);
+    expect(home.text).toContain(`/console/agents/${mine.id}`);
+    expect(home.text).not.toContain(sibling.id);
+    const page = await t.http.get(`/console/agents/${mine.id}`).set('Cookie', me.cookie);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`data-console-agent="${mine.id}"`);
+    expect(page.text).not.toContain(`/console/orgs/${orgId}/keys`);
+    const h = asAgent(me, mine.id);
+    expect((await t.http.get(`/api/v1/agents/${mine.id}`).set(h)).body).toMatchObject({ id: mine.id, ownerAddress: agentOwner.address });
+    expect((await t.http.put(`/api/v1/agents/${mine.id}/policy`).set(h).send({ dailyLimit: '25.00' })).body.policy).toMatchObject({ dailyLimit: '25.00' });
+    expect((await t.http.post(`/api/v1/agents/${mine.id}/pause`).set(h)).body.paused).toBe(true);
+    expect((await t.http.post(`/api/v1/agents/${mine.id}/resume`).set(h)).body.paused).toBe(false);
+    const key = await t.http.post(`/api/v1/agents/${mine.id}/keys`).set(h).send({ scopes: ['agent:balance:read'] });
+    expect(key.status).toBe(200);
+    expect((await t.http.get('/api/v1/agent').set('X-Api-Key', key.body.secret)).body.id).toBe(mine.id);
+    for (const path of [`/api/v1/agents/${mine.id}/payments`, `/api/v1/agents/${mine.id}/mandates`]) expect((await t.http.get(path).set(h)).status).toBe(200);
+
+    // ... and nothing else of the organisation: not its routes, not its other agent, not its pages.
+    for (const [m, path, body] of [['get', '/api/v1/me'], ['get', '/api/v1/agents'], ['post', '/api/v1/agents', { slug: `x-${randomUUID().slice(0, 8)}`, ownerAddress: agentOwner.address }], ['get', '/api/v1/api-keys'], ['post', '/api/v1/api-keys', { scopes: ['checkout:*'] }], ['get', '/api/v1/owners'], ['get', '/api/v1/checkout-sessions'], ['get', '/api/v1/webhook-endpoints'], ['get', '/api/v1/payout-balance']] as const) {
+      expectError(await send(m, path, h, body), 404, 'not_found');
+    }
+    for (const [m, path, body] of agentActions(sibling.id)) expectError(await send(m, path, h, body), 404, 'not_found');
+    for (const [m, path, body] of agentActions(sibling.id)) expectError(await send(m, path, asAgent(me, sibling.id), body), 404, 'not_found');
+    for (const [m, path, body] of agentActions(mine.id)) expectError(await send(m, path, consoleHeaders(me, orgId), body), 404, 'not_found');
+    expect((await t.http.get(`/console/orgs/${orgId}`).set('Cookie', me.cookie)).status).toBe(404);
+    expect((await t.http.get(`/console/orgs/${orgId}/agents/${mine.id}`).set('Cookie', me.cookie)).status).toBe(404);
+    expect((await t.http.get(`/console/agents/${sibling.id}`).set('Cookie', me.cookie)).status).toBe(404);
+
+    // Another address: 404 for the agent's page and every action, and nothing changes.
+    expect((await t.http.get(`/console/agents/${mine.id}`).set('Cookie', other.cookie)).status).toBe(404);
+    for (const [m, path, body] of agentActions(mine.id)) {
+      expectError(await send(m, path, asAgent(other, mine.id), body), 404, 'not_found');
+      expectError(await send(m, path, consoleHeaders(other, orgId), body), 404, 'not_found');
+    }
+    const after = (await t.http.get(`/api/v1/agents/${mine.id}`).set(as(login))).body;
+    expect(after).toMatchObject({ paused: false, policy: { dailyLimit: '25.00' } });
+    expect(((await t.http.get('/api/v1/api-keys').set(as(login))).body as Array<{ agentId: string | null }>).filter((k) => k.agentId === mine.id)).toHaveLength(1);
+  });
+
   it('an API key may not take owner actions (403 console_session_required)', async () => {
     const key = (await t.http.post('/api/v1/api-keys').set(as(login)).send({ scopes: ['checkout:*', 'webhooks:*'] })).body.secret as string;
     expect(expectError(await t.http.get('/api/v1/api-keys').set('X-Api-Key', key), 403, 'forbidden')).toMatchObject({ reason: 'console_session_required' });

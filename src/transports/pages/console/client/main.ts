@@ -24,6 +24,7 @@ async function call<T>(method: string, path: string, body?: unknown, extra: Reco
   const headers: Record<string, string> = { accept: 'application/json', ...extra };
   if (data.csrf) headers['x-csrf-token'] = data.csrf;
   if (data.org) headers['x-console-organization'] = data.org;
+  else if (data.consoleAgent) headers['x-console-agent'] = data.consoleAgent;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', cache: 'no-store' });
   const text = await res.text();
