@@ -1,11 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import type { Wallet } from 'ethers';
+import { formatEther, type Wallet } from 'ethers';
 import type { Browser, Page } from 'playwright-core';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { AgentsService } from '../../src/modules/agents/agents.service';
 import { signIntentMandate } from '../../src/modules/mandates/mandate-signing';
 import { createTestApp, TestApp } from '../support/app';
+import { consoleHeaders, consoleSignIn } from '../support/console';
 import { createPayee } from '../support/agents';
 import { chromiumAvailable, launchChromium, openWalletPage, screenshot, WalletPage } from '../support/browser';
 import { fundOnChain, TestChain, USDC } from '../support/chain';
@@ -88,6 +89,10 @@ describeBrowser('the console in a browser', () => {
     await ready(page);
     const orgId = page.url().split('/').pop()!;
     await seeText(page, person.address);
+    // The payout address's balances, read from the chain.
+    await page.locator('#payout-usdc').filter({ hasText: /\d/ }).waitFor({ timeout: 30_000 });
+    expect(await page.locator('#payout-usdc').textContent()).toBe('1000.00');
+    expect(await page.locator('#payout-eth').textContent()).toBe(formatEther(await person.provider!.getBalance(person.address)));
     await screenshot(page, 'console-overview');
 
     // A merchant key, shown once, used against the API.
@@ -244,7 +249,71 @@ describeBrowser('the console in a browser', () => {
     await funded.waitFor({ state: 'visible', timeout: 30_000 });
     expect(await funded.locator('.chain-tx').textContent()).toBe(fundTx);
     expect(await funded.locator('.chain-block').textContent()).toBe(String(fundBlock));
+
+    // Seller actions from the console: the payout wallet accepts, then marks delivered (each a contract
+    // call it signs and sends, reported to POST /api/v1/escrows/{id}/{action}); the timeline shows each
+    // event with its transaction and block, and checkout.accepted reaches the endpoint and the log.
+    const sellerTx = async (action: string, button: string, done: string | RegExp) => {
+      const before = wp.calls.filter(([m]) => m === 'eth_sendTransaction').length;
+      await page.getByRole('button', { name: button, exact: true }).click();
+      await seeText(page, done);
+      const sends = wp.calls.filter(([m]) => m === 'eth_sendTransaction');
+      expect(sends.length).toBe(before + 1);
+      const tx = (sends.at(-1)![1] as Array<{ from: string; to: string }>)[0];
+      expect(tx.from.toLowerCase()).toBe(person.address.toLowerCase());
+      expect(tx.to.toLowerCase()).toBe(chain.gateway.escrowAddress.toLowerCase());
+      const row = page.locator('#timeline tbody tr').filter({ has: page.locator('.chain-action', { hasText: action }) });
+      await row.waitFor({ state: 'visible', timeout: 30_000 });
+      const hash = (await row.locator('.chain-tx').textContent())!;
+      const receipt = (await person.provider!.getTransactionReceipt(hash))!;
+      expect(receipt.from.toLowerCase()).toBe(person.address.toLowerCase());
+      expect(await row.locator('.chain-block').textContent()).toBe(String(receipt.blockNumber));
+      return hash;
+    };
+    await page.getByRole('button', { name: 'Accept', exact: true }).waitFor({ state: 'visible', timeout: 30_000 });
+    await page.getByRole('button', { name: 'Connect wallet' }).click();
+    await page.locator('#account[data-account]').waitFor({ state: 'attached', timeout: 30_000 });
+    expect(await page.getByRole('button', { name: 'Mark delivered' }).count()).toBe(0); // not before accept
+    await sellerTx('accepted', 'Accept', 'Escrow accepted.');
+    expect(await page.locator('#escrow-status').textContent()).toBe('accepted');
+    await sellerTx('delivered', 'Mark delivered', /Marked delivered/);
+    expect(await page.locator('#escrow-status').textContent()).toBe('delivered');
+    expect(await page.getByRole('button', { name: 'Accept', exact: true }).count()).toBe(0);
+    const escrowView = (await t.http.get(`/api/v1/checkout-sessions/${checkout.body.id}`).set('X-Api-Key', secret)).body;
+    expect(escrowView.status).toBe('delivered');
     await screenshot(page, 'console-checkout');
+    await waitFor(async () => receiver.received.some((d) => d.path === '/console-hook' && d.body?.type === 'checkout.accepted' && d.body.data.object.id === checkout.body.id && d.verifiedWith.length > 0), { timeoutMs: 60_000, label: 'checkout.accepted delivered' });
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await waitFor(
+      async () => {
+        await page.reload();
+        await ready(page);
+        const row = page.locator('#deliveries tbody tr').filter({ has: page.locator('.delivery-event', { hasText: 'checkout.accepted' }) });
+        return (await row.locator('.delivery-status').textContent().catch(() => null)) === 'succeeded';
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, label: 'checkout.accepted delivery shown succeeded' },
+    );
+
+    // Decline from the escrow page: the buyer is refunded and checkout.refunded is delivered.
+    const second = await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', secret).send({ amount: '3.00', description: 'declined from the console' });
+    await fundOnChain(t, chain, second.body.id, buyer);
+    let escrowId = '';
+    await waitFor(async () => {
+      const c = (await t.http.get(`/api/v1/checkout-sessions/${second.body.id}`).set('X-Api-Key', secret)).body;
+      escrowId = c.escrowId ?? '';
+      return c.status === 'funded';
+    }, { timeoutMs: 60_000, label: 'second checkout indexed as funded' });
+    const buyerBefore = await chain.usdcBalance(buyer.address);
+    await page.goto(`${base}/console/orgs/${orgId}/escrows/${escrowId}`);
+    await ready(page);
+    await page.getByRole('button', { name: 'Decline and refund' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await page.getByRole('button', { name: 'Connect wallet' }).click();
+    await page.locator('#account[data-account]').waitFor({ state: 'attached', timeout: 30_000 });
+    page.once('dialog', (d) => void d.accept());
+    await sellerTx('declined', 'Decline and refund', /Declined/);
+    expect(await chain.usdcBalance(buyer.address)).toBe(buyerBefore + 3n * USDC);
+    expect((await t.http.get(`/api/v1/checkout-sessions/${second.body.id}`).set('X-Api-Key', secret)).body.status).toBe('refunded');
+    await waitFor(async () => receiver.received.some((d) => d.path === '/console-hook' && d.body?.type === 'checkout.refunded' && d.body.data.object.id === second.body.id), { timeoutMs: 60_000, label: 'checkout.refunded delivered' });
 
     // Sign out: the session is revoked at once.
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -254,5 +323,43 @@ describeBrowser('the console in a browser', () => {
     expect((await page.goto(`${base}/console/orgs/${orgId}`))?.url()).toBe(`${base}/console`);
     // The one expected resource error: GET /webhook-endpoints answers 404 before an endpoint exists.
     expect(wp.errors.filter((e) => !/status of 404/.test(e))).toEqual([]);
+  });
+
+  it("an agent's owner who does not own the organisation manages that agent from the console (policy, pause, signer) and sees nothing else", async () => {
+    // An organisation of someone else, with an agent whose owner address is this wallet.
+    const orgOwner = await chain.wallet();
+    const login = await consoleSignIn(t, orgOwner);
+    const orgId = (await t.http.post('/console/api/organizations').set(consoleHeaders(login)).send({ name: 'Someone Else Co', handle: `else-${randomUUID().slice(0, 8)}` }).expect(200)).body.id as string;
+    const agentOwner = await chain.wallet();
+    const slug = `owned-${randomUUID().slice(0, 8)}`;
+    const agentId = (await t.http.post('/api/v1/agents').set(consoleHeaders(login, orgId)).send({ slug, ownerAddress: agentOwner.address }).expect(200)).body.id as string;
+    const aw = await openWalletPage(browser, { wallet: agentOwner, chainId: 31337 }, { width: 1100, height: 900 });
+    try {
+      const { page } = aw;
+      await page.goto(`${base}/console`);
+      await ready(page);
+      await page.getByRole('button', { name: 'Connect wallet' }).click();
+      await page.getByRole('button', { name: 'Sign in with Ethereum' }).click();
+      await seeText(page, 'Agents you own');
+      await page.getByRole('link', { name: slug }).click();
+      await page.waitForURL(`${base}/console/agents/${agentId}`);
+      await ready(page);
+      expect(await page.getByRole('link', { name: 'API keys' }).count()).toBe(0);
+      await page.getByLabel('dailyLimit').fill('15');
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await seeText(page, 'Policy saved.');
+      await page.getByRole('button', { name: 'Pause' }).click();
+      await page.locator('#paused', { hasText: 'paused' }).waitFor({ timeout: 30_000 });
+      await page.getByRole('button', { name: 'Connect wallet' }).click();
+      await page.getByRole('button', { name: 'Enable the session signer' }).click();
+      await seeText(page, 'Session signer enabled.');
+      expect((await t.app.get(AgentsService).view(agentId))).toMatchObject({ paused: true, policy: { dailyLimit: '15.00' }, signer: { enabled: true } });
+      await screenshot(page, 'console-agent-owner');
+      expect(aw.errors).toEqual([]);
+      // Not the organisation's pages.
+      expect((await page.goto(`${base}/console/orgs/${orgId}`))?.status()).toBe(404);
+    } finally {
+      await aw.close();
+    }
   });
 });

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Wallet } from 'ethers';
+import { createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { formatEther, Wallet } from 'ethers';
 import { createTestApp, TestApp } from '../support/app';
 import { consoleHeaders, consoleSignIn, ConsoleLogin } from '../support/console';
 import { expectError } from '../support/errors';
+import { TestChain } from '../support/chain';
 
 jest.setTimeout(60_000);
 
@@ -64,6 +67,108 @@ describe('console owner actions', () => {
     await t.http.get('/api/v1/me').set('X-Api-Key', created.secret).expect(200);
     await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', created.secret).send({ amount: '1.00' });
     expect(await lastUsed()).toBe(moved);
+  });
+
+  it("reads the payout address's USDC and ETH from the chain (decimal text, with the block)", async () => {
+    const chain = new TestChain();
+    try {
+      await chain.setEth(owner.address, 1_230_000_000_000_000_000n);
+      await chain.mintUsdc(owner.address, 12_340_000n);
+      const res = await t.http.get('/api/v1/payout-balance').set(as(login));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ address: owner.address, usdc: '12.34', eth: formatEther(1_230_000_000_000_000_000n), blockNumber: expect.any(Number) });
+      expect(res.body.blockNumber).toBeLessThanOrEqual(await chain.provider.getBlockNumber());
+      expectError(await t.http.get('/api/v1/payout-balance').set(as(other)), 404, 'not_found');
+    } finally {
+      chain.close();
+    }
+  });
+
+  it('answers 503 unavailable within RPC_TIMEOUT_MS when the node does not answer (never hangs)', async () => {
+    // A node that accepts connections and never answers.
+    const sockets = new Set<Socket>();
+    let connections = 0;
+    const silent = createServer((s) => {
+      connections += 1;
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const dead = await createTestApp({ REDIS_PREFIX: `${process.env.REDIS_PREFIX}-${randomUUID().slice(0, 8)}`, RPC_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, RPC_TIMEOUT_MS: '700' });
+    try {
+      const l = await consoleSignIn(dead, owner);
+      const started = Date.now();
+      const res = await dead.http.get('/api/v1/payout-balance').set(consoleHeaders(l, orgId));
+      const took = Date.now() - started;
+      expect(expectError(res, 503, 'unavailable')).toMatchObject({ reason: 'chain_unavailable' });
+      expect(took).toBeGreaterThanOrEqual(600);
+      expect(took).toBeLessThan(5_000);
+      expect(connections).toBeGreaterThan(0); // it did ask the silent node
+    } finally {
+      await dead.close();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
+  it("an agent's owner address manages that agent without owning its organisation; every other address gets 404 for its pages and actions", async () => {
+    const agentOwner = Wallet.createRandom();
+    const mine = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `own-${randomUUID().slice(0, 8)}`, ownerAddress: agentOwner.address }).expect(200)).body;
+    const sibling = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `sib-${randomUUID().slice(0, 8)}`, ownerAddress: owner.address }).expect(200)).body;
+    const me = await consoleSignIn(t, agentOwner);
+    const asAgent = (l: ConsoleLogin, agentId: string) => ({ Cookie: l.cookie, 'X-CSRF-Token': l.csrf, 'X-Console-Agent': agentId });
+    const agentActions = (id: string) => [
+      ['get', `/api/v1/agents/${id}`],
+      ['get', `/api/v1/agents/${id}/balance`],
+      ['get', `/api/v1/agents/${id}/payments`],
+      ['get', `/api/v1/agents/${id}/mandates`],
+      ['put', `/api/v1/agents/${id}/policy`, { dailyLimit: '9.00' }],
+      ['post', `/api/v1/agents/${id}/pause`],
+      ['post', `/api/v1/agents/${id}/keys`, { scopes: [] }],
+    ] as const;
+    const send = (m: 'get' | 'put' | 'post', path: string, headers: Record<string, string>, body?: object) => {
+      const r = t.http[m](path).set(headers);
+      return body ? r.send(body) : r;
+    };
+
+    // The owner of the agent: its page (linked from home) and each of its actions.
+    const home = await t.http.get('/console').set('Cookie', me.cookie).expect(200);
+    expect(home.text).toContain(`/console/agents/${mine.id}`);
+    expect(home.text).not.toContain(sibling.id);
+    const page = await t.http.get(`/console/agents/${mine.id}`).set('Cookie', me.cookie);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`data-console-agent="${mine.id}"`);
+    expect(page.text).not.toContain(`/console/orgs/${orgId}/keys`);
+    const h = asAgent(me, mine.id);
+    expect((await t.http.get(`/api/v1/agents/${mine.id}`).set(h)).body).toMatchObject({ id: mine.id, ownerAddress: agentOwner.address });
+    expect((await t.http.put(`/api/v1/agents/${mine.id}/policy`).set(h).send({ dailyLimit: '25.00' })).body.policy).toMatchObject({ dailyLimit: '25.00' });
+    expect((await t.http.post(`/api/v1/agents/${mine.id}/pause`).set(h)).body.paused).toBe(true);
+    expect((await t.http.post(`/api/v1/agents/${mine.id}/resume`).set(h)).body.paused).toBe(false);
+    const key = await t.http.post(`/api/v1/agents/${mine.id}/keys`).set(h).send({ scopes: ['agent:balance:read'] });
+    expect(key.status).toBe(200);
+    expect((await t.http.get('/api/v1/agent').set('X-Api-Key', key.body.secret)).body.id).toBe(mine.id);
+    for (const path of [`/api/v1/agents/${mine.id}/payments`, `/api/v1/agents/${mine.id}/mandates`]) expect((await t.http.get(path).set(h)).status).toBe(200);
+
+    // ... and nothing else of the organisation: not its routes, not its other agent, not its pages.
+    for (const [m, path, body] of [['get', '/api/v1/me'], ['get', '/api/v1/agents'], ['post', '/api/v1/agents', { slug: `x-${randomUUID().slice(0, 8)}`, ownerAddress: agentOwner.address }], ['get', '/api/v1/api-keys'], ['post', '/api/v1/api-keys', { scopes: ['checkout:*'] }], ['get', '/api/v1/owners'], ['get', '/api/v1/checkout-sessions'], ['get', '/api/v1/webhook-endpoints'], ['get', '/api/v1/payout-balance']] as const) {
+      expectError(await send(m, path, h, body), 404, 'not_found');
+    }
+    for (const [m, path, body] of agentActions(sibling.id)) expectError(await send(m, path, h, body), 404, 'not_found');
+    for (const [m, path, body] of agentActions(sibling.id)) expectError(await send(m, path, asAgent(me, sibling.id), body), 404, 'not_found');
+    for (const [m, path, body] of agentActions(mine.id)) expectError(await send(m, path, consoleHeaders(me, orgId), body), 404, 'not_found');
+    expect((await t.http.get(`/console/orgs/${orgId}`).set('Cookie', me.cookie)).status).toBe(404);
+    expect((await t.http.get(`/console/orgs/${orgId}/agents/${mine.id}`).set('Cookie', me.cookie)).status).toBe(404);
+    expect((await t.http.get(`/console/agents/${sibling.id}`).set('Cookie', me.cookie)).status).toBe(404);
+
+    // Another address: 404 for the agent's page and every action, and nothing changes.
+    expect((await t.http.get(`/console/agents/${mine.id}`).set('Cookie', other.cookie)).status).toBe(404);
+    for (const [m, path, body] of agentActions(mine.id)) {
+      expectError(await send(m, path, asAgent(other, mine.id), body), 404, 'not_found');
+      expectError(await send(m, path, consoleHeaders(other, orgId), body), 404, 'not_found');
+    }
+    const after = (await t.http.get(`/api/v1/agents/${mine.id}`).set(as(login))).body;
+    expect(after).toMatchObject({ paused: false, policy: { dailyLimit: '25.00' } });
+    expect(((await t.http.get('/api/v1/api-keys').set(as(login))).body as Array<{ agentId: string | null }>).filter((k) => k.agentId === mine.id)).toHaveLength(1);
   });
 
   it('an API key may not take owner actions (403 console_session_required)', async () => {

@@ -12,6 +12,7 @@ export const CREDENTIAL_EXCHANGE = 'auth:credential-exchange';
 export const OPERATOR_ROUTE = 'auth:operator';
 export const CONSOLE_ONLY = 'auth:console-only';
 export const CONSOLE_SESSION = 'auth:console-session';
+export const CONSOLE_AGENT_OWNER = 'auth:console-agent-owner';
 
 /** Marks a route as needing no credential (fee quote, x402 challenge, agent cards, health). */
 export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
@@ -61,10 +62,19 @@ export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: Execution
 /**
  * Requires a console session acting for one organisation it owns (docs/architecture.md §19):
  * owner actions such as minting keys and agents, which API keys may not take. Other credentials
- * get 403 forbidden (`console_session_required`).
+ * get 403 forbidden (`console_session_required`). `agentOwner: true` also admits a session acting
+ * for one agent whose owner address it is (`X-Console-Agent`, DESIGN §19 "an agent's ownerAddress
+ * manages the agent"); the handler must then keep to `principal.agentId`. Every route without it
+ * answers such a session 404.
  */
-export const RequireConsole = () =>
-  applyDecorators(SetMetadata(CONSOLE_ONLY, true), ApiExtension('x-console-session', true), ApiSecurity('consoleSession'), RequireScopes());
+export const RequireConsole = (opts: { agentOwner?: boolean } = {}) =>
+  applyDecorators(
+    SetMetadata(CONSOLE_ONLY, true),
+    ...(opts.agentOwner ? [SetMetadata(CONSOLE_AGENT_OWNER, true)] : []),
+    ApiExtension('x-console-session', true),
+    ApiSecurity('consoleSession'),
+    RequireScopes(),
+  );
 
 /**
  * A console route that acts for the signed-in address, not for an organisation (sign-out,

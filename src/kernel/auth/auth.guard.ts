@@ -8,7 +8,7 @@ import { accessRefusal } from '../access';
 import { Authenticator, clientAddress } from '../authenticator';
 import { CREDENTIAL_KINDS } from '../http';
 import type { Access, CredentialKind } from '../operation';
-import { AGENT_ONLY, CONSOLE_ONLY, CONSOLE_SESSION, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
+import { AGENT_ONLY, CONSOLE_AGENT_OWNER, CONSOLE_ONLY, CONSOLE_SESSION, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
 import { Principal, SessionAuthenticator } from './principal';
 import type { Scope } from './scopes';
 import { digestsEqual, hashSecret } from './secrets';
@@ -90,9 +90,14 @@ export class AuthGuard implements CanActivate {
   /**
    * The route's access (RequireScopes / RequireAgentKey metadata) through the kernel's one check (DESIGN §3, §17).
    * Owner routes (`RequireConsole`) take a console session only (DESIGN §19).
-   * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`, `console_session_required`).
+   * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`, `console_session_required`);
+   *   404 not_found for an agent owner's console session on any route but its agent's (`RequireConsole({ agentOwner: true })`).
    */
   private authorize(principal: Principal, targets: Parameters<Reflector['getAllAndOverride']>[1]): void {
+    // A console session acting for one agent it owns (not its organisation) sees that agent's routes only.
+    if (principal.kind === 'console' && principal.agentId !== null && !this.reflector.getAllAndOverride<boolean>(CONSOLE_AGENT_OWNER, targets)) {
+      throw AppError.notFound('organization');
+    }
     const consoleOnly = this.reflector.getAllAndOverride<boolean>(CONSOLE_ONLY, targets) ?? false;
     const access: Access = {
       scopes: this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [],

@@ -3,7 +3,8 @@ import type { Scope } from './scopes';
 /**
  * Who is calling, resolved from a credential by the auth guard (docs/architecture.md §3).
  * `actor` is the idempotency principal: `merchant` for merchant keys, `agent:<id>`, `oauth:<clientId>`,
- * `console:<address>` for a console session acting for one organisation it owns (§19).
+ * `console:<address>` for a console session acting for one organisation it owns (§19). A console
+ * principal with `agentId` set acts for that one agent, whose owner address it is, and holds no scope.
  */
 export interface Principal {
   kind: 'merchant' | 'agent' | 'oauth' | 'console';

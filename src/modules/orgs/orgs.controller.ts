@@ -1,17 +1,21 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { CredentialExchange, CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { MeDto } from './dto/me.dto';
+import { MeDto, PayoutBalanceDto } from './dto/me.dto';
 import { TokenRequestDto, TokenResponseDto } from './dto/token.dto';
 import { OrgsService } from './orgs.service';
+import { PayoutBalanceService } from './payout-balance.service';
 
 @ApiTags('identity')
 @Controller('api/v1')
 export class MeController {
-  constructor(private readonly orgs: OrgsService) {}
+  constructor(
+    private readonly orgs: OrgsService,
+    private readonly payout: PayoutBalanceService,
+  ) {}
 
   @Get('me')
   @RequireScopes()
@@ -20,6 +24,16 @@ export class MeController {
   @ApiStandardErrors()
   me(@CurrentPrincipal() principal: Principal): Promise<MeDto> {
     return this.orgs.me(principal);
+  }
+
+  @Get('payout-balance')
+  @RequireScopes()
+  @ApiOperation({ summary: "USDC and ETH of the organisation's payout address, read from the chain (503 unavailable when the node does not answer within RPC_TIMEOUT_MS)" })
+  @ApiOkResponse({ type: PayoutBalanceDto })
+  @ApiServiceUnavailableResponse({ description: 'unavailable (details.reason chain_unavailable): the node did not answer in time', type: ErrorBody })
+  @ApiStandardErrors()
+  payoutBalance(@CurrentPrincipal() principal: Principal): Promise<PayoutBalanceDto> {
+    return this.payout.read(principal.organizationId);
   }
 }
 

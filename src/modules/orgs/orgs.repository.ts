@@ -31,6 +31,15 @@ export class OrgsRepository {
     );
     return rows.map((r) => ({ id: r.id, name: r.name, handle: r.handle, payoutAddress: r.payout_address }));
   }
+  /** Agents whose owner address is `address` (case-insensitive), with their organisation's name. */
+  async findOwnedAgents(address: string): Promise<Array<{ id: string; slug: string; organizationId: string; organizationName: string }>> {
+    const rows: Array<{ id: string; slug: string; organization_id: string; name: string }> = await this.em.query(
+      `SELECT a.id, a.slug, a.organization_id, o.name FROM agents a JOIN organizations o ON o.id = a.organization_id
+        WHERE lower(a.owner_address) = lower($1) ORDER BY a.created_at, a.id`,
+      [address],
+    );
+    return rows.map((r) => ({ id: r.id, slug: r.slug, organizationId: r.organization_id, organizationName: r.name }));
+  }
   /** Whether `address` owns organisation `organizationId` (case-insensitive address). */
   async isOwner(organizationId: string, address: string): Promise<boolean> {
     const rows: unknown[] = await this.em.query(`SELECT 1 FROM organization_owners WHERE organization_id = $1 AND lower(address) = lower($2)`, [organizationId, address]);

@@ -115,6 +115,17 @@ export class OrgsService extends PrincipalResolver {
     return this.repo.findOwnedOrganizations(address);
   }
 
+  /** Agents whose owner address is `address` (an agent's owner manages it from the console, DESIGN §19). */
+  ownedAgents(address: string) {
+    return this.repo.findOwnedAgents(address);
+  }
+
+  /** The agent `agentId` when `address` is its owner address (case-insensitive), else null. */
+  async agentOwnedBy(agentId: string, address: string): Promise<Agent | null> {
+    const agent = await this.repo.findAgent(agentId);
+    return agent && agent.ownerAddress.toLowerCase() === address.toLowerCase() ? agent : null;
+  }
+
   /** Whether `address` is an owner of the organisation. */
   isOwner(organizationId: string, address: string): Promise<boolean> {
     return this.repo.isOwner(organizationId, address);

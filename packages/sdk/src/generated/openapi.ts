@@ -36,6 +36,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/payout-balance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** USDC and ETH of the organisation's payout address, read from the chain (503 unavailable when the node does not answer within RPC_TIMEOUT_MS) */
+        get: operations["MeController_payoutBalance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/token": {
         parameters: {
             query?: never;
@@ -1431,6 +1448,22 @@ export interface components {
             /** @description Scopes as granted (before :* expansion) */
             scopes: string[];
             verification: components["schemas"]["VerificationSnapshotDto"];
+        };
+        PayoutBalanceDto: {
+            /** @description The payout address; null when the organisation has none (then every balance is null) */
+            address: string | null;
+            /**
+             * @description USDC held, 6 decimals
+             * @example 125.50
+             */
+            usdc: string | null;
+            /**
+             * @description ETH held for gas (seller actions are sent from the payout wallet)
+             * @example 0.05
+             */
+            eth: string | null;
+            /** @description Block the balances were read at */
+            blockNumber: number | null;
         };
         TokenRequestDto: {
             /** @enum {string} */
@@ -2856,6 +2889,70 @@ export interface operations {
             };
             /** @description rate_limited, with Retry-After */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    MeController_payoutBalance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBalanceDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs a valid credential */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unavailable (details.reason chain_unavailable): the node did not answer in time */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

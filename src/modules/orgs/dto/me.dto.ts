@@ -21,3 +21,11 @@ export class MeDto {
   @ApiProperty({ type: [String], description: 'Scopes as granted (before :* expansion)' }) scopes: string[];
   @ApiProperty() verification: VerificationSnapshotDto;
 }
+
+/** GET /api/v1/payout-balance: the payout address's balances on chain (decimal text). */
+export class PayoutBalanceDto {
+  @ApiProperty({ type: String, nullable: true, description: 'The payout address; null when the organisation has none (then every balance is null)' }) address: string | null;
+  @ApiProperty({ type: String, nullable: true, example: '125.50', description: 'USDC held, 6 decimals' }) usdc: string | null;
+  @ApiProperty({ type: String, nullable: true, example: '0.05', description: 'ETH held for gas (seller actions are sent from the payout wallet)' }) eth: string | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'Block the balances were read at' }) blockNumber: number | null;
+}

@@ -46,6 +46,16 @@ export class ConsoleAdminController {
     private readonly mandates: MandatesService,
   ) {}
 
+  /**
+   * The agent `id` of the principal's organisation, and, for an agent owner's session (which acts
+   * for one agent, DESIGN §19), that very agent.
+   * @throws AppError not_found (agent) otherwise.
+   */
+  private async ownAgent(p: Principal, id: string): Promise<void> {
+    if (p.agentId !== null && p.agentId !== id.toLowerCase()) throw AppError.notFound('agent');
+    await this.agents.requireInOrganization(p.organizationId, id);
+  }
+
   @Get('owners')
   @RequireConsole()
   @ApiOperation({ summary: "The organisation's owner addresses" })
@@ -159,88 +169,88 @@ export class ConsoleAdminController {
   }
 
   @Get('agents/:id')
-  @RequireConsole()
+  @RequireConsole({ agentOwner: true })
   @ApiOperation({ summary: 'An agent of the organisation' })
   @ApiOkResponse({ type: AgentDto })
   @ApiStandardErrors({ notFound: true })
   async agent(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string) {
-    await this.agents.requireInOrganization(p.organizationId, id);
+    await this.ownAgent(p, id);
     return this.agents.view(id);
   }
 
   @Get('agents/:id/balance')
-  @RequireConsole()
+  @RequireConsole({ agentOwner: true })
   @ApiOperation({ summary: "USDC of the agent's session signer and of its owner" })
   @ApiOkResponse({ type: BalanceDto })
   @ApiStandardErrors({ notFound: true })
   async agentBalance(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string) {
-    await this.agents.requireInOrganization(p.organizationId, id);
+    await this.ownAgent(p, id);
     return this.agents.balance(id);
   }
 
   @Put('agents/:id/policy')
   @HttpCode(200)
-  @RequireConsole()
+  @RequireConsole({ agentOwner: true })
   @ApiOperation({ summary: 'Replace the whole spending policy (amounts decimal text; absent fields are unset)' })
   @ApiOkResponse({ type: AgentDto })
   @ApiStandardErrors({ notFound: true })
   async setPolicy(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Body() body: PolicyDto) {
-    await this.agents.requireInOrganization(p.organizationId, id);
+    await this.ownAgent(p, id);
     return this.agents.setPolicy(id, body);
   }
 
   @Post('agents/:id/pause')
   @HttpCode(200)
-  @RequireConsole()
+  @RequireConsole({ agentOwner: true })
   @ApiOperation({ summary: 'Pause the agent: every spend answers 403 agent_paused' })
   @ApiOkResponse({ type: AgentDto })
   @ApiStandardErrors({ notFound: true })
   async pause(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string) {
-    await this.agents.requireInOrganization(p.organizationId, id);
+    await this.ownAgent(p, id);
     return this.agents.setPaused(id, true);
   }
 
   @Post('agents/:id/resume')
   @HttpCode(200)
-  @RequireConsole()
+  @RequireConsole({ agentOwner: true })
   @ApiOperation({ summary: 'Resume a paused agent' })
   @ApiOkResponse({ type: AgentDto })
   @ApiStandardErrors({ notFound: true })
   async resume(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string) {
-    await this.agents.requireInOrganization(p.organizationId, id);
+    await this.ownAgent(p, id);
     return this.agents.setPaused(id, false);
   }
 
   @Post('agents/:id/keys')
   @HttpCode(200)
-  @RequireConsole()
+  @RequireConsole({ agentOwner: true })
   @ApiOperation({ summary: 'Create an agent key (agent scopes); the secret is in this response only' })
   @ApiOkResponse({ type: CreatedApiKeyDto })
   @ApiStandardErrors({ notFound: true })
   async createAgentKey(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
-    await this.agents.requireInOrganization(p.organizationId, id);
+    await this.ownAgent(p, id);
     const scopes = body.scopes.length ? body.scopes : [...AGENT_SCOPES];
     const { key, secret } = await this.orgs.createApiKey({ organizationId: p.organizationId, kind: 'agent', agentId: id, scopes });
     return { ...keyView(key), createdAt: new Date().toISOString(), secret };
   }
 
   @Get('agents/:id/payments')
-  @RequireConsole()
+  @RequireConsole({ agentOwner: true })
   @ApiOperation({ summary: "The agent's payments, newest first" })
   @ApiOkResponse({ type: PaymentListDto })
   @ApiStandardErrors({ notFound: true })
   async agentPayments(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Query() q: PaymentListQueryDto) {
-    await this.agents.requireInOrganization(p.organizationId, id);
+    await this.ownAgent(p, id);
     return this.payments.list({ ...p, agentId: id }, { limit: q.limit, startingAfter: q.starting_after, status: q.status as Parameters<PaymentsService['list']>[1]['status'] });
   }
 
   @Get('agents/:id/mandates')
-  @RequireConsole()
+  @RequireConsole({ agentOwner: true })
   @ApiOperation({ summary: "The agent's mandates, newest first" })
   @ApiOkResponse({ type: MandateListDto })
   @ApiStandardErrors({ notFound: true })
   async agentMandates(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Query() q: ListQueryDto) {
-    await this.agents.requireInOrganization(p.organizationId, id);
+    await this.ownAgent(p, id);
     return this.mandates.list({ ...p, agentId: id }, { limit: q.limit, startingAfter: q.starting_after });
   }
 }

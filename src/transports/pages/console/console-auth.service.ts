@@ -19,6 +19,8 @@ export const SESSION_COOKIE = 'pcp_console';
 export const CSRF_HEADER = 'x-csrf-token';
 /** The header naming the organisation a console request acts for. */
 export const ORGANIZATION_HEADER = 'x-console-organization';
+/** The header naming the agent a console request acts for, when the address owns the agent but not its organisation. */
+export const AGENT_HEADER = 'x-console-agent';
 
 /** A new session: the cookie token and the CSRF token (both shown to this client once). */
 export interface IssuedSession {

@@ -40,8 +40,8 @@ export class ConsolePagesController {
       res.type('html').send(renderSignIn({ chainId: this.config.env.CHAIN_ID }));
       return;
     }
-    const organizations = await this.orgs.ownedOrganizations(session.address);
-    res.type('html').send(renderHome({ address: session.address, csrf: ConsoleAuthService.csrfToken(token), chainId: this.config.env.CHAIN_ID, organizations }));
+    const [organizations, agents] = await Promise.all([this.orgs.ownedOrganizations(session.address), this.orgs.ownedAgents(session.address)]);
+    res.type('html').send(renderHome({ address: session.address, csrf: ConsoleAuthService.csrfToken(token), chainId: this.config.env.CHAIN_ID, organizations, agents }));
   }
 
   @Get('assets/console.js')
@@ -53,6 +53,40 @@ export class ConsolePagesController {
       return;
     }
     res.set({ 'Cache-Control': 'public, max-age=31536000, immutable', 'X-Content-Type-Options': 'nosniff', ETag: `"${bundle.hash}"` }).type('application/javascript; charset=utf-8').send(bundle.body);
+  }
+
+  /**
+   * An agent's page for its owner address (DESIGN §19), whether or not the address owns the
+   * agent's organisation: the script acts with `X-Console-Agent`. Anyone else → 404.
+   */
+  @Get('agents/:agent')
+  @Public()
+  async agentPage(@Param('agent') agentId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    this.headers(res);
+    const token = sessionCookie(req);
+    const session = await this.auth.session(token);
+    if (!session || !token) {
+      res.redirect(303, '/console');
+      return;
+    }
+    const agent = UUID.test(agentId) ? await this.orgs.agentOwnedBy(agentId, session.address) : null;
+    const org = agent ? await this.orgs.getOrganization(agent.organizationId) : null;
+    if (!agent || !org) {
+      res.status(404).type('html').send(renderConsoleNotFound());
+      return;
+    }
+    res.type('html').send(
+      renderSection({
+        section: 'agents',
+        item: agent.id,
+        address: session.address,
+        csrf: ConsoleAuthService.csrfToken(token),
+        chainId: this.config.env.CHAIN_ID,
+        usdc: this.config.env.USDC_ADDRESS,
+        organization: { id: org.id, name: org.name, handle: org.handle },
+        agentOwner: true,
+      }),
+    );
   }
 
   @Get('orgs/:org')

@@ -52,12 +52,14 @@ export function renderSignIn(opts: { chainId: number }): string {
 }
 
 /** The signed-in home: the organisation switcher and self-serve creation. */
-export function renderHome(opts: { address: string; csrf: string; chainId: number; organizations: Array<{ id: string; name: string; handle: string }> }): string {
+export function renderHome(opts: { address: string; csrf: string; chainId: number; organizations: Array<{ id: string; name: string; handle: string }>; agents?: Array<{ id: string; slug: string; organizationName: string }> }): string {
   const items = opts.organizations.map((o) => `<li><a href="/console/orgs/${escapeHtml(o.id)}">${escapeHtml(o.name)}</a> <span class="muted">@${escapeHtml(o.handle)}</span></li>`).join('');
+  const agents = (opts.agents ?? []).map((a) => `<li><a href="/console/agents/${escapeHtml(a.id)}">${escapeHtml(a.slug)}</a> <span class="muted">of ${escapeHtml(a.organizationName)}</span></li>`).join('');
   return page(
     'Organisations',
     `<h1>Organisations</h1><p class="muted">Signed in as <code id="address">${escapeHtml(opts.address)}</code> <button id="sign-out" type="button">Sign out</button></p>
 <ul id="organizations">${items || '<li class="muted">You own no organisation yet.</li>'}</ul>
+${agents ? `<h2>Agents you own</h2><ul id="owned-agents">${agents}</ul>` : ''}
 <form id="create-org" class="panel"><h2>Create an organisation</h2><label>Name <input name="name" required maxlength="120"></label><label>Handle <input name="handle" required></label><label>Payout address <input name="payoutAddress" placeholder="${escapeHtml(opts.address)}"></label><button class="primary" type="submit">Create</button></form>
 ${MESSAGE_REGION}`,
     { page: 'home', csrf: opts.csrf, 'chain-id': String(opts.chainId), address: opts.address },
@@ -69,15 +71,20 @@ ${MESSAGE_REGION}`,
  * script fills from `/api/v1` as a `console` principal (`data-org`, `data-csrf`; `data-usdc` is the
  * USDC contract the wallet's top-up transfer calls).
  */
-export function renderSection(opts: { section: Section; item?: string; address: string; csrf: string; chainId: number; usdc: string; organization: { id: string; name: string; handle: string } }): string {
+export function renderSection(opts: { section: Section; item?: string; address: string; csrf: string; chainId: number; usdc: string; organization: { id: string; name: string; handle: string }; agentOwner?: boolean }): string {
   const base = `/console/orgs/${escapeHtml(opts.organization.id)}`;
-  const nav = SECTIONS.map(([s, label]) => `<a href="${base}${s === 'overview' ? '' : `/${s}`}"${s === opts.section ? ' aria-current="page"' : ''}>${label}</a>`).join('');
+  // An agent's owner who does not own its organisation sees that agent only (DESIGN §19).
+  const nav = opts.agentOwner
+    ? `<a href="/console/agents/${escapeHtml(opts.item ?? '')}" aria-current="page">Agent</a>`
+    : SECTIONS.map(([s, label]) => `<a href="${base}${s === 'overview' ? '' : `/${s}`}"${s === opts.section ? ' aria-current="page"' : ''}>${label}</a>`).join('');
   const title = SECTIONS.find(([s]) => s === opts.section)![1];
   return page(
     `${title} · ${opts.organization.name}`,
     `<p class="muted"><a href="/console">All organisations</a> · <strong>${escapeHtml(opts.organization.name)}</strong> · <code>${escapeHtml(opts.address)}</code> <button id="sign-out" type="button">Sign out</button></p>
-<nav>${nav}</nav><h1>${escapeHtml(title)}</h1>${MESSAGE_REGION}${opts.section === 'agents' && opts.item ? WALLET_PANEL : ''}<div id="content"></div>`,
-    { page: opts.section, org: opts.organization.id, item: opts.item ?? '', csrf: opts.csrf, 'chain-id': String(opts.chainId), usdc: opts.usdc, address: opts.address },
+<nav>${nav}</nav><h1>${escapeHtml(title)}</h1>${MESSAGE_REGION}${opts.item && ['agents', 'checkouts', 'escrows'].includes(opts.section) ? WALLET_PANEL : ''}<div id="content"></div>`,
+    opts.agentOwner
+      ? { page: opts.section, 'console-agent': opts.item ?? '', item: opts.item ?? '', csrf: opts.csrf, 'chain-id': String(opts.chainId), usdc: opts.usdc, address: opts.address }
+      : { page: opts.section, org: opts.organization.id, item: opts.item ?? '', csrf: opts.csrf, 'chain-id': String(opts.chainId), usdc: opts.usdc, address: opts.address },
   );
 }
 

@@ -4,7 +4,7 @@ import { Principal, SessionAuthenticator } from '../../../kernel/auth/principal'
 import { expandScopes, MERCHANT_SCOPES } from '../../../kernel/auth/scopes';
 import { AppError } from '../../../common/errors/app-error';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
-import { ConsoleAuthService, CSRF_HEADER, ORGANIZATION_HEADER, SESSION_COOKIE } from './console-auth.service';
+import { AGENT_HEADER, ConsoleAuthService, CSRF_HEADER, ORGANIZATION_HEADER, SESSION_COOKIE } from './console-auth.service';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -23,7 +23,8 @@ export function sessionCookie(req: Pick<Request, 'header'>): string | undefined 
  * Turns a console session into a principal of kind `console` (docs/architecture.md §19), the hook
  * the auth guard calls: a live session cookie, the session's CSRF token in `X-CSRF-Token` (on every
  * request, reads included, so no cross-site request can act or read), and, for organisation
- * routes, `X-Console-Organization` naming an organisation the session's address owns. The
+ * routes, `X-Console-Organization` naming an organisation the session's address owns (or, without
+ * it, `X-Console-Agent` naming an agent whose owner address it is: then no scope, that agent only). The
  * principal holds every merchant scope (an owner's), `credentialId` = the session id, `actor` =
  * `console:<address>`; it is never cached, so a revoked session is refused on its next request.
  */
@@ -56,6 +57,24 @@ export class ConsoleSessionAuthenticator extends SessionAuthenticator {
       throw new AppError('forbidden', 'Console requests need the X-CSRF-Token of the session', { reason: 'csrf_token_invalid' });
     }
     let organizationId = '';
+    const agentId = req.header(AGENT_HEADER);
+    if (opts.organization && req.header(ORGANIZATION_HEADER) === undefined && agentId !== undefined) {
+      // An agent's owner address manages that agent (DESIGN §19), not its organisation: no scope,
+      // and the guard admits it to the agent's own routes only.
+      const agent = UUID.test(agentId) ? await this.orgs.agentOwnedBy(agentId, session.address) : null;
+      if (!agent) throw AppError.notFound('agent');
+      return {
+        kind: 'console',
+        credentialId: session.id,
+        organizationId: agent.organizationId,
+        agentId: agent.id,
+        actor: `console:${session.address.toLowerCase()}`,
+        grantedScopes: [],
+        scopes: new Set(),
+        address: session.address,
+        expiresAt: session.expiresAt.getTime(),
+      };
+    }
     if (opts.organization) {
       organizationId = req.header(ORGANIZATION_HEADER) ?? '';
       if (!UUID.test(organizationId) || !(await this.orgs.isOwner(organizationId, session.address))) throw AppError.notFound('organization');

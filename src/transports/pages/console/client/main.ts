@@ -4,7 +4,7 @@
  * `/api/v1/*` as a `console` principal (session cookie, `X-CSRF-Token`, `X-Console-Organization`).
  * Everything the API returns is written as text (never as HTML).
  */
-import { encodeFunctionData, erc20Abi, parseUnits } from 'viem';
+import { encodeFunctionData, erc20Abi, parseAbi, parseUnits } from 'viem';
 import { ENABLE_SIGNER_TYPES, ownerDomain, REVOKE_MANDATE_TYPES, WITHDRAW_TYPES } from '../../../../modules/agents/owner-messages';
 import { setupConnect } from '../../pay/client/connect';
 import { say } from '../../pay/client/ui';
@@ -24,6 +24,7 @@ async function call<T>(method: string, path: string, body?: unknown, extra: Reco
   const headers: Record<string, string> = { accept: 'application/json', ...extra };
   if (data.csrf) headers['x-csrf-token'] = data.csrf;
   if (data.org) headers['x-console-organization'] = data.org;
+  else if (data.consoleAgent) headers['x-console-agent'] = data.consoleAgent;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', cache: 'no-store' });
   const text = await res.text();
@@ -165,9 +166,21 @@ async function overviewPage(): Promise<void> {
   content().replaceChildren(
     ...(failed.length ? [h('p', { id: 'webhook-warning', class: 'status', 'data-tone': 'bad' }, `${failed.length} webhook deliveries failing — see Webhooks.`)] : []),
     h('div', { class: 'panel' }, h('h2', {}, 'Verification'), h('p', {}, h('span', { id: 'kyb-status', class: 'status' }, status), ' ', next, ' ', h('a', { href: `${orgBase()}/verification` }, 'Verification'))),
-    h('div', { class: 'panel' }, h('h2', {}, 'Payout'), h('p', {}, h('code', { id: 'payout-address' }, text(me.organization.payoutAddress)))),
+    h('div', { class: 'panel' }, h('h2', {}, 'Payout'), h('p', {}, h('code', { id: 'payout-address' }, text(me.organization.payoutAddress))),
+      h('p', {}, h('strong', { id: 'payout-usdc' }, '…'), ' USDC · ', h('strong', { id: 'payout-eth' }, '…'), ' ETH ', h('span', { id: 'payout-block', class: 'muted' }))),
     h('div', { class: 'panel' }, h('h2', {}, 'Last 24 hours'), h('p', { id: 'counts' }, `${recent(checkouts).length} checkouts · ${recent(deliveries).length} webhook deliveries`)),
     h('p', { class: 'muted' }, endpoint ? `Webhook endpoint: ${text(endpoint.url)}` : 'No webhook endpoint yet.'),
+  );
+  // Balances come from the chain (bounded by RPC_TIMEOUT_MS server-side): filled in after the page,
+  // "unavailable" when the node does not answer, so a slow node never holds the overview.
+  const fill = (usdc: string, eth: string, block: string) => {
+    document.getElementById('payout-usdc')!.textContent = usdc;
+    document.getElementById('payout-eth')!.textContent = eth;
+    document.getElementById('payout-block')!.textContent = block;
+  };
+  await call<Row>('GET', '/api/v1/payout-balance').then(
+    (b) => fill(text(b.usdc), text(b.eth), b.blockNumber === null ? '' : `(block ${text(b.blockNumber)})`),
+    () => fill('unavailable', 'unavailable', ''),
   );
 }
 
@@ -289,31 +302,33 @@ function usdcUnits(amount: string): bigint {
 }
 
 /**
- * Sends a plain USDC `transfer(to, units)` from the connected account (EIP-1193
- * `eth_sendTransaction`) and waits, bounded (2 min), for its receipt (`eth_getTransactionReceipt`).
+ * Sends a transaction `{to, data}` from the connected account (EIP-1193 `eth_sendTransaction`) and
+ * waits, bounded (2 min), for its receipt (`eth_getTransactionReceipt`). `what` names it in messages.
  * @returns the transaction hash once mined with status 1.
  * @throws WalletError rejected (4001); Error when it reverted or is not mined in time (it may still
  *   be: the message says so, never that nothing moved).
  */
-async function sendUsdcTransfer(wallet: Wallet, usdc: string, to: string, units: bigint): Promise<string> {
+async function sendTransaction(wallet: Wallet, to: string, data: `0x${string}`, what: string): Promise<string> {
   await wallet.ensureChain();
   let hash: string;
   try {
-    hash = (await wallet.provider.request({
-      method: 'eth_sendTransaction',
-      params: [{ from: wallet.account, to: usdc as `0x${string}`, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to as `0x${string}`, units] }) }],
-    })) as string;
+    hash = (await wallet.provider.request({ method: 'eth_sendTransaction', params: [{ from: wallet.account, to: to as `0x${string}`, data }] })) as string;
   } catch (err) {
-    if (rpcCode(err) === 4001) throw new WalletError('rejected', 'You rejected the transfer in your wallet. Nothing was sent.');
+    if (rpcCode(err) === 4001) throw new WalletError('rejected', `You rejected the ${what} in your wallet. Nothing was sent.`);
     throw new WalletError('other', `Your wallet could not send: ${(err as Error).message.split('\n')[0]}`);
   }
-  say(`Transfer sent (${hash}); waiting for it to be mined…`);
+  say(`The ${what} was sent (${hash}); waiting for it to be mined…`);
   for (const until = Date.now() + 120_000; Date.now() < until; await new Promise((r) => setTimeout(r, 1000))) {
     const receipt = (await wallet.provider.request({ method: 'eth_getTransactionReceipt', params: [hash as `0x${string}`] }).catch(() => null)) as { status?: string } | null;
     if (receipt?.status === '0x1') return hash;
-    if (receipt?.status === '0x0') throw new Error(`The transfer ${hash} reverted: nothing moved.`);
+    if (receipt?.status === '0x0') throw new Error(`The ${what} ${hash} reverted: nothing changed.`);
   }
-  throw new Error(`The transfer ${hash} is not mined yet; it may still be. Reload later to see the balance.`);
+  throw new Error(`The ${what} ${hash} is not mined yet; it may still be. Reload later to see it.`);
+}
+
+/** A plain USDC `transfer(to, units)` from the connected account (see {@link sendTransaction}). */
+function sendUsdcTransfer(wallet: Wallet, usdc: string, to: string, units: bigint): Promise<string> {
+  return sendTransaction(wallet, usdc, encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [to as `0x${string}`, units] }), 'transfer');
 }
 
 const POLICY_FIELDS = ['perTransactionMax', 'dailyLimit', 'monthlyLimit', 'approvalThreshold', 'validFrom', 'expiresAt'] as const;
@@ -502,6 +517,44 @@ const LISTS: Record<string, { path: string; columns: Array<[string, (r: Row) => 
   offerings: { path: '/api/v1/offerings', columns: [['Name', (r) => text(r.name ?? r.title)], ['Price', (r) => text(r.price ?? r.amount)], ['Created', (r) => text(r.createdAt)]] },
 };
 
+/** CheckoutEscrow's seller functions (libs/contracts/CheckoutEscrow.sol): the payout wallet calls them itself. */
+const SELLER_ABI = parseAbi(['function accept(bytes32 escrowId)', 'function markDelivered(bytes32 escrowId)', 'function decline(bytes32 escrowId)']);
+
+/** The seller actions of the escrow API (POST /api/v1/escrows/{id}/{action}) with their contract function and allowed states. */
+const SELLER_ACTIONS = [
+  { action: 'accept', fn: 'accept', label: 'Accept', from: ['funded'], done: 'Escrow accepted.' },
+  { action: 'mark-delivered', fn: 'markDelivered', label: 'Mark delivered', from: ['accepted'], done: 'Marked delivered: the inspection window runs.' },
+  { action: 'decline', fn: 'decline', label: 'Decline and refund', from: ['funded', 'accepted'], done: 'Declined: the buyer is refunded.' },
+] as const;
+
+/** The wallet connected on a checkout or escrow page (kept across re-renders). */
+let actionWallet: Wallet | null = null;
+
+/**
+ * The buttons of the seller actions `escrow` allows now (docs/api.md "Escrow action rules"): each
+ * sends the contract call from the connected wallet (it must be the escrow's seller, the payout
+ * address it was funded to), waits for the receipt (bounded), then reports the hash to
+ * `POST /api/v1/escrows/{id}/{action}` (the REST operation; the Idempotency-Key is derived from the
+ * transaction hash, so a retry of the same report is a replay). Empty unless the organisation is the seller.
+ */
+function sellerActions(escrow: Row): HTMLElement[] {
+  if (escrow.role !== 'seller' && escrow.role !== 'buyer_and_seller') return [];
+  const seller = text((escrow.seller as Row).address);
+  const chain = escrow.chain as Row;
+  return SELLER_ACTIONS.filter((a) => (a.from as readonly string[]).includes(text(escrow.status))).map((a) =>
+    h('button', { id: `escrow-${a.action}`, class: a.action === 'decline' ? 'danger' : 'primary', type: 'button', click: () => void attempt(async () => {
+      if (!actionWallet) throw new Error('Connect the payout wallet first.');
+      if (actionWallet.account.toLowerCase() !== seller.toLowerCase()) throw new Error(`Only the seller's payout wallet ${seller} can ${a.label.toLowerCase()}; connected: ${actionWallet.account}.`);
+      if (a.action === 'decline' && !confirm('Decline this escrow? The buyer is refunded in full.')) return;
+      say('Confirm the transaction in your wallet.');
+      const txHash = await sendTransaction(actionWallet, text(chain.contract), encodeFunctionData({ abi: SELLER_ABI, functionName: a.fn, args: [text(chain.escrowKey) as `0x${string}`] }), `${a.label.toLowerCase()} transaction`);
+      await call('POST', `/api/v1/escrows/${text(escrow.id)}/${a.action}`, { txHash }, { 'idempotency-key': `console-${a.action}-${txHash}` });
+      await listPage(data.page!);
+      say(a.done, 'ok');
+    }) }, a.label),
+  );
+}
+
 async function listPage(section: string, after?: string): Promise<void> {
   const spec = LISTS[section];
   if (data.item) {
@@ -510,14 +563,23 @@ async function listPage(section: string, after?: string): Promise<void> {
     // shows the one its funding created (escrowId), once funded.
     const escrow = section === 'escrows' ? item : typeof item.escrowId === 'string' ? await call<Row>('GET', `/api/v1/escrows/${item.escrowId}`) : null;
     const events = ((escrow?.transactions as Row[] | undefined) ?? []).slice().sort((a, b) => Number(a.blockNumber) - Number(b.blockNumber));
+    const actions = escrow ? sellerActions(escrow) : [];
     content().replaceChildren(
-      table(Object.entries(item).filter(([k]) => k !== 'transactions').map(([k, v]) => ({ k, v })), [['Field', (r) => String(r.k)], ['Value', (r) => text(r.v)]], 'detail'),
+      ...(actions.length ? [h('div', { id: 'seller-actions', class: 'panel' }, h('h2', {}, 'Seller actions'), h('p', { class: 'muted' }, 'Signed and sent by the payout wallet ', h('code', {}, text((escrow!.seller as Row).address)), ', then reported to the API.'), ...actions)] : []),
+      table(Object.entries(item).filter(([k]) => k !== 'transactions').map(([k, v]) => ({ k, v })), [['Field', (r) => String(r.k)], ['Value', (r) => h('span', { 'data-field': String(r.k) }, text(r.v))]], 'detail'),
       h('h2', {}, 'Chain events'),
-      escrow && section !== 'escrows' ? h('p', {}, 'Escrow ', h('a', { href: `${orgBase()}/escrows/${text(escrow.id)}` }, text(escrow.id)), ` · ${text(escrow.status)}`) : '',
+      escrow && section !== 'escrows' ? h('p', {}, 'Escrow ', h('a', { href: `${orgBase()}/escrows/${text(escrow.id)}` }, text(escrow.id)), ' · ', h('span', { id: 'escrow-status', class: 'status' }, text(escrow.status))) : '',
       events.length
         ? table(events, [['Action', (r) => h('span', { class: 'chain-action' }, text(r.action))], ['Transaction', (r) => h('code', { class: 'chain-tx' }, text(r.txHash))], ['Block', (r) => h('span', { class: 'chain-block' }, text(r.blockNumber))], ['From', (r) => text(r.from)], ['Recorded', (r) => text(r.recordedAt)]], 'timeline')
         : h('p', { id: 'timeline-empty', class: 'muted' }, 'No chain event yet.'),
     );
+    const panel = document.getElementById('wallet');
+    if (panel && actions.length) {
+      panel.hidden = false;
+      if (!actionWallet) setupConnect(() => chainId, (wallet) => {
+        actionWallet = wallet;
+      });
+    }
     return;
   }
   const page = await call<List>('GET', `${spec.path}?limit=20${after ? `&starting_after=${encodeURIComponent(after)}` : ''}`);
