@@ -11,6 +11,7 @@ import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, pay, paymentRows, startRelayerWorker } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
+import { isolatedWebhookEnv, IsolatedEnv } from '../support/webhook-env';
 
 jest.setTimeout(180_000);
 
@@ -49,7 +50,14 @@ describe('chain waits on the payment path', () => {
   let relayer: INestApplicationContext;
   let worker: INestApplicationContext | undefined;
 
+  let iso: IsolatedEnv;
+
   beforeAll(async () => {
+    // A database of this file's own: the kill-switch sweep below cancels every idle payment it finds,
+    // and payments earlier files left behind (in the run's shared database) would each hold it for
+    // CHAIN_WAIT_MS with nothing mined, so its cancel here came too late in a full run.
+    iso = await isolatedWebhookEnv('paywait');
+    Object.assign(process.env, iso.env);
     t = await createTestApp();
     chain = new TestChain();
     relayer = await startRelayerWorker();
@@ -60,6 +68,7 @@ describe('chain waits on the payment path', () => {
     await relayer?.close();
     await t?.close();
     chain?.close();
+    await iso?.drop();
   });
 
   it('a cancelAuthorization the chain does not mine does not stop the usdc-authorizations cursor for another agent; the wait ends at its timeout, the payment still submitted', async () => {
