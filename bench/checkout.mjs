@@ -25,7 +25,8 @@ import { cpus, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { HOST, REDIS_URL, databaseUrl, eachFlag, fileStamp, freePort, freshDatabase, guardChildren, root, runNode, startProcess, withPg, writeResult } from './lib.mjs';
 
-const DB_NAME = 'pcp_bench';
+// BENCH_DATABASE names another database (two benches on one Postgres must not drop each other's).
+const DB_NAME = process.env.BENCH_DATABASE ?? 'pcp_bench';
 const DATABASE_URL = databaseUrl(DB_NAME);
 const COLLECTION = '/api/v1/checkout-sessions';
 const GET_IDS = 1000;

@@ -31,6 +31,8 @@ export { clientAddress, extractCredential } from '../authenticator';
 @Injectable()
 export class AuthGuard implements CanActivate {
   private readonly operatorDigest: Buffer;
+  /** {@link routeOf}'s memo: handler → controller class → its auth metadata. */
+  private readonly routes = new WeakMap<object, WeakMap<object, RouteAuth>>();
 
   constructor(
     private readonly reflector: Reflector,
@@ -44,11 +46,11 @@ export class AuthGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     if (ctx.getType() !== 'http') return true;
-    const targets = [ctx.getHandler(), ctx.getClass()];
+    const route = this.routeOf(ctx.getHandler(), ctx.getClass());
     const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
-    if (this.reflector.getAllAndOverride<boolean>(OPERATOR_ROUTE, targets)) return this.operator(req);
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) {
-      if (this.reflector.getAllAndOverride<boolean>(CREDENTIAL_EXCHANGE, targets)) {
+    if (route.operator) return this.operator(req);
+    if (route.public) {
+      if (route.credentialExchange) {
         const attempt = await this.limiter.admit(clientAddress(req));
         const res = ctx.switchToHttp().getResponse<Response>();
         res.once('finish', () => void attempt.settle(res.statusCode === 401).catch(() => undefined));
@@ -56,15 +58,15 @@ export class AuthGuard implements CanActivate {
       }
       return true;
     }
-    if (this.sessions.present(req) || this.reflector.getAllAndOverride<boolean>(CONSOLE_SESSION, targets)) {
-      req.principal = await this.session(req, targets);
-      this.authorize(req.principal, targets);
+    if (this.sessions.present(req) || route.consoleSession) {
+      req.principal = await this.session(req, route);
+      this.authorize(req.principal, route);
       return true;
     }
     const hit = this.authenticator.cached(req);
     if (!hit) {
       req.principal = await this.authenticator.lookup(req);
-      this.authorize(req.principal, targets);
+      this.authorize(req.principal, route);
       return true;
     }
     // A cached credential: its revocation marker and the address's allowance are checked in Redis,
@@ -74,11 +76,11 @@ export class AuthGuard implements CanActivate {
       const principal = await hit.confirm();
       if (principal === hit.principal) return;
       req.principal = principal;
-      this.authorize(principal, targets);
+      this.authorize(principal, route);
     };
     req.principal = hit.principal;
     try {
-      this.authorize(hit.principal, targets);
+      this.authorize(hit.principal, route);
     } catch (err) {
       await confirm(); // a revoked or blocked credential answers 401/429, not 403
       throw err;
@@ -88,28 +90,53 @@ export class AuthGuard implements CanActivate {
   }
 
   /**
+   * The route's auth metadata, read through the Reflector once per handler and class and kept
+   * (route metadata is fixed once the application is built): the guard runs on every request, and
+   * seven metadata look-ups and an `Access` object each time were measurable (docs/decisions.md,
+   * "The runner's cost").
+   */
+  private routeOf(handler: object, cls: object): RouteAuth {
+    let byClass = this.routes.get(handler);
+    const cached = byClass?.get(cls);
+    if (cached) return cached;
+    const targets = [handler, cls] as Parameters<Reflector['getAllAndOverride']>[1];
+    const flag = (key: string) => this.reflector.getAllAndOverride<boolean>(key, targets) ?? false;
+    const consoleOnly = flag(CONSOLE_ONLY);
+    const route: RouteAuth = {
+      operator: flag(OPERATOR_ROUTE),
+      public: flag(PUBLIC_ROUTE),
+      credentialExchange: flag(CREDENTIAL_EXCHANGE),
+      consoleSession: flag(CONSOLE_SESSION),
+      consoleOnly,
+      consoleAgentOwner: flag(CONSOLE_AGENT_OWNER),
+      access: {
+        scopes: this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [],
+        kinds: consoleOnly
+          ? undefined
+          : flag(AGENT_ONLY)
+            ? ['agent']
+            : this.reflector.getAllAndOverride<CredentialKind[] | undefined>(CREDENTIAL_KINDS, targets),
+      },
+    };
+    if (!byClass) this.routes.set(handler, (byClass = new WeakMap()));
+    byClass.set(cls, route);
+    return route;
+  }
+
+  /**
    * The route's access (RequireScopes / RequireAgentKey metadata) through the kernel's one check (DESIGN §3, §17).
    * Owner routes (`RequireConsole`) take a console session only (DESIGN §19).
    * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`, `console_session_required`);
    *   404 not_found for an agent owner's console session on any route but its agent's (`RequireConsole({ agentOwner: true })`).
    */
-  private authorize(principal: Principal, targets: Parameters<Reflector['getAllAndOverride']>[1]): void {
+  private authorize(principal: Principal, route: RouteAuth): void {
     // A console session acting for one agent it owns (not its organisation) sees that agent's routes only.
-    if (principal.kind === 'console' && principal.agentId !== null && !this.reflector.getAllAndOverride<boolean>(CONSOLE_AGENT_OWNER, targets)) {
+    if (principal.kind === 'console' && principal.agentId !== null && !route.consoleAgentOwner) {
       throw AppError.notFound('organization');
     }
-    const consoleOnly = this.reflector.getAllAndOverride<boolean>(CONSOLE_ONLY, targets) ?? false;
-    const access: Access = {
-      scopes: this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [],
-      kinds: consoleOnly
-        ? undefined
-        : this.reflector.getAllAndOverride<boolean>(AGENT_ONLY, targets)
-          ? ['agent']
-          : this.reflector.getAllAndOverride<CredentialKind[] | undefined>(CREDENTIAL_KINDS, targets),
-    };
-    const refusal = accessRefusal(principal, access);
+    const refusal = accessRefusal(principal, route.access);
     if (refusal) throw refusal;
-    if (consoleOnly && principal.kind !== 'console') {
+    if (route.consoleOnly && principal.kind !== 'console') {
       throw new AppError('forbidden', 'This operation is taken from the console by an owner', { reason: 'console_session_required' });
     }
   }
@@ -118,11 +145,11 @@ export class AuthGuard implements CanActivate {
    * A console session (docs/architecture.md §19) under a slot of the client address's failed-auth
    * allowance, as a credential lookup: an unknown, expired or revoked session → 401 (spends it).
    */
-  private async session(req: Request, targets: Parameters<Reflector['getAllAndOverride']>[1]): Promise<Principal> {
+  private async session(req: Request, route: RouteAuth): Promise<Principal> {
     const attempt = await this.limiter.admit(clientAddress(req));
     let principal: Principal | null;
     try {
-      principal = await this.sessions.resolve(req, { organization: !this.reflector.getAllAndOverride<boolean>(CONSOLE_SESSION, targets) });
+      principal = await this.sessions.resolve(req, { organization: !route.consoleSession });
     } catch (err) {
       await attempt.settle(false);
       throw err;
@@ -141,6 +168,18 @@ export class AuthGuard implements CanActivate {
     if (!ok) throw new AppError('unauthorized', 'This operator route needs Authorization: Bearer <OPERATOR_TOKEN>');
     return true;
   }
+}
+
+/** A route's auth metadata as {@link AuthGuard} reads it (the decorators in ./auth.decorators and ../http). */
+interface RouteAuth {
+  operator: boolean;
+  public: boolean;
+  credentialExchange: boolean;
+  consoleSession: boolean;
+  consoleOnly: boolean;
+  /** `RequireConsole({ agentOwner: true })`: a console session acting for one agent it owns may use it. */
+  consoleAgentOwner: boolean;
+  access: Access;
 }
 
 /** Where AuthGuard leaves a cached credential's pending confirmation on the request. */
