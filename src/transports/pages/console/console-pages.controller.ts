@@ -63,12 +63,9 @@ export class ConsolePagesController {
   @Public()
   async agentPage(@Param('agent') agentId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     this.headers(res);
-    const token = sessionCookie(req);
-    const session = await this.auth.session(token);
-    if (!session || !token) {
-      res.redirect(303, '/console');
-      return;
-    }
+    const signedIn = await this.signedIn(req, res);
+    if (!signedIn) return;
+    const { token, session } = signedIn;
     const agent = UUID.test(agentId) ? await this.orgs.agentOwnedBy(agentId, session.address) : null;
     const org = agent ? await this.orgs.getOrganization(agent.organizationId) : null;
     if (!agent || !org) {
@@ -107,14 +104,22 @@ export class ConsolePagesController {
     return this.section(org, section, item, req, res);
   }
 
-  private async section(orgId: string, section: string, item: string | undefined, req: Request, res: Response): Promise<void> {
-    this.headers(res);
+  /** The request's console session and its cookie token; without one, redirects to the sign-in page and answers null. */
+  private async signedIn(req: Request, res: Response): Promise<{ token: string; session: NonNullable<Awaited<ReturnType<ConsoleAuthService['session']>>> } | null> {
     const token = sessionCookie(req);
     const session = await this.auth.session(token);
     if (!session || !token) {
       res.redirect(303, '/console');
-      return;
+      return null;
     }
+    return { token, session };
+  }
+
+  private async section(orgId: string, section: string, item: string | undefined, req: Request, res: Response): Promise<void> {
+    this.headers(res);
+    const signedIn = await this.signedIn(req, res);
+    if (!signedIn) return;
+    const { token, session } = signedIn;
     const known = SECTIONS.some(([s]) => s === section) && (item === undefined || UUID.test(item));
     const org = known && UUID.test(orgId) && (await this.orgs.isOwner(orgId, session.address)) ? await this.orgs.getOrganization(orgId) : null;
     if (!org) {
