@@ -158,7 +158,10 @@ describeBrowser('hosted pages in a browser (pay, actions, refusals, invoice, ver
     const wp = await walletPage(buyer, { chainId: 8453 });
     await gotoCheckout(wp, checkout.id);
     await connect(wp);
-    expect(wp.calls.find(([m]) => m === 'wallet_switchEthereumChain')?.[1]).toEqual([{ chainId: '0x7a69' }]);
+    // The wallet's calls reach the test through a page binding, after the page has drawn "Connected" (read once, it raced in a CI run).
+    const switched = await waitFor(() => wp.calls.find(([m]) => m === 'wallet_switchEthereumChain') ?? null, { label: 'the page asks the wallet to switch to 31337', describe: () => wp.calls.map(([m]) => m) });
+    expect(switched[1]).toEqual([{ chainId: '0x7a69' }]);
+    await waitFor(() => (wp.behaviour.chainId === 31337 ? true : null), { label: 'the wallet on 31337', describe: () => wp.behaviour.chainId });
     expect(wp.behaviour.chainId).toBe(31337);
     await wp.page.getByRole('button', { name: 'Pay 3.00 USDC' }).click();
     await seeText(wp.page, 'Paid into escrow');
