@@ -2,7 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import express, { NextFunction, Request, Response } from 'express';
+import express, { NextFunction, Request, RequestHandler, Response } from 'express';
 import { Logger } from 'nestjs-pino';
 import { ApiModule } from './app.module';
 import { AppConfig } from './config/app-config';
@@ -15,6 +15,7 @@ import { toAppError } from './common/errors/all-exceptions.filter';
 import { requestIdMiddleware, requestIdOf } from './common/errors/request-id';
 import { validationFields } from './common/validation/validation-errors';
 import { KernelValidationPipe } from './kernel/validate';
+import { dropIdleClsEnhancers } from './database/cls-enhancers';
 
 export { validationFields };
 
@@ -41,31 +42,48 @@ export function nulCharacterParam(body: unknown): string | undefined {
 const RAW_BODY_PREFIX = '/api/v1/verification/providers/';
 
 /**
- * Body parsers (JSON, also as `application/merge-patch+json` for PATCH, RFC 7396) whose failures (malformed JSON, > 100 kB) answer in our error body (docs/architecture.md §4); a
- * parsed body with a NUL character anywhere is refused as 400 invalid_request naming the field.
- * Under {@link RAW_BODY_PREFIX} the JSON bytes are also kept as `req.rawBody`.
+ * The body parser (JSON, also as `application/merge-patch+json` for PATCH, RFC 7396; then
+ * urlencoded), one middleware whose failures (malformed JSON, > 100 kB) answer in our error body
+ * (docs/architecture.md §4); a parsed body with a NUL character anywhere is refused as 400
+ * invalid_request naming the field. Under {@link RAW_BODY_PREFIX} the JSON bytes are also kept as
+ * `req.rawBody`. A request without a body (no Content-Length, no Transfer-Encoding: RFC 9110 §8.6,
+ * as body-parser's own test) passes straight on (docs/decisions.md, "The runner's cost").
  */
-function bodyParsers() {
+function bodyParser() {
   const keepRaw = (req: Request & { rawBody?: Buffer }, _res: Response, buf: Buffer) => {
     if (req.url.startsWith(RAW_BODY_PREFIX)) req.rawBody = buf;
   };
-  const parsers = [express.json({ limit: '100kb', verify: keepRaw, type: ['application/json', 'application/merge-patch+json'] }), express.urlencoded({ extended: false, limit: '100kb' })];
-  return parsers.map((parse) => (req: Request, res: Response, next: NextFunction) =>
-    parse(req, res, (err?: unknown) => {
-      const nulParam = err ? undefined : nulCharacterParam(req.body);
-      if (!err && nulParam === undefined) return next();
-      const e = err ? toAppError(err) : AppError.invalidParam(nulParam!, 'must not contain NUL characters');
-      const body = { error: e.message, code: e.code, requestId: requestIdOf(req), ...(e.details ? { details: e.details } : {}) };
-      // The A2A JSON-RPC routes answer in JSON-RPC 2.0 even here: -32700 for unparsable JSON, else -32600 (docs/architecture.md §14).
-      if (req.method === 'POST' && (req.path === A2A_RPC_PATH || req.path.startsWith(`${A2A_RPC_PATH}/`))) {
-        const rpcCode = (err as { type?: string } | undefined)?.type === 'entity.parse.failed' ? JSON_RPC.parseError : JSON_RPC.invalidRequest;
-        res.status(e.status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCode, message: e.message, data: body } });
-        return;
-      }
-      res.status(e.status).json(body);
-    }),
-  );
+  const json = express.json({ limit: '100kb', verify: keepRaw, type: ['application/json', 'application/merge-patch+json'] });
+  const urlencoded = express.urlencoded({ extended: false, limit: '100kb' });
+  const answer = (req: Request, res: Response, next: NextFunction) => (err?: unknown) => {
+    const nulParam = err ? undefined : nulCharacterParam(req.body);
+    if (!err && nulParam === undefined) return next();
+    const e = err ? toAppError(err) : AppError.invalidParam(nulParam!, 'must not contain NUL characters');
+    const body = { error: e.message, code: e.code, requestId: requestIdOf(req), ...(e.details ? { details: e.details } : {}) };
+    // The A2A JSON-RPC routes answer in JSON-RPC 2.0 even here: -32700 for unparsable JSON, else -32600 (docs/architecture.md §14).
+    if (req.method === 'POST' && (req.path === A2A_RPC_PATH || req.path.startsWith(`${A2A_RPC_PATH}/`))) {
+      const rpcCode = (err as { type?: string } | undefined)?.type === 'entity.parse.failed' ? JSON_RPC.parseError : JSON_RPC.invalidRequest;
+      res.status(e.status).json({ jsonrpc: '2.0', id: null, error: { code: rpcCode, message: e.message, data: body } });
+      return;
+    }
+    res.status(e.status).json(body);
+  };
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) return next();
+    json(req, res, (err?: unknown) => (err ? answer(req, res, next)(err) : urlencoded(req, res, answer(req, res, next))));
+  };
 }
+
+/**
+ * `handler` (an express Router) for requests whose path may be one of its routes (`pattern`); any
+ * other request passes by without entering the nested router (docs/decisions.md, "The runner's cost").
+ */
+function onlyFor(pattern: RegExp, handler: RequestHandler): RequestHandler {
+  return (req, res, next) => (pattern.test(req.url) ? handler(req, res, next) : next());
+}
+
+/** The paths the MCP router and the RFC 8414 metadata router answer (case-insensitive, as Express routes). */
+const MCP_AND_WELL_KNOWN = /^\/(mcp|\.well-known\/)/i;
 
 /** The OpenAPI document: version 2.0.0 (docs/api.md Versioning 1), both security schemes. */
 export function buildOpenApi(app: INestApplication) {
@@ -103,17 +121,18 @@ export const API_APP_OPTIONS = { bodyParser: false, bufferLogs: true, abortOnErr
  * with their own providers (Nest's testing module) finish the application with it.
  */
 export function configureApiApp(app: NestExpressApplication): NestExpressApplication {
+  dropIdleClsEnhancers(app);
   app.useLogger(app.get(Logger));
   app.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestIdMiddleware);
-  for (const parser of bodyParsers()) app.use(parser);
+  app.use(bodyParser());
   // Validation through the kernel's one validateInput (DESIGN §17), as MCP and A2A validate.
   app.useGlobalPipes(new KernelValidationPipe());
-  app.use(authorizationServerMetadataRouter(app.get(AppConfig).env));
+  app.use(onlyFor(MCP_AND_WELL_KNOWN, authorizationServerMetadataRouter(app.get(AppConfig).env)));
   // MCP under the api port unless it has a listener of its own (createMcpApp, MCP_PORT).
-  if (app.get(AppConfig).env.MCP_PORT === 0) app.use(mcpRouter(app));
+  if (app.get(AppConfig).env.MCP_PORT === 0) app.use(onlyFor(MCP_AND_WELL_KNOWN, mcpRouter(app)));
   app.enableShutdownHooks();
   SwaggerModule.setup('docs', app, buildOpenApi(app), { jsonDocumentUrl: 'docs-json' });
   return app;
@@ -128,7 +147,7 @@ export function createMcpApp(app: INestApplication): express.Express {
   mcp.disable('x-powered-by');
   mcp.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
   mcp.use(requestIdMiddleware);
-  for (const parser of bodyParsers()) mcp.use(parser);
+  mcp.use(bodyParser());
   mcp.use(mcpRouter(app));
   mcp.use((req: Request, res: Response) => {
     res.status(404).json({ error: 'No such route', code: 'not_found', requestId: requestIdOf(req) });

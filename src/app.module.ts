@@ -1,8 +1,7 @@
 import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AuthGuard, CredentialConfirmGuard } from './kernel/auth/auth.guard';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
-import { IdempotencyInterceptor } from './kernel/idempotency/idempotency.interceptor';
 import { RateLimitGuard } from './kernel/rate-limit/rate-limit.guard';
 import { KernelModule } from './kernel/kernel.module';
 import { CoreModule } from './core.module';
@@ -68,7 +67,6 @@ import { ConsoleHttpModule } from './transports/pages/console/console.http.modul
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: RateLimitGuard },
     { provide: APP_GUARD, useClass: CredentialConfirmGuard }, // after the rate limit: see AuthGuard
-    { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
   ],
 })

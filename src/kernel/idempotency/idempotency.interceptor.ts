@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { canonicalJson, sha256Hex } from './fingerprint';
 import { AnyIdempotentWork, IdempotencyService, IdempotentRequest, isRowOwned, isStorableError, outcomeError } from './idempotency.service';
-import { IDEMPOTENT, IdempotentOptions, IdempotentSteps, operationScope, runUnkeyed } from './idempotent.decorator';
+import { IDEMPOTENT, IdempotentOptions, IdempotentSteps, operationScope, runUnkeyed } from './idempotent-work';
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,128}$/;
 const REPLAYED = 'Idempotent-Replayed';

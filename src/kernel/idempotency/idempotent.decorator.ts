@@ -1,71 +1,23 @@
-import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { ApiConflictResponse, ApiHeader, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { ErrorBody } from '../../common/errors/error-body';
-import type { Principal } from '../auth/principal';
-import { AppError } from '../../common/errors/app-error';
-import { type AnyIdempotentWork, type IdempotentWork, isRowOwned } from './idempotency.service';
+import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { IDEMPOTENT, type IdempotentOptions } from './idempotent-work';
 
-export const IDEMPOTENT = 'idempotency:options';
-export interface IdempotentOptions {
-  /** Missing key → 400 idempotency_required (docs/api.md Conventions 2, docs/architecture.md §5). */
-  required: boolean;
-  /**
-   * The handler makes network calls (chain RPC, DNS) and returns {@link IdempotentSteps} instead
-   * of its result: the interceptor runs `prepare` with no transaction or pooled connection held,
-   * then `run` inside the key's locked transaction (docs/architecture.md §5).
-   */
-  steps?: boolean;
-  /**
-   * The declared operation the route runs (DESIGN §17): its key is then scoped to the operation
-   * ({@link operationScope}), not to the HTTP method and path, so the same key over REST, MCP and
-   * A2A finds the same record.
-   */
-  operation?: string;
-}
-
-/** What scopes a key of a declared operation: the principal, then the operation's name (DESIGN §5, §17). */
-export function operationScope(principal: Pick<Principal, 'actor'>, operation: string): string[] {
-  return [principal.actor, 'op', operation];
-}
-
-/**
- * Runs `work` for a call without an Idempotency-Key: prepare → run → after, in order.
- * @throws Error for row-owned work, which always has a key (its mode requires one).
- */
-export async function runUnkeyed(work: AnyIdempotentWork): Promise<unknown> {
-  if (isRowOwned(work)) throw new AppError('idempotency_required', 'This operation requires an Idempotency-Key');
-  const prepared = work.prepare ? await work.prepare() : undefined;
-  const ran = await work.run(prepared);
-  return work.after ? work.after(ran) : ran;
-}
-
-/**
- * What a route marked `@Idempotent({ steps: true })` returns: its network checks (`prepare`,
- * side-effect free, may be absent when the request needs none) and its transactional part
- * (`run`, which opens or joins a transaction itself and re-checks what `prepare` saw).
- */
-export class IdempotentSteps<P, T> implements IdempotentWork<P, T> {
-  constructor(
-    readonly run: (prepared: P) => Promise<T>,
-    readonly prepare?: () => Promise<P>,
-  ) {}
-
-  /** Both steps in order, for a call without an Idempotency-Key. */
-  async execute(): Promise<T> {
-    const prepared = this.prepare ? await this.prepare() : (undefined as P);
-    return this.run(prepared);
-  }
-}
+export { IDEMPOTENT, IdempotentSteps, operationScope, runUnkeyed, type IdempotentOptions } from './idempotent-work';
 
 /**
  * Enables Idempotency-Key handling on a POST/PUT/PATCH route (docs/architecture.md §5): replay
  * of the stored outcome with `Idempotent-Replayed: true`, 422 for a different request under the
  * same key, 409 while the first is in flight. The body field `idempotencyKey`, where the DTO has
- * one, is the same key.
+ * one, is the same key. The route gets the {@link IdempotencyInterceptor} with it.
  */
 export const Idempotent = (options: IdempotentOptions = { required: false }) =>
   applyDecorators(
     SetMetadata(IDEMPOTENT, options),
+    // Only these routes pay for an interceptor: a route without one skips Nest's interceptor chain
+    // (docs/decisions.md, "The runner's cost").
+    UseInterceptors(IdempotencyInterceptor),
     ApiHeader({
       name: 'Idempotency-Key',
       required: options.required,
