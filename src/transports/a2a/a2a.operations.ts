@@ -24,6 +24,14 @@ export interface PaySkillInput extends PayTerms {
   taskId: string;
 }
 
+/** {@link SUBMIT_A2A_PAYMENT}'s access and key scope for the JSON-RPC pay skill, whose input is the task's terms (checked by the executor), not the REST DTO. */
+const PAY_SKILL: OperationSpec<PaySkillInput> = {
+  name: SUBMIT_A2A_PAYMENT.name,
+  scopes: SUBMIT_A2A_PAYMENT.scopes,
+  kinds: SUBMIT_A2A_PAYMENT.kinds,
+  idempotency: 'row-owned',
+};
+
 /**
  * The A2A skills as operations for the kernel's runner (DESIGN §17): the executor maps a message to
  * one of these and its result to task states; access, validation and idempotency are the runner's.
@@ -39,19 +47,10 @@ export class A2aOperations {
   readonly createCheckout: Operation<CreateCheckoutSessionDto>;
 
   constructor(payments: A2aPaymentsService, checkout: CheckoutService) {
-    this.pay = defineOperation<PaySkillInput>({
-      name: SUBMIT_A2A_PAYMENT.name,
-      scopes: SUBMIT_A2A_PAYMENT.scopes,
-      kinds: SUBMIT_A2A_PAYMENT.kinds,
-      idempotency: 'row-owned',
-      work: (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId),
-    });
-    this.createCheckout = defineOperation({
-      name: 'create-checkout',
-      scopes: ['checkout:write'],
-      input: CreateCheckoutSessionDto,
-      idempotency: 'optional',
-      work: (ctx, input) => ({ run: () => checkout.create(ctx.principal, input) }),
-    });
+    this.pay = defineOperation<PaySkillInput>(PAY_SKILL, (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId));
+    this.createCheckout = defineOperation<CreateCheckoutSessionDto>(
+      { name: 'create-checkout', scopes: ['checkout:write'], input: CreateCheckoutSessionDto, idempotency: 'optional' },
+      (ctx, input) => ({ run: () => checkout.create(ctx.principal, input) }),
+    );
   }
 }

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { Principal } from '../../kernel/auth/principal';
 import type { Scope } from '../../kernel/auth/scopes';
 import type { IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
-import type { IdempotencyMode, Operation } from '../../kernel/operation';
+import { defineOperation, type IdempotencyMode, type Operation, type OperationSpec } from '../../kernel/operation';
 
 /** What a service tool's handler gets besides its input: who calls. */
 export interface McpToolContext {
@@ -68,16 +68,16 @@ export interface ServiceTool<Input extends Record<string, unknown> = Record<stri
  * validates the body, and `run` gets the validated body with the parameter fields beside it.
  */
 export function serviceToolOperation(tool: ServiceTool): Operation {
-  return {
+  const spec: OperationSpec = {
     name: tool.name,
     scopes: tool.scopes,
     ...(tool.credentialKind ? { kinds: [tool.credentialKind] } : {}),
     ...(tool.dto ? { input: tool.dto as ClassConstructor<Record<string, unknown>> } : {}),
     idempotency: tool.idempotency ?? 'optional',
-    work: async (ctx, input) => {
-      const full = { ...input, ...ctx.params };
-      if (tool.steps) return (await tool.run({ principal: ctx.principal }, full)) as IdempotentSteps<unknown, unknown>;
-      return { run: () => tool.run({ principal: ctx.principal }, full) };
-    },
   };
+  return defineOperation(spec, async (ctx, input) => {
+    const full = { ...input, ...ctx.params };
+    if (tool.steps) return (await tool.run({ principal: ctx.principal }, full)) as IdempotentSteps<unknown, unknown>;
+    return { run: () => tool.run({ principal: ctx.principal }, full) };
+  });
 }
