@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
-import { CheckoutService } from '../../modules/checkout/checkout.service';
+import { CheckoutOperations } from '../../modules/checkout/checkout.operations';
 import { CreateCheckoutSessionDto } from '../../modules/checkout/dto/create-checkout-session.dto';
 import { A2aPaymentsService } from './a2a-payments.service';
 import type { PayTerms } from './a2a-task-status';
@@ -43,14 +43,11 @@ export class A2aOperations {
    * (A2A's own retry identity); the payment stores the task id, no invented Idempotency-Key.
    */
   readonly pay: Operation<PaySkillInput>;
-  /** `create-checkout`: POST /checkout-sessions as a skill (checkout:write, the same DTO). */
+  /** `create-checkout`: the checkout module's operation of POST /checkout-sessions, run as a skill (checkout.operations.ts). */
   readonly createCheckout: Operation<CreateCheckoutSessionDto>;
 
-  constructor(payments: A2aPaymentsService, checkout: CheckoutService) {
+  constructor(payments: A2aPaymentsService, checkout: CheckoutOperations) {
     this.pay = defineOperation<PaySkillInput>(PAY_SKILL, (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId));
-    this.createCheckout = defineOperation<CreateCheckoutSessionDto>(
-      { name: 'create-checkout', scopes: ['checkout:write'], input: CreateCheckoutSessionDto, idempotency: 'optional' },
-      (ctx, input) => ({ run: () => checkout.create(ctx.principal, input) }),
-    );
+    this.createCheckout = checkout.create;
   }
 }
