@@ -44,6 +44,11 @@ export interface OperationContext {
  * through the same steps: the runner for MCP and A2A, the guard + interceptor + pipe on REST.
  */
 export interface Operation<I = Record<string, unknown>> extends OperationSpec<I> {
+  /**
+   * The declaration this operation was made from ({@link defineOperation}): the very object its REST
+   * route states with `@Runs`, so a test can prove that a tool and a route run one declaration.
+   */
+  readonly declaration: OperationSpec<I>;
   work(ctx: OperationContext, input: I): AnyIdempotentWork | Promise<AnyIdempotentWork>;
 }
 
@@ -59,7 +64,11 @@ export interface OperationSpec<I = Record<string, unknown>> extends Access {
   readonly idempotency: IdempotencyMode;
 }
 
-/** Declares an operation (a typed identity, so declarations read as data). */
-export function defineOperation<I>(op: Operation<I>): Operation<I> {
-  return op;
+/**
+ * An operation from its declaration `spec` (declared once in its domain's `<d>.operations.ts`,
+ * DESIGN §17) and its `work`. The declaration's fields are copied onto the operation, which the
+ * runner reads, and the declaration itself is kept as {@link Operation.declaration}.
+ */
+export function defineOperation<I>(spec: OperationSpec<I>, work: Operation<I>['work']): Operation<I> {
+  return { ...spec, declaration: spec, work };
 }

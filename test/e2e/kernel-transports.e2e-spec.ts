@@ -2,9 +2,28 @@ import { Wallet } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import { createAgent, createPayee, pay, paymentRows, useAgentStack } from '../support/agents';
 import { createTestApp, TestApp } from '../support/app';
-import { TestChain, USDC } from '../support/chain';
+import { createCheckout, createParties, fundOnChain, indexUntilStatus, TestChain, USDC } from '../support/chain';
 import { createOrg } from '../support/factories';
 import { callTool, McpClients } from '../support/mcp-client';
+import { routeOperation } from '../../src/kernel/http';
+import type { Operation } from '../../src/kernel/operation';
+import { CheckoutController } from '../../src/modules/checkout/checkout.controller';
+import { CREATE_CHECKOUT } from '../../src/modules/checkout/checkout.operations';
+import { EscrowController } from '../../src/modules/escrow/escrow.controller';
+import { ACT_ON_ESCROW } from '../../src/modules/escrow/escrow.operations';
+import { InvoicesController } from '../../src/modules/invoices/invoices.controller';
+import { CREATE_INVOICE, SEND_INVOICE } from '../../src/modules/invoices/invoices.operations';
+import { OfferingsController } from '../../src/modules/offerings/offerings.controller';
+import { CREATE_OFFERING, UPDATE_OFFERING } from '../../src/modules/offerings/offerings.operations';
+import { WebhookDeliveriesController, WebhookEndpointsController } from '../../src/modules/webhooks/webhooks.controller';
+import { PUT_WEBHOOK_ENDPOINT, RETRY_WEBHOOK_DELIVERY } from '../../src/modules/webhooks/webhooks.operations';
+import { A2aOperations } from '../../src/transports/a2a/a2a.operations';
+import { CheckoutCreateTool, CreateCheckoutTool } from '../../src/transports/mcp/tools/checkout-create.tool';
+import { EscrowAcceptTool, EscrowCancelTool, EscrowDeclineTool, EscrowDisputeTool, EscrowMarkDeliveredTool, EscrowReleaseTool } from '../../src/transports/mcp/tools/escrow-action.tool';
+import { InvoiceCreateTool, InvoiceSendTool } from '../../src/transports/mcp/tools/invoice.tool';
+import { OfferingCreateTool, OfferingUpdateTool } from '../../src/transports/mcp/tools/offering.tool';
+import { WebhookDeliveriesRetryTool } from '../../src/transports/mcp/tools/webhook-deliveries.tool';
+import { WebhookEndpointPutTool } from '../../src/transports/mcp/tools/webhook-endpoint.tool';
 
 jest.setTimeout(120_000);
 
@@ -114,6 +133,103 @@ describe('the kernel: the same operation refused and replayed the same way on RE
     expect(restBad.status).toBe(400);
     expect(toolError).toBe(true);
     expect(errorOf(toolBad)).toEqual(errorOf(restBad.body));
+  });
+
+  it('every state-changing tool names the declaration its REST route states with @Runs (the same object), so the two cannot drift', () => {
+    const pairs: Array<[{ operation: Pick<Operation, 'declaration'> }, object, object]> = [
+      [t.app.get(CheckoutCreateTool), CheckoutController.prototype.create, CREATE_CHECKOUT],
+      [t.app.get(CreateCheckoutTool), CheckoutController.prototype.create, CREATE_CHECKOUT],
+      [t.app.get(EscrowAcceptTool), EscrowController.prototype.accept, ACT_ON_ESCROW.accept],
+      [t.app.get(EscrowDeclineTool), EscrowController.prototype.decline, ACT_ON_ESCROW.decline],
+      [t.app.get(EscrowMarkDeliveredTool), EscrowController.prototype.markDelivered, ACT_ON_ESCROW['mark-delivered']],
+      [t.app.get(EscrowReleaseTool), EscrowController.prototype.release, ACT_ON_ESCROW.release],
+      [t.app.get(EscrowCancelTool), EscrowController.prototype.cancel, ACT_ON_ESCROW.cancel],
+      [t.app.get(EscrowDisputeTool), EscrowController.prototype.dispute, ACT_ON_ESCROW.dispute],
+      [t.app.get(InvoiceCreateTool), InvoicesController.prototype.create, CREATE_INVOICE],
+      [t.app.get(InvoiceSendTool), InvoicesController.prototype.send, SEND_INVOICE],
+      [t.app.get(OfferingCreateTool), OfferingsController.prototype.create, CREATE_OFFERING],
+      [t.app.get(OfferingUpdateTool), OfferingsController.prototype.update, UPDATE_OFFERING],
+      [t.app.get(WebhookEndpointPutTool), WebhookEndpointsController.prototype.put, PUT_WEBHOOK_ENDPOINT],
+      [t.app.get(WebhookDeliveriesRetryTool), WebhookDeliveriesController.prototype.retry, RETRY_WEBHOOK_DELIVERY],
+    ];
+    for (const [tool, handler, declared] of pairs) {
+      expect(routeOperation(handler)).toBe(declared);
+      expect(tool.operation.declaration).toBe(declared);
+    }
+    // The A2A skill runs the same operation object as the MCP tools.
+    expect(t.app.get(A2aOperations).createCheckout).toBe(t.app.get(CheckoutCreateTool).operation);
+  });
+
+  it('create-checkout: a key used on REST replays on MCP (both tool names) with the same body; another body under it → 422 on both', async () => {
+    const org = await createOrg(t.app);
+    const key = `cc-${randomUUID()}`;
+    const body = { amount: '12.50', description: 'declared once' };
+    const rest = await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', org.key).set('Idempotency-Key', key).send(body);
+    expect([rest.status, rest.headers['idempotent-replayed']]).toEqual([200, 'false']);
+
+    const client = await mcp.asKey(org.key);
+    for (const tool of ['svc_checkout_create', 'svc_create_checkout']) {
+      const [isError, viaTool] = await callTool(client, tool, { ...body, idempotencyKey: key });
+      expect(isError).toBe(false);
+      // The session REST created, not a second one.
+      expect(viaTool).toEqual(rest.body);
+    }
+    const [, fresh] = await callTool(client, 'svc_checkout_create', { ...body, idempotencyKey: `cc-${randomUUID()}` });
+    expect(fresh.id).not.toBe(rest.body.id);
+
+    const other = await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', org.key).set('Idempotency-Key', key).send({ ...body, amount: '13.00' });
+    expect(other.status).toBe(422);
+    const [otherError, otherTool] = await callTool(client, 'svc_create_checkout', { ...body, amount: '13.00', idempotencyKey: key });
+    expect(otherError).toBe(true);
+    expect(errorOf(otherTool)).toEqual(errorOf(other.body));
+    const [{ n }] = (await t.dataSource.query('SELECT count(*)::int AS n FROM checkout_sessions WHERE organization_id = $1', [org.organizationId])) as Array<{ n: number }>;
+    expect(n).toBe(2);
+  });
+
+  it('put-webhook-endpoint takes no key on either transport (a replay would keep the secret at rest): the same key rotates again and nothing is recorded', async () => {
+    const org = await createOrg(t.app);
+    const key = `wh-${randomUUID()}`;
+    const body = { url: 'http://127.0.0.1:9/hooks', rotateSecret: true };
+    const rest = await t.http.put('/api/v1/webhook-endpoints').set('X-Api-Key', org.key).set('Idempotency-Key', key).send(body);
+    expect([rest.status, rest.headers['idempotent-replayed']]).toEqual([200, undefined]);
+    const client = await mcp.asKey(org.key);
+    const [isError, first] = await callTool(client, 'svc_webhook_endpoint_put', { ...body, idempotencyKey: key });
+    const [, second] = await callTool(client, 'svc_webhook_endpoint_put', { ...body, idempotencyKey: key });
+    expect(isError).toBe(false);
+    expect(new Set([rest.body.secret, first.secret, second.secret]).size).toBe(3);
+    const [{ n }] = (await t.dataSource.query('SELECT count(*)::int AS n FROM idempotency_records WHERE organization_id = $1', [org.organizationId])) as Array<{ n: number }>;
+    expect(n).toBe(0);
+  });
+
+  it('an escrow action (accept): the REST answer under a key is what MCP answers under it, though the escrow has moved on since', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount: '10.00' });
+    await fundOnChain(t, chain, checkout.id, buyer.wallet);
+    const session = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    const escrow = (await t.http.get(`/api/v1/escrows/${session.escrowId as string}`).set('X-Api-Key', seller.org.key)).body as Body;
+    const escrowId = escrow.id as string;
+    const escrowKey = (escrow.chain as Body).escrowKey as string;
+
+    const key = `acc-${randomUUID()}`;
+    const acceptTx = await chain.act(seller.wallet, 'accept', escrowKey);
+    const accepted = await t.http.post(`/api/v1/escrows/${escrowId}/accept`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', key).send({ txHash: acceptTx });
+    expect([accepted.status, accepted.body.status]).toEqual([200, 'accepted']);
+    const deliveredTx = await chain.act(seller.wallet, 'markDelivered', escrowKey);
+    const delivered = await t.http.post(`/api/v1/escrows/${escrowId}/mark-delivered`).set('X-Api-Key', seller.org.key).send({ txHash: deliveredTx });
+    expect([delivered.status, delivered.body.status]).toEqual([200, 'delivered']);
+
+    const client = await mcp.asKey(seller.org.key);
+    const [isError, viaTool] = await callTool(client, 'svc_escrow_accept', { id: escrowId, txHash: acceptTx, idempotencyKey: key });
+    expect(isError).toBe(false);
+    // The recorded answer (accepted), not a new run, which would show the escrow as it is now (delivered).
+    expect(viaTool).toEqual(accepted.body);
+    const [, now] = await callTool(client, 'svc_escrow_accept', { id: escrowId, txHash: acceptTx, idempotencyKey: `acc-${randomUUID()}` });
+    expect(now.status).toBe('delivered');
+
+    const [otherError, otherTool] = await callTool(client, 'svc_escrow_accept', { id: escrowId, txHash: deliveredTx, idempotencyKey: key });
+    const other = await t.http.post(`/api/v1/escrows/${escrowId}/accept`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', key).send({ txHash: deliveredTx });
+    expect([otherError, other.status]).toEqual([true, 422]);
+    expect(errorOf(otherTool)).toEqual(errorOf(other.body));
   });
 });
 

@@ -32,6 +32,6 @@ export class AgentEscrowsOperations {
   readonly create: Operation<CreateAgentEscrowDto>;
 
   constructor(escrows: AgentEscrowsService) {
-    this.create = defineOperation({ ...CREATE_AGENT_ESCROW, work: (ctx, input) => escrows.createWork(ctx.principal, input, ctx.key) });
+    this.create = defineOperation(CREATE_AGENT_ESCROW, (ctx, input) => escrows.createWork(ctx.principal, input, ctx.key));
   }
 }

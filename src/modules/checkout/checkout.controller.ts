@@ -5,7 +5,9 @@ import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { ListQueryDto } from '../../common/http/list.dto';
-import { Idempotent, IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
+import type { IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
+import { Runs } from '../../kernel/http';
+import { CREATE_CHECKOUT } from './checkout.operations';
 import { CheckoutService } from './checkout.service';
 import { CheckoutSessionDto, CheckoutSessionListDto } from './dto/checkout-session.dto';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
@@ -19,15 +21,12 @@ export class CheckoutController {
 
   @Post()
   @HttpCode(200)
-  @RequireScopes('checkout:write')
-  @Idempotent({ required: false, steps: true })
+  @Runs(CREATE_CHECKOUT)
   @ApiOperation({ summary: 'Create an escrow-settled checkout session' })
   @ApiOkResponse({ type: CheckoutSessionDto })
   @ApiStandardErrors()
-  async create(@CurrentPrincipal() principal: Principal, @Body() body: CreateCheckoutSessionDto): Promise<IdempotentSteps<void, CheckoutSessionDto>> {
-    // The webhookUrl DNS check, when there is one, runs before the idempotent transaction opens.
-    const { session, resolveWebhookUrl } = await this.checkout.draft(principal, body);
-    return new IdempotentSteps(() => this.checkout.insert(session), resolveWebhookUrl);
+  create(@CurrentPrincipal() principal: Principal, @Body() body: CreateCheckoutSessionDto): Promise<IdempotentSteps<void, CheckoutSessionDto>> {
+    return this.checkout.createWork(principal, body);
   }
 
   @Get()

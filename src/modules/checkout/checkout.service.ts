@@ -4,6 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
+import { IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutMapper } from './checkout.mapper';
@@ -120,6 +121,18 @@ export class CheckoutService {
       invoiceId: null,
     });
     return { session, resolveWebhookUrl };
+  }
+
+  /**
+   * The work of the operation `create-checkout` (checkout.operations.ts; POST /checkout-sessions
+   * returns it as it is, so the REST hot path allocates nothing more): {@link draft} now, then
+   * `prepare` = the `webhookUrl` DNS check when one is needed (no transaction held,
+   * docs/architecture.md §5) and `run` = {@link insert} in the key's transaction.
+   * @throws AppError as {@link draft} (before any work is returned); `run` as {@link insert}.
+   */
+  async createWork(principal: Principal, input: CreateCheckoutSessionDto): Promise<IdempotentSteps<void, CheckoutSessionDto>> {
+    const { session, resolveWebhookUrl } = await this.draft(principal, input);
+    return new IdempotentSteps(() => this.insert(session), resolveWebhookUrl);
   }
 
   /**

@@ -5,10 +5,11 @@ import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent, IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
+import type { IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
+import { Runs } from '../../kernel/http';
 import { CheckoutFundingDto, ConfirmedEscrowActionDto, EscrowActionDto, EscrowDto, EscrowListDto, EscrowListQueryDto, FundingTermsQueryDto } from './dto/escrow.dto';
-import { EscrowActionInput, EscrowService, PreparedEscrowAction } from './escrow.service';
-import type { EscrowApiAction } from './escrow.state';
+import { ACT_ON_ESCROW } from './escrow.operations';
+import { EscrowService, PreparedEscrowAction } from './escrow.service';
 
 type ActionSteps = IdempotentSteps<PreparedEscrowAction, EscrowDto>;
 
@@ -21,14 +22,6 @@ const ACTION_DOCS = 'The party signs and sends the contract call first, then rep
 @ApiStandardErrors({ notFound: true })
 export class EscrowController {
   constructor(private readonly escrows: EscrowService) {}
-
-  /** Chain verification first, with no transaction held; then the change under the key's lock (docs/architecture.md §5). */
-  private steps(p: Principal, id: string, action: EscrowApiAction, body: EscrowActionInput): ActionSteps {
-    return new IdempotentSteps(
-      (prepared) => this.escrows.applyAction(p, id, action, body, prepared),
-      () => this.escrows.prepareAction(p, id, action, body),
-    );
-  }
 
   @Get()
   @RequireScopes('escrow:read')
@@ -48,63 +41,57 @@ export class EscrowController {
 
   @Post(':id/accept')
   @HttpCode(200)
-  @RequireScopes('escrow:write')
-  @Idempotent({ required: false, steps: true })
+  @Runs(ACT_ON_ESCROW.accept)
   @ApiOperation({ summary: 'Seller accepts a funded escrow', description: ACTION_DOCS })
   @ApiOkResponse({ type: EscrowDto })
   @ApiConflictResponse({ description: 'invalid_request: state forbids the action, or the tx is not mined yet (details.reason pending)', type: ErrorBody })
   accept(@CurrentPrincipal() p: Principal, @Param('id', escrowId) id: string, @Body() body: EscrowActionDto): ActionSteps {
-    return this.steps(p, id, 'accept', body);
+    return this.escrows.actionWork(p, id, 'accept', body);
   }
 
   @Post(':id/decline')
   @HttpCode(200)
-  @RequireScopes('escrow:write')
-  @Idempotent({ required: true, steps: true })
+  @Runs(ACT_ON_ESCROW.decline)
   @ApiOperation({ summary: 'Seller declines; the buyer is refunded', description: ACTION_DOCS })
   @ApiOkResponse({ type: EscrowDto })
   decline(@CurrentPrincipal() p: Principal, @Param('id', escrowId) id: string, @Body() body: EscrowActionDto): ActionSteps {
-    return this.steps(p, id, 'decline', body);
+    return this.escrows.actionWork(p, id, 'decline', body);
   }
 
   @Post(':id/mark-delivered')
   @HttpCode(200)
-  @RequireScopes('escrow:write')
-  @Idempotent({ required: false, steps: true })
+  @Runs(ACT_ON_ESCROW['mark-delivered'])
   @ApiOperation({ summary: 'Seller marks delivered; the inspection window starts', description: ACTION_DOCS })
   @ApiOkResponse({ type: EscrowDto })
   markDelivered(@CurrentPrincipal() p: Principal, @Param('id', escrowId) id: string, @Body() body: EscrowActionDto): ActionSteps {
-    return this.steps(p, id, 'mark-delivered', body);
+    return this.escrows.actionWork(p, id, 'mark-delivered', body);
   }
 
   @Post(':id/release')
   @HttpCode(200)
-  @RequireScopes('escrow:write')
-  @Idempotent({ required: true, steps: true })
+  @Runs(ACT_ON_ESCROW.release)
   @ApiOperation({ summary: 'Buyer releases the funds to the seller (buyer only; confirm: true)', description: ACTION_DOCS })
   @ApiOkResponse({ type: EscrowDto })
   release(@CurrentPrincipal() p: Principal, @Param('id', escrowId) id: string, @Body() body: ConfirmedEscrowActionDto): ActionSteps {
-    return this.steps(p, id, 'release', body);
+    return this.escrows.actionWork(p, id, 'release', body);
   }
 
   @Post(':id/cancel')
   @HttpCode(200)
-  @RequireScopes('escrow:write')
-  @Idempotent({ required: true, steps: true })
+  @Runs(ACT_ON_ESCROW.cancel)
   @ApiOperation({ summary: 'Buyer cancels a funded escrow and is refunded', description: ACTION_DOCS })
   @ApiOkResponse({ type: EscrowDto })
   cancel(@CurrentPrincipal() p: Principal, @Param('id', escrowId) id: string, @Body() body: EscrowActionDto): ActionSteps {
-    return this.steps(p, id, 'cancel', body);
+    return this.escrows.actionWork(p, id, 'cancel', body);
   }
 
   @Post(':id/dispute')
   @HttpCode(200)
-  @RequireScopes('escrow:write')
-  @Idempotent({ required: true, steps: true })
+  @Runs(ACT_ON_ESCROW.dispute)
   @ApiOperation({ summary: 'Buyer or seller disputes; funds stay locked until the arbiter resolves (confirm: true)', description: ACTION_DOCS })
   @ApiOkResponse({ type: EscrowDto })
   dispute(@CurrentPrincipal() p: Principal, @Param('id', escrowId) id: string, @Body() body: ConfirmedEscrowActionDto): ActionSteps {
-    return this.steps(p, id, 'dispute', body);
+    return this.escrows.actionWork(p, id, 'dispute', body);
   }
 }
 

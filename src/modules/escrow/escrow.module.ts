@@ -7,6 +7,7 @@ import { EscrowIndexer } from './escrow-indexer.service';
 import { EscrowProjector } from './escrow-projector.service';
 import { EscrowMapper } from './escrow.mapper';
 import { EscrowRepository } from './escrow.repository';
+import { EscrowOperations } from './escrow.operations';
 import { EscrowService } from './escrow.service';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
@@ -14,7 +15,7 @@ import { Escrow, EscrowChainEventRow } from './escrow.entity';
 /** Escrows, their chain gateway and indexer (services only; routes in EscrowHttpModule, jobs in EscrowJobsModule). */
 @Module({
   imports: [TypeOrmModule.forFeature([Escrow, EscrowChainEventRow]), CheckoutModule, OrgsModule, RelayerModule],
-  providers: [EscrowRepository, EscrowChainService, EscrowProjector, EscrowMapper, EscrowService, EscrowIndexer],
-  exports: [EscrowService, EscrowProjector, EscrowChainService, EscrowIndexer],
+  providers: [EscrowRepository, EscrowChainService, EscrowProjector, EscrowMapper, EscrowService, EscrowOperations, EscrowIndexer],
+  exports: [EscrowService, EscrowOperations, EscrowProjector, EscrowChainService, EscrowIndexer],
 })
 export class EscrowModule {}

@@ -4,6 +4,7 @@ import { formatAmount } from '@lib/money';
 import { getAddress, ZeroAddress, type Wallet } from 'ethers';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
+import { IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
@@ -65,6 +66,19 @@ export class EscrowService {
     const rows = await this.repo.list(principal.organizationId, { limit, startingAfter: q.startingAfter, role: q.role, status: q.status });
     const page = toPage(rows, limit, (r) => r);
     return { ...page, data: await Promise.all(page.data.map((e) => this.render(e, principal.organizationId))) };
+  }
+
+  /**
+   * The work of a party action's operation (escrow.operations.ts; the REST route returns it as it
+   * is): `prepare` = {@link prepareAction} (checks and chain verification, no transaction held),
+   * `run` = {@link applyAction} in the key's transaction (docs/architecture.md §5, §7).
+   * @throws AppError from its steps only, as those two document.
+   */
+  actionWork(principal: Principal, id: string, action: EscrowApiAction, body: EscrowActionInput): IdempotentSteps<PreparedEscrowAction, EscrowDto> {
+    return new IdempotentSteps(
+      (prepared) => this.applyAction(principal, id, action, body, prepared),
+      () => this.prepareAction(principal, id, action, body),
+    );
   }
 
   /**

@@ -7,6 +7,8 @@ import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { Idempotent, IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { CreateInvoiceDto, InvoiceActionDto, InvoiceDto, InvoiceListDto, InvoiceListQueryDto, UpdateInvoiceDto } from './dto/invoice.dto';
+import { Runs } from '../../kernel/http';
+import { CREATE_INVOICE, InvoicesOperations, SEND_INVOICE } from './invoices.operations';
 import { InvoicesService } from './invoices.service';
 
 const invoiceId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('invoice') });
@@ -16,17 +18,19 @@ const STATE_CONFLICT = 'invalid_request: the invoice\'s status forbids this (det
 @ApiTags('invoices')
 @Controller('api/v1/invoices')
 export class InvoicesController {
-  constructor(private readonly invoices: InvoicesService) {}
+  constructor(
+    private readonly invoices: InvoicesService,
+    private readonly ops: InvoicesOperations,
+  ) {}
 
   @Post()
   @HttpCode(200)
-  @RequireScopes('invoices:write')
-  @Idempotent({ required: false })
+  @Runs(CREATE_INVOICE)
   @ApiOperation({ summary: 'Create a draft invoice', description: 'Lines from offerings take their current price; totals are Σ quantity × unitAmount in USDC.' })
   @ApiOkResponse({ type: InvoiceDto })
   @ApiStandardErrors()
-  create(@CurrentPrincipal() p: Principal, @Body() body: CreateInvoiceDto): Promise<InvoiceDto> {
-    return this.invoices.create(p, body);
+  create(@CurrentPrincipal() p: Principal, @Body() body: CreateInvoiceDto) {
+    return this.ops.create.work({ principal: p, params: {} }, body);
   }
 
   @Get()
@@ -61,8 +65,7 @@ export class InvoicesController {
 
   @Post(':id/send')
   @HttpCode(200)
-  @RequireScopes('invoices:write')
-  @Idempotent({ required: false })
+  @Runs(SEND_INVOICE)
   @ApiOperation({
     summary: 'Send an invoice: finalise a draft (number, payUrl, sentAt) or re-send an open one',
     description: 'Emails the customer when SMTP is configured (email.status pending → sent); without SMTP_URL the invoice is still sent and email.status is skipped.',
@@ -70,8 +73,8 @@ export class InvoicesController {
   @ApiOkResponse({ type: InvoiceDto })
   @ApiStandardErrors({ notFound: true })
   @ApiConflictResponse({ description: STATE_CONFLICT, type: ErrorBody })
-  send(@CurrentPrincipal() p: Principal, @Param('id', invoiceId) id: string, @Body() _body: InvoiceActionDto): Promise<InvoiceDto> {
-    return this.invoices.send(p, id);
+  send(@CurrentPrincipal() p: Principal, @Param('id', invoiceId) id: string, @Body() _body: InvoiceActionDto) {
+    return this.ops.send.work({ principal: p, params: { id } }, {});
   }
 
   @Post(':id/void')

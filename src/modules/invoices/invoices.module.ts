@@ -6,6 +6,7 @@ import { OfferingsModule } from '../offerings/offerings.module';
 import { OrgsModule } from '../orgs/orgs.module';
 import { InvoiceMailer } from './invoice-mailer.service';
 import { InvoicesRepository } from './invoices.repository';
+import { InvoicesOperations } from './invoices.operations';
 import { InvoicesService } from './invoices.service';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Invoice, InvoiceEmail } from './invoices.entity';
@@ -17,7 +18,7 @@ import { Invoice, InvoiceEmail } from './invoices.entity';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([Invoice, InvoiceEmail]), CheckoutModule, OfferingsModule, OrgsModule, VerificationModule, EscrowModule],
-  providers: [InvoicesRepository, InvoicesService, InvoiceMailer],
-  exports: [InvoicesService, InvoiceMailer],
+  providers: [InvoicesRepository, InvoicesService, InvoicesOperations, InvoiceMailer],
+  exports: [InvoicesService, InvoicesOperations, InvoiceMailer],
 })
 export class InvoicesModule {}

@@ -4,8 +4,9 @@ import { CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorato
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent } from '../../kernel/idempotency/idempotent.decorator';
+import { Runs } from '../../kernel/http';
 import { CreateOfferingDto, OfferingDto, OfferingListDto, OfferingListQueryDto, UpdateOfferingDto } from './dto/offering.dto';
+import { CREATE_OFFERING, OfferingsOperations, UPDATE_OFFERING } from './offerings.operations';
 import { OfferingsService } from './offerings.service';
 
 const offeringId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('offering') });
@@ -14,17 +15,19 @@ const offeringId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound
 @ApiTags('offerings')
 @Controller('api/v1/offerings')
 export class OfferingsController {
-  constructor(private readonly offerings: OfferingsService) {}
+  constructor(
+    private readonly offerings: OfferingsService,
+    private readonly ops: OfferingsOperations,
+  ) {}
 
   @Post()
   @HttpCode(200)
-  @RequireScopes('offerings:write')
-  @Idempotent({ required: false })
+  @Runs(CREATE_OFFERING)
   @ApiOperation({ summary: 'Create an offering (a catalogue item with a unit price in USDC)' })
   @ApiOkResponse({ type: OfferingDto })
   @ApiStandardErrors()
-  create(@CurrentPrincipal() p: Principal, @Body() body: CreateOfferingDto): Promise<OfferingDto> {
-    return this.offerings.create(p, body);
+  create(@CurrentPrincipal() p: Principal, @Body() body: CreateOfferingDto) {
+    return this.ops.create.work({ principal: p, params: {} }, body);
   }
 
   @Get()
@@ -47,15 +50,14 @@ export class OfferingsController {
 
   @Patch(':id')
   @HttpCode(200)
-  @RequireScopes('offerings:write')
-  @Idempotent({ required: false })
+  @Runs(UPDATE_OFFERING)
   @ApiOperation({
     summary: 'Update an offering (JSON merge: absent keeps, null clears description/metadata)',
     description: 'Changes bind later checkouts only. Archive with {"active": false}; there is no delete.',
   })
   @ApiOkResponse({ type: OfferingDto })
   @ApiStandardErrors({ notFound: true })
-  update(@CurrentPrincipal() p: Principal, @Param('id', offeringId) id: string, @Body() body: UpdateOfferingDto): Promise<OfferingDto> {
-    return this.offerings.update(p, id, body);
+  update(@CurrentPrincipal() p: Principal, @Param('id', offeringId) id: string, @Body() body: UpdateOfferingDto) {
+    return this.ops.update.work({ principal: p, params: { id } }, body);
   }
 }

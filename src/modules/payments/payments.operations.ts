@@ -16,6 +16,6 @@ export class PaymentsOperations {
   readonly pay: Operation<CreatePaymentDto>;
 
   constructor(payments: PaymentsService) {
-    this.pay = defineOperation({ ...PAY, work: (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, ctx.key) });
+    this.pay = defineOperation(PAY, (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, ctx.key));
   }
 }

@@ -24,26 +24,17 @@ export class VerificationOperations {
   readonly startIdentityCheck: Operation;
 
   constructor(verification: VerificationService) {
-    this.startWalletCheck = defineOperation({
-      ...START_WALLET_CHECK,
-      work: ({ principal }) => ({
-        prepare: () => verification.walletCheckHead(principal.organizationId),
-        run: (prepared) => verification.issueWalletCheck(principal.organizationId, prepared as Awaited<ReturnType<VerificationService['walletCheckHead']>>),
-      }),
-    });
-    this.confirmWalletCheck = defineOperation({
-      ...CONFIRM_WALLET_CHECK,
-      work: ({ principal }, input) => ({
-        prepare: () => verification.proveWalletPayment(principal.organizationId, input.txHash),
-        run: (proof) => verification.recordWalletPayment(principal.organizationId, proof as Awaited<ReturnType<VerificationService['proveWalletPayment']>>),
-      }),
-    });
-    this.startIdentityCheck = defineOperation({
-      ...START_IDENTITY_CHECK,
-      work: ({ principal }) => ({
-        prepare: () => verification.createIdentitySession(principal.organizationId),
-        run: (session) => verification.recordIdentitySession(principal.organizationId, session as Awaited<ReturnType<VerificationService['createIdentitySession']>>),
-      }),
-    });
+    this.startWalletCheck = defineOperation(START_WALLET_CHECK, ({ principal }) => ({
+      prepare: () => verification.walletCheckHead(principal.organizationId),
+      run: (prepared) => verification.issueWalletCheck(principal.organizationId, prepared as Awaited<ReturnType<VerificationService['walletCheckHead']>>),
+    }));
+    this.confirmWalletCheck = defineOperation(CONFIRM_WALLET_CHECK, ({ principal }, input) => ({
+      prepare: () => verification.proveWalletPayment(principal.organizationId, input.txHash),
+      run: (proof) => verification.recordWalletPayment(principal.organizationId, proof as Awaited<ReturnType<VerificationService['proveWalletPayment']>>),
+    }));
+    this.startIdentityCheck = defineOperation(START_IDENTITY_CHECK, ({ principal }) => ({
+      prepare: () => verification.createIdentitySession(principal.organizationId),
+      run: (session) => verification.recordIdentitySession(principal.organizationId, session as Awaited<ReturnType<VerificationService['createIdentitySession']>>),
+    }));
   }
 }

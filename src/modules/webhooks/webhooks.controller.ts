@@ -5,9 +5,11 @@ import type { Principal } from '../../kernel/auth/principal';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { Idempotent } from '../../kernel/idempotency/idempotent.decorator';
+import { Runs } from '../../kernel/http';
 import { ListWebhookDeliveriesQueryDto, WebhookDeliveryDto, WebhookDeliveryListDto } from './dto/webhook-delivery.dto';
 import { PutWebhookEndpointDto, WebhookEndpointDto } from './dto/webhook-endpoint.dto';
 import { WebhookErrors } from './webhooks.errors';
+import { PUT_WEBHOOK_ENDPOINT, RETRY_WEBHOOK_DELIVERY, WebhooksOperations } from './webhooks.operations';
 import { WebhooksService } from './webhooks.service';
 
 const notFoundOnBadId = new ParseUUIDPipe({ exceptionFactory: () => WebhookErrors.deliveryNotFound() });
@@ -29,7 +31,7 @@ export class WebhookEndpointsController {
 
   @Put()
   @HttpCode(200)
-  @RequireScopes('webhooks:write')
+  @Runs(PUT_WEBHOOK_ENDPOINT)
   @ApiOperation({
     summary: 'Create or replace the webhook endpoint; rotateSecret issues a new secret',
     description:
@@ -41,6 +43,7 @@ export class WebhookEndpointsController {
   @ApiOkResponse({ type: WebhookEndpointDto })
   @ApiStandardErrors()
   put(@CurrentPrincipal() principal: Principal, @Body() body: PutWebhookEndpointDto): Promise<WebhookEndpointDto> {
+    // Idempotency `none`: no interceptor runs a work here, so the route calls what the operation's work calls.
     return this.webhooks.putEndpoint(principal, body);
   }
 
@@ -66,7 +69,10 @@ export class WebhookEndpointsController {
 @ApiTags('webhooks')
 @Controller('api/v1/webhook-deliveries')
 export class WebhookDeliveriesController {
-  constructor(private readonly webhooks: WebhooksService) {}
+  constructor(
+    private readonly webhooks: WebhooksService,
+    private readonly ops: WebhooksOperations,
+  ) {}
 
   @Get()
   @RequireScopes('webhooks:read')
@@ -79,13 +85,12 @@ export class WebhookDeliveriesController {
 
   @Post(':id/retry')
   @HttpCode(200)
-  @RequireScopes('webhooks:write')
-  @Idempotent({ required: false })
+  @Runs(RETRY_WEBHOOK_DELIVERY)
   @ApiOperation({ summary: 'Attempt a delivery once more, now, with the same webhook-id' })
   @ApiOkResponse({ type: WebhookDeliveryDto })
   @ApiConflictResponse({ description: 'invalid_request (details.reason endpoint_disabled): the endpoint is disabled', type: ErrorBody })
   @ApiStandardErrors({ notFound: true })
-  retry(@CurrentPrincipal() principal: Principal, @Param('id', notFoundOnBadId) id: string): Promise<WebhookDeliveryDto> {
-    return this.webhooks.retryDelivery(principal, id);
+  retry(@CurrentPrincipal() principal: Principal, @Param('id', notFoundOnBadId) id: string) {
+    return this.ops.retryDelivery.work({ principal, params: { id } }, {});
   }
 }

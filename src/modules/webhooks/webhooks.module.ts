@@ -3,6 +3,7 @@ import { Module } from '@nestjs/common';
 import { QueueModule } from '../../common/queue/queue.module';
 import { DeliveryQueue, WEBHOOK_DELIVERY_QUEUE } from './webhooks.queue';
 import { WebhooksRepository } from './webhooks.repository';
+import { WebhooksOperations } from './webhooks.operations';
 import { WebhooksService } from './webhooks.service';
 import { WebhookSecrets } from './webhook-secrets.service';
 import { DnsHostResolver, HostResolver, WebhookUrlService } from './webhook-url.service';
@@ -27,7 +28,7 @@ export class WebhookUrlModule {}
  */
 @Module({
   imports: [TypeOrmModule.forFeature([WebhookEndpoint, WebhookDelivery]), QueueModule, BullModule.registerQueue({ name: WEBHOOK_DELIVERY_QUEUE }), WebhookUrlModule],
-  providers: [WebhooksRepository, WebhooksService, WebhookSecrets, DeliveryQueue],
-  exports: [WebhooksRepository, WebhooksService, WebhookSecrets, DeliveryQueue, WebhookUrlModule, BullModule],
+  providers: [WebhooksRepository, WebhooksService, WebhooksOperations, WebhookSecrets, DeliveryQueue],
+  exports: [WebhooksRepository, WebhooksService, WebhooksOperations, WebhookSecrets, DeliveryQueue, WebhookUrlModule, BullModule],
 })
 export class WebhooksModule {}

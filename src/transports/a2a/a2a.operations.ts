@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
-import { CheckoutService } from '../../modules/checkout/checkout.service';
+import { CheckoutOperations } from '../../modules/checkout/checkout.operations';
 import { CreateCheckoutSessionDto } from '../../modules/checkout/dto/create-checkout-session.dto';
 import { A2aPaymentsService } from './a2a-payments.service';
 import type { PayTerms } from './a2a-task-status';
@@ -24,6 +24,14 @@ export interface PaySkillInput extends PayTerms {
   taskId: string;
 }
 
+/** {@link SUBMIT_A2A_PAYMENT}'s access and key scope for the JSON-RPC pay skill, whose input is the task's terms (checked by the executor), not the REST DTO. */
+const PAY_SKILL: OperationSpec<PaySkillInput> = {
+  name: SUBMIT_A2A_PAYMENT.name,
+  scopes: SUBMIT_A2A_PAYMENT.scopes,
+  kinds: SUBMIT_A2A_PAYMENT.kinds,
+  idempotency: 'row-owned',
+};
+
 /**
  * The A2A skills as operations for the kernel's runner (DESIGN §17): the executor maps a message to
  * one of these and its result to task states; access, validation and idempotency are the runner's.
@@ -35,23 +43,11 @@ export class A2aOperations {
    * (A2A's own retry identity); the payment stores the task id, no invented Idempotency-Key.
    */
   readonly pay: Operation<PaySkillInput>;
-  /** `create-checkout`: POST /checkout-sessions as a skill (checkout:write, the same DTO). */
+  /** `create-checkout`: the checkout module's operation of POST /checkout-sessions, run as a skill (checkout.operations.ts). */
   readonly createCheckout: Operation<CreateCheckoutSessionDto>;
 
-  constructor(payments: A2aPaymentsService, checkout: CheckoutService) {
-    this.pay = defineOperation<PaySkillInput>({
-      name: SUBMIT_A2A_PAYMENT.name,
-      scopes: SUBMIT_A2A_PAYMENT.scopes,
-      kinds: SUBMIT_A2A_PAYMENT.kinds,
-      idempotency: 'row-owned',
-      work: (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId),
-    });
-    this.createCheckout = defineOperation({
-      name: 'create-checkout',
-      scopes: ['checkout:write'],
-      input: CreateCheckoutSessionDto,
-      idempotency: 'optional',
-      work: (ctx, input) => ({ run: () => checkout.create(ctx.principal, input) }),
-    });
+  constructor(payments: A2aPaymentsService, checkout: CheckoutOperations) {
+    this.pay = defineOperation<PaySkillInput>(PAY_SKILL, (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId));
+    this.createCheckout = checkout.create;
   }
 }

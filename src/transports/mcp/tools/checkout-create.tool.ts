@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { IdempotentSteps } from '../../../kernel/idempotency/idempotent.decorator';
-import { CheckoutService } from '../../../modules/checkout/checkout.service';
-import { CreateCheckoutSessionDto } from '../../../modules/checkout/dto/create-checkout-session.dto';
-import type { ServiceTool, McpToolContext } from '../mcp-tool';
+import type { Operation } from '../../../kernel/operation';
+import { CheckoutOperations } from '../../../modules/checkout/checkout.operations';
+import type { CreateCheckoutSessionDto } from '../../../modules/checkout/dto/create-checkout-session.dto';
+import type { McpTool } from '../mcp-tool';
 import { idempotencyKey } from './ids';
 
 /** The body of POST /api/v1/checkout-sessions (docs/api.md). */
@@ -20,27 +20,21 @@ export const checkoutCreateInput = z.object({
   idempotencyKey: idempotencyKey(false),
 });
 
-/** svc_checkout_create: POST /api/v1/checkout-sessions. */
+/** svc_checkout_create: the operation `create-checkout` of POST /api/v1/checkout-sessions (declared once in checkout.operations.ts). */
 @Injectable()
-export class CheckoutCreateTool implements ServiceTool {
+export class CheckoutCreateTool implements McpTool<CreateCheckoutSessionDto> {
   readonly name: string = 'svc_checkout_create';
   readonly title = 'Create a checkout session';
   readonly description = 'Creates an escrow-settled USDC checkout session; the buyer pays at its payUrl.';
-  readonly scopes = ['checkout:write'] as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
   readonly input = checkoutCreateInput;
-  readonly dto = CreateCheckoutSessionDto;
-  readonly idempotency = 'optional' as const;
-  readonly steps = true;
-  constructor(private readonly checkout: CheckoutService) {}
-  /** As its REST twin: the webhookUrl DNS check (when there is one) first, then the insert. */
-  async run(ctx: McpToolContext, input: Record<string, unknown>) {
-    const { session, resolveWebhookUrl } = await this.checkout.draft(ctx.principal, input as unknown as CreateCheckoutSessionDto);
-    return new IdempotentSteps(() => this.checkout.insert(session), resolveWebhookUrl);
+  readonly operation: Operation<CreateCheckoutSessionDto>;
+  constructor(ops: CheckoutOperations) {
+    this.operation = ops.create;
   }
 }
 
-/** svc_create_checkout: the agent-facing alias of svc_checkout_create (docs/api.md, Tool interface). */
+/** svc_create_checkout: the agent-facing alias of svc_checkout_create (docs/api.md, Tool interface): the same operation, so the same key scope. */
 @Injectable()
 export class CreateCheckoutTool extends CheckoutCreateTool {
   override readonly name = 'svc_create_checkout';

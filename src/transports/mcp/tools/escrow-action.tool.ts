@@ -1,56 +1,40 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { ConfirmedEscrowActionDto, EscrowActionDto } from '../../../modules/escrow/dto/escrow.dto';
+import type { Operation } from '../../../kernel/operation';
+import { EscrowOperations } from '../../../modules/escrow/escrow.operations';
+import type { EscrowActionInput } from '../../../modules/escrow/escrow.service';
 import { ESCROW_ACTIONS, EscrowApiAction } from '../../../modules/escrow/escrow.state';
-import { IdempotentSteps } from '../../../kernel/idempotency/idempotent.decorator';
-import { EscrowService, PreparedEscrowAction } from '../../../modules/escrow/escrow.service';
-import type { ServiceTool, McpToolAnnotations, McpToolContext } from '../mcp-tool';
-import { idempotencyKey, idParam, requireUuid } from './ids';
-
-type ActionInput = { id: string; txHash: string; confirm?: boolean };
+import type { McpTool, McpToolAnnotations } from '../mcp-tool';
+import { idempotencyKey, idParam } from './ids';
 
 /**
- * The escrow party actions (POST /api/v1/escrows/{id}/<action>): the caller signs and sends the
- * contract call first and reports its txHash, which is verified on chain (docs/architecture.md §7).
- * One class per action, sharing this base.
+ * The escrow party actions: each tool runs the operation of POST /api/v1/escrows/{id}/<action>
+ * (declared once in escrow.operations.ts): the caller signs and sends the contract call first and
+ * reports its txHash, which is verified on chain (docs/architecture.md §7). `id` is the path
+ * parameter. One class per action, sharing this base.
  */
 @Injectable()
-abstract class EscrowActionTool implements ServiceTool<ActionInput> {
+abstract class EscrowActionTool implements McpTool<EscrowActionInput> {
   abstract readonly action: EscrowApiAction;
   abstract readonly name: string;
   abstract readonly title: string;
   abstract readonly description: string;
-  readonly scopes = ['escrow:write'] as const;
   readonly params = ['id'] as const;
-  constructor(private readonly escrows: EscrowService) {}
-  get rule() {
-    return ESCROW_ACTIONS[this.action];
+  constructor(private readonly ops: EscrowOperations) {}
+  get operation(): Operation<EscrowActionInput> {
+    return this.ops.act[this.action];
   }
   get annotations(): McpToolAnnotations {
     return { readOnlyHint: false, destructiveHint: ['release', 'dispute', 'cancel', 'decline'].includes(this.action), idempotentHint: true };
   }
-  get idempotency() {
-    return this.rule.idempotencyRequired ? ('required' as const) : ('optional' as const);
-  }
-  get dto() {
-    return this.rule.confirm ? ConfirmedEscrowActionDto : EscrowActionDto;
-  }
   get input() {
+    const rule = ESCROW_ACTIONS[this.action];
     return z.object({
       id: idParam('escrow'),
       txHash: z.string().describe('Hash of the transaction you sent to the escrow contract'),
-      ...(this.rule.confirm ? { confirm: z.boolean().optional().describe('Must be true: this moves or locks money') } : {}),
-      idempotencyKey: idempotencyKey(this.rule.idempotencyRequired),
+      ...(rule.confirm ? { confirm: z.boolean().optional().describe('Must be true: this moves or locks money') } : {}),
+      idempotencyKey: idempotencyKey(rule.idempotencyRequired),
     });
-  }
-  readonly steps = true;
-  /** As its REST twin: the checks and the chain verification first, then the locked transaction applies it. */
-  async run(ctx: McpToolContext, input: ActionInput) {
-    const id = requireUuid(input.id, 'escrow');
-    return new IdempotentSteps<PreparedEscrowAction, unknown>(
-      (prepared) => this.escrows.applyAction(ctx.principal, id, this.action, input, prepared),
-      () => this.escrows.prepareAction(ctx.principal, id, this.action, input),
-    );
   }
 }
 

@@ -1,16 +1,9 @@
 import { z } from 'zod';
-import { AppError } from '../../../common/errors/app-error';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export { requireUuid } from '../../../common/http/path-id';
 
 /** A path id as REST takes it: any string; one that is not a UUID is simply not found (as REST's 404). */
 export const idParam = (what: string) => z.string().describe(`The ${what} id`);
-
-/** @throws AppError not_found when `id` is not a UUID (REST answers 404 for such a path). */
-export function requireUuid(id: string, resource: string): string {
-  if (!UUID.test(id)) throw AppError.notFound(resource);
-  return id;
-}
 
 /** `idempotencyKey`, optional or required, as its REST twin's Idempotency-Key header. */
 export const idempotencyKey = (required: boolean) => {

@@ -1,18 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { CreateInvoiceDto, InvoiceListQueryDto } from '../../../modules/invoices/dto/invoice.dto';
-const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void'] as const;
+import type { Operation } from '../../../kernel/operation';
+import { type CreateInvoiceDto, InvoiceListQueryDto } from '../../../modules/invoices/dto/invoice.dto';
+import { InvoicesOperations } from '../../../modules/invoices/invoices.operations';
 import { InvoicesService } from '../../../modules/invoices/invoices.service';
-import type { ServiceTool, McpToolContext } from '../mcp-tool';
+import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
 import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
 
-/** svc_invoice_create: POST /api/v1/invoices (a draft). */
+const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void'] as const;
+
+/** svc_invoice_create: the operation `create-invoice` of POST /api/v1/invoices, a draft (declared once in invoices.operations.ts). */
 @Injectable()
-export class InvoiceCreateTool implements ServiceTool {
+export class InvoiceCreateTool implements McpTool<CreateInvoiceDto> {
   readonly name = 'svc_invoice_create';
   readonly title = 'Create an invoice (draft)';
   readonly description = 'A draft invoice with line items priced from offerings or given; send it with svc_invoice_send.';
-  readonly scopes = ['invoices:write'] as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
   readonly input = z.object({
     customer: z.object({ name: z.string(), email: z.string() }),
@@ -24,11 +26,9 @@ export class InvoiceCreateTool implements ServiceTool {
     metadata: z.record(z.string(), z.unknown()).nullable().optional(),
     idempotencyKey: idempotencyKey(false),
   });
-  readonly dto = CreateInvoiceDto;
-  readonly idempotency = 'optional' as const;
-  constructor(private readonly invoices: InvoicesService) {}
-  run(ctx: McpToolContext, input: Record<string, unknown>) {
-    return this.invoices.create(ctx.principal, input as unknown as CreateInvoiceDto);
+  readonly operation: Operation<CreateInvoiceDto>;
+  constructor(ops: InvoicesOperations) {
+    this.operation = ops.create;
   }
 }
 
@@ -63,18 +63,17 @@ export class InvoiceListTool implements ServiceTool<InvoiceListQueryDto & Record
   }
 }
 
-/** svc_invoice_send: POST /api/v1/invoices/{id}/send (finalises a draft, or re-sends). */
+/** svc_invoice_send: the operation `send-invoice` of POST /api/v1/invoices/{id}/send, which finalises a draft or re-sends (declared once in invoices.operations.ts). */
 @Injectable()
-export class InvoiceSendTool implements ServiceTool<{ id: string }> {
+export class InvoiceSendTool implements McpTool {
   readonly name = 'svc_invoice_send';
   readonly title = 'Send an invoice';
   readonly description = 'Finalises a draft (number, payUrl) and emails the customer, or re-sends an open invoice.';
-  readonly scopes = ['invoices:write'] as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
   readonly input = z.object({ id: idParam('invoice'), idempotencyKey: idempotencyKey(false) });
-  readonly idempotency = 'optional' as const;
-  constructor(private readonly invoices: InvoicesService) {}
-  run(ctx: McpToolContext, input: { id: string }) {
-    return this.invoices.send(ctx.principal, requireUuid(input.id, 'invoice'));
+  readonly params = ['id'] as const;
+  readonly operation: Operation;
+  constructor(ops: InvoicesOperations) {
+    this.operation = ops.send;
   }
 }

@@ -1,20 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
-import { CreateOfferingDto, OfferingListQueryDto, UpdateOfferingDto } from '../../../modules/offerings/dto/offering.dto';
+import type { Operation } from '../../../kernel/operation';
+import { type CreateOfferingDto, OfferingListQueryDto, type UpdateOfferingDto } from '../../../modules/offerings/dto/offering.dto';
+import { OfferingsOperations } from '../../../modules/offerings/offerings.operations';
 import { OfferingsService } from '../../../modules/offerings/offerings.service';
-import type { ServiceTool, McpToolContext } from '../mcp-tool';
+import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
 import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
 
 const TEMPLATES = z.enum(['freelance', 'physical', 'digital', 'custom']);
 const metadata = z.record(z.string(), z.unknown());
 
-/** svc_offering_create: POST /api/v1/offerings. */
+/** svc_offering_create: the operation `create-offering` of POST /api/v1/offerings (declared once in offerings.operations.ts). */
 @Injectable()
-export class OfferingCreateTool implements ServiceTool {
+export class OfferingCreateTool implements McpTool<CreateOfferingDto> {
   readonly name = 'svc_offering_create';
   readonly title = 'Create an offering';
   readonly description = 'A catalogue item with a USDC price; checkouts can sell it by offeringId and quantity.';
-  readonly scopes = ['offerings:write'] as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
   readonly input = z.object({
     name: z.string(),
@@ -25,11 +26,9 @@ export class OfferingCreateTool implements ServiceTool {
     metadata: metadata.nullable().optional(),
     idempotencyKey: idempotencyKey(false),
   });
-  readonly dto = CreateOfferingDto;
-  readonly idempotency = 'optional' as const;
-  constructor(private readonly offerings: OfferingsService) {}
-  run(ctx: McpToolContext, input: Record<string, unknown>) {
-    return this.offerings.create(ctx.principal, input as unknown as CreateOfferingDto);
+  readonly operation: Operation<CreateOfferingDto>;
+  constructor(ops: OfferingsOperations) {
+    this.operation = ops.create;
   }
 }
 
@@ -64,13 +63,12 @@ export class OfferingListTool implements ServiceTool<OfferingListQueryDto & Reco
   }
 }
 
-/** svc_offering_update: PATCH /api/v1/offerings/{id} (JSON merge: null clears, absent keeps). */
+/** svc_offering_update: the operation `update-offering` of PATCH /api/v1/offerings/{id}, a JSON merge where null clears and absent keeps (declared once in offerings.operations.ts). */
 @Injectable()
-export class OfferingUpdateTool implements ServiceTool {
+export class OfferingUpdateTool implements McpTool<UpdateOfferingDto> {
   readonly name = 'svc_offering_update';
   readonly title = 'Update an offering';
   readonly description = 'Changes the fields given (null clears description or metadata; active: false archives). Binds later checkouts only.';
-  readonly scopes = ['offerings:write'] as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
   readonly input = z.object({
     id: idParam('offering'),
@@ -82,12 +80,9 @@ export class OfferingUpdateTool implements ServiceTool {
     metadata: metadata.nullable().optional(),
     idempotencyKey: idempotencyKey(false),
   });
-  readonly dto = UpdateOfferingDto;
   readonly params = ['id'] as const;
-  readonly idempotency = 'optional' as const;
-  constructor(private readonly offerings: OfferingsService) {}
-  run(ctx: McpToolContext, input: Record<string, unknown>) {
-    const { id, ...patch } = input;
-    return this.offerings.update(ctx.principal, requireUuid(String(id), 'offering'), patch as unknown as UpdateOfferingDto);
+  readonly operation: Operation<UpdateOfferingDto>;
+  constructor(ops: OfferingsOperations) {
+    this.operation = ops.update;
   }
 }

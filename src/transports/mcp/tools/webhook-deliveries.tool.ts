@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { ListWebhookDeliveriesQueryDto } from '../../../modules/webhooks/dto/webhook-delivery.dto';
+import type { Operation } from '../../../kernel/operation';
+import { WebhooksOperations } from '../../../modules/webhooks/webhooks.operations';
 import { WebhooksService } from '../../../modules/webhooks/webhooks.service';
-import type { ServiceTool, McpToolContext } from '../mcp-tool';
-import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
+import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
+import { idempotencyKey, idParam, listShape } from './ids';
 
 /** svc_webhook_deliveries_list: GET /api/v1/webhook-deliveries. */
 @Injectable()
@@ -21,18 +23,17 @@ export class WebhookDeliveriesListTool implements ServiceTool<ListWebhookDeliver
   }
 }
 
-/** svc_webhook_deliveries_retry: POST /api/v1/webhook-deliveries/{id}/retry. */
+/** svc_webhook_deliveries_retry: the operation `retry-webhook-delivery` of POST /api/v1/webhook-deliveries/{id}/retry (declared once in webhooks.operations.ts). */
 @Injectable()
-export class WebhookDeliveriesRetryTool implements ServiceTool<{ id: string }> {
+export class WebhookDeliveriesRetryTool implements McpTool {
   readonly name = 'svc_webhook_deliveries_retry';
   readonly title = 'Retry a webhook delivery';
   readonly description = 'Attempts a delivery once more, now, with the same webhook-id.';
-  readonly scopes = ['webhooks:write'] as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
   readonly input = z.object({ id: idParam('delivery'), idempotencyKey: idempotencyKey(false) });
-  readonly idempotency = 'optional' as const;
-  constructor(private readonly webhooks: WebhooksService) {}
-  run(ctx: McpToolContext, input: { id: string }) {
-    return this.webhooks.retryDelivery(ctx.principal, requireUuid(input.id, 'webhook delivery'));
+  readonly params = ['id'] as const;
+  readonly operation: Operation;
+  constructor(ops: WebhooksOperations) {
+    this.operation = ops.retryDelivery;
   }
 }

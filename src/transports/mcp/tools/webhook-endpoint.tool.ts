@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
-import { PutWebhookEndpointDto } from '../../../modules/webhooks/dto/webhook-endpoint.dto';
+import type { Operation } from '../../../kernel/operation';
+import type { PutWebhookEndpointDto } from '../../../modules/webhooks/dto/webhook-endpoint.dto';
+import { WebhooksOperations } from '../../../modules/webhooks/webhooks.operations';
 import { WebhooksService } from '../../../modules/webhooks/webhooks.service';
-import type { ServiceTool, McpToolContext } from '../mcp-tool';
+import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
 
 /** svc_webhook_endpoint_get: GET /api/v1/webhook-endpoints. */
 @Injectable()
@@ -21,15 +23,15 @@ export class WebhookEndpointGetTool implements ServiceTool {
 }
 
 /**
- * svc_webhook_endpoint_put: PUT /api/v1/webhook-endpoints. Like its REST twin it takes no
- * idempotency key: a stored replay would keep a plaintext secret at rest.
+ * svc_webhook_endpoint_put: the operation `put-webhook-endpoint` of PUT /api/v1/webhook-endpoints
+ * (declared once in webhooks.operations.ts). Like its REST twin it takes no idempotency key
+ * (idempotency `none`): a stored replay would keep a plaintext secret at rest.
  */
 @Injectable()
-export class WebhookEndpointPutTool implements ServiceTool {
+export class WebhookEndpointPutTool implements McpTool<PutWebhookEndpointDto> {
   readonly name = 'svc_webhook_endpoint_put';
   readonly title = 'Create or replace the webhook endpoint';
   readonly description = 'Sets the webhook URL; rotateSecret issues a new whsec_ secret, returned once.';
-  readonly scopes = ['webhooks:write'] as const;
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false };
   readonly input = z.object({
     url: z.string(),
@@ -37,9 +39,8 @@ export class WebhookEndpointPutTool implements ServiceTool {
     events: z.array(z.enum(WEBHOOK_EVENTS)).nullable().optional(),
     rotateSecret: z.boolean().optional(),
   });
-  readonly dto = PutWebhookEndpointDto;
-  constructor(private readonly webhooks: WebhooksService) {}
-  run(ctx: McpToolContext, input: Record<string, unknown>) {
-    return this.webhooks.putEndpoint(ctx.principal, input as unknown as PutWebhookEndpointDto);
+  readonly operation: Operation<PutWebhookEndpointDto>;
+  constructor(ops: WebhooksOperations) {
+    this.operation = ops.putEndpoint;
   }
 }

@@ -1,0 +1,31 @@
+import { Injectable } from '@nestjs/common';
+import type { AnyIdempotentWork } from '../../kernel/idempotency/idempotency.service';
+import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
+import { CheckoutService } from './checkout.service';
+import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
+
+/**
+ * `create-checkout` (POST /checkout-sessions, svc_checkout_create and its alias svc_create_checkout,
+ * the A2A skill `create-checkout`; docs/api.md, DESIGN §17): an escrow-settled checkout session.
+ * checkout:write; Idempotency-Key optional. Its work is {@link CheckoutService.createWork}: the
+ * `webhookUrl` DNS check (when one is needed) before the key's transaction, then the insert.
+ */
+export const CREATE_CHECKOUT: OperationSpec<CreateCheckoutSessionDto> = {
+  name: 'create-checkout',
+  scopes: ['checkout:write'],
+  input: CreateCheckoutSessionDto,
+  idempotency: 'optional',
+};
+
+/**
+ * The checkout module's operations with their work (DESIGN §17: declared once; REST states them
+ * with `@Runs`, MCP tools and A2A skills name them and run them through the kernel's runner).
+ */
+@Injectable()
+export class CheckoutOperations {
+  readonly create: Operation<CreateCheckoutSessionDto>;
+
+  constructor(checkout: CheckoutService) {
+    this.create = defineOperation(CREATE_CHECKOUT, (ctx, input) => checkout.createWork(ctx.principal, input) as Promise<AnyIdempotentWork>);
+  }
+}

@@ -1,0 +1,35 @@
+import { Injectable } from '@nestjs/common';
+import { requireUuid } from '../../common/http/path-id';
+import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
+import { CreateInvoiceDto } from './dto/invoice.dto';
+import { InvoicesService } from './invoices.service';
+
+/** `create-invoice` (POST /invoices, svc_invoice_create; docs/api.md invoices): a draft invoice. invoices:write; Idempotency-Key optional. */
+export const CREATE_INVOICE: OperationSpec<CreateInvoiceDto> = { name: 'create-invoice', scopes: ['invoices:write'], input: CreateInvoiceDto, idempotency: 'optional' };
+
+/**
+ * `send-invoice` (POST /invoices/{id}/send, svc_invoice_send): finalises a draft or re-sends an open
+ * invoice. invoices:write; Idempotency-Key optional; `{id}` is the path parameter. It declares no
+ * input: the REST body's DTO (`InvoiceActionDto`) holds only the body form of the key, and the
+ * tool's arguments besides `id` and `idempotencyKey` are ignored, as they always were.
+ */
+export const SEND_INVOICE: OperationSpec = { name: 'send-invoice', scopes: ['invoices:write'], idempotency: 'optional' };
+
+/**
+ * The invoice operations with their work (DESIGN §17: declared once; REST states them with `@Runs`
+ * and returns their work, MCP tools name them). Each work is `{run}`: the service call in the
+ * key's transaction (joined by the service's own).
+ */
+@Injectable()
+export class InvoicesOperations {
+  readonly create: Operation<CreateInvoiceDto>;
+  readonly send: Operation;
+
+  constructor(invoices: InvoicesService) {
+    this.create = defineOperation(CREATE_INVOICE, (ctx, input) => ({ run: () => invoices.create(ctx.principal, input) }));
+    this.send = defineOperation(SEND_INVOICE, (ctx) => {
+      const id = requireUuid(ctx.params.id, 'invoice');
+      return { run: () => invoices.send(ctx.principal, id) };
+    });
+  }
+}
