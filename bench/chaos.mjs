@@ -296,8 +296,23 @@ export async function main(args = []) {
           }
           const block = await provider.getBlock('latest');
           await provider.send('anvil_setNextBlockBaseFeePerGas', ['0x' + SPIKED_BASE_FEE_WEI.toString(16)]);
-          stranded += pending.length;
-          return `next base fee ${SPIKED_BASE_FEE_WEI} wei (was ${block.baseFeePerGas}), ${pending.length} relayer txs pending`;
+          // Stranded are only those still waiting once the spiked block is mined: a transaction mined in
+          // the block anvil was sealing while the spike was set never met it (a CI run counted one such
+          // as stranded and then failed the replacement check for it).
+          let spiked = null;
+          for (const until = Date.now() + 4 * BLOCK_SECONDS * 1000; !spiked && Date.now() < until; ) {
+            const head = await provider.getBlock('latest');
+            if (head.baseFeePerGas >= SPIKED_BASE_FEE_WEI) spiked = head;
+            else await sleep(100);
+          }
+          if (!spiked) return `next base fee ${SPIKED_BASE_FEE_WEI} wei set, but no block carried it within ${4 * BLOCK_SECONDS} s`;
+          let waiting = 0;
+          for (const hash of pending) {
+            const receipt = await provider.getTransactionReceipt(hash);
+            if (!receipt || receipt.blockNumber > spiked.number) waiting++;
+          }
+          stranded += waiting;
+          return `base fee ${SPIKED_BASE_FEE_WEI} wei from block ${spiked.number} (was ${block.baseFeePerGas}), ${pending.length} relayer txs pending, ${waiting} still waiting after it`;
         },
       },
       {
