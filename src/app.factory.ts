@@ -13,6 +13,8 @@ import { JSON_RPC } from './transports/a2a/a2a-jsonrpc.filter';
 import { AppError } from './common/errors/app-error';
 import { toAppError } from './common/errors/all-exceptions.filter';
 import { requestIdMiddleware, requestIdOf } from './common/errors/request-id';
+import { httpMetrics } from './common/metrics';
+import { requestLogging } from './common/request-log';
 import { validationFields } from './common/validation/validation-errors';
 import { KernelValidationPipe } from './kernel/validate';
 import { dropIdleClsEnhancers } from './database/cls-enhancers';
@@ -117,7 +119,7 @@ export const API_APP_OPTIONS = { bodyParser: false, bufferLogs: true, abortOnErr
 
 /**
  * Everything {@link createApiApp} does to a created (not yet initialised) api application: logger,
- * proxies, request ids, body parsers, validation, MCP and Swagger. Tests that build the ApiModule
+ * proxies, request ids, the request log and metrics, body parsers, validation, MCP and Swagger. Tests that build the ApiModule
  * with their own providers (Nest's testing module) finish the application with it.
  */
 export function configureApiApp(app: NestExpressApplication): NestExpressApplication {
@@ -127,6 +129,8 @@ export function configureApiApp(app: NestExpressApplication): NestExpressApplica
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestIdMiddleware);
+  app.use(requestLogging(app));
+  app.use(httpMetrics);
   app.use(bodyParser());
   // Validation through the kernel's one validateInput (DESIGN §17), as MCP and A2A validate.
   app.useGlobalPipes(new KernelValidationPipe());

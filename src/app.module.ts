@@ -1,4 +1,4 @@
-import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AuthGuard, CredentialConfirmGuard } from './kernel/auth/auth.guard';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
@@ -14,7 +14,6 @@ import { MandatesHttpModule } from './modules/mandates/mandates.http.module';
 import { X402HttpModule } from './transports/x402/x402.http.module';
 import { PayPageHttpModule } from './transports/pages/pay/pay-page.http.module';
 import { HealthModule } from './transports/health/health.module';
-import { HttpMetricsMiddleware } from './common/metrics';
 import { McpModule } from './transports/mcp/mcp.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
 import { OrgsHttpModule } from './modules/orgs/orgs.http.module';
@@ -70,8 +69,4 @@ import { ConsoleHttpModule } from './transports/pages/console/console.http.modul
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
   ],
 })
-export class ApiModule implements NestModule {
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(HttpMetricsMiddleware).forRoutes('*path');
-  }
-}
+export class ApiModule {}

@@ -40,6 +40,8 @@ function logDestination(nodeEnv: string): pino.DestinationStream {
     LoggerModule.forRootAsync({
       inject: [AppConfig],
       useFactory: (config: AppConfig) => ({
+        // No route: each process mounts the request log itself with app.use (src/common/request-log.ts).
+        forRoutes: [],
         pinoHttp: [
           {
             level: config.env.LOG_LEVEL,

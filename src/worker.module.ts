@@ -2,7 +2,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { BullBoardModule } from '@bull-board/nestjs';
 import type { BullBoardModuleOptions } from '@bull-board/nestjs/dist/bull-board.types';
-import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { operatorAuth } from './kernel/auth/operator-auth.middleware';
 import { AppConfig } from './config/app-config';
 import { CoreModule } from './core.module';
@@ -10,7 +10,6 @@ import { PROCESS_SECRETS } from './config/secrets';
 import { IdempotencyReaperModule, MAINTENANCE_QUEUE } from './kernel/idempotency/idempotency-reaper.module';
 import { CHAIN_QUEUE, EscrowJobsModule } from './modules/escrow/escrow-jobs.processor';
 import { HealthModule } from './transports/health/health.module';
-import { HttpMetricsMiddleware } from './common/metrics';
 import { OutboxRelayProcessor } from './modules/webhooks/delivery/outbox-relay.processor';
 import { WebhookDeliveryModule } from './modules/webhooks/delivery/webhook-delivery.module';
 import { WebhookDeliveryProcessor } from './modules/webhooks/delivery/webhook-delivery.processor';
@@ -85,8 +84,4 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor],
 })
-export class WorkerModule implements NestModule {
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(HttpMetricsMiddleware).forRoutes('*path');
-  }
-}
+export class WorkerModule {}

@@ -5,6 +5,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { AllExceptionsFilter } from './common/errors/all-exceptions.filter';
 import { requestIdMiddleware } from './common/errors/request-id';
+import { httpMetrics } from './common/metrics';
+import { requestLogging } from './common/request-log';
 import { AppConfig } from './config/app-config';
 import { BULL_BOARD_ROUTE, WorkerModule } from './worker.module';
 
@@ -17,6 +19,8 @@ export async function createWorkerApp(): Promise<NestExpressApplication> {
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
   app.use(requestIdMiddleware);
+  app.use(requestLogging(app));
+  app.use(httpMetrics);
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   return app;

@@ -1,4 +1,3 @@
-import { Injectable, NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
@@ -14,16 +13,17 @@ export const httpDuration = new Histogram({
   registers: [metricsRegistry],
 });
 
-/** Records every request in {@link httpDuration}, labelled by the matched route template (not the raw path). */
-@Injectable()
-export class HttpMetricsMiddleware implements NestMiddleware {
-  use(req: Request, res: Response, next: NextFunction): void {
-    const end = httpDuration.startTimer();
-    res.on('finish', () => {
-      const routePath = (req.route as { path?: string } | undefined)?.path;
-      const route = routePath ? `${req.baseUrl}${routePath}` : 'unmatched';
-      end({ method: req.method, route, status: String(res.statusCode) });
-    });
-    next();
-  }
+/**
+ * Records every request in {@link httpDuration}, labelled by the matched route template (not the
+ * raw path). Plain Express middleware for `app.use` (not Nest's middleware module, whose
+ * per-request wrapper cost more than this; docs/decisions.md, "The runner's cost").
+ */
+export function httpMetrics(req: Request, res: Response, next: NextFunction): void {
+  const end = httpDuration.startTimer();
+  res.once('finish', () => {
+    const routePath = (req.route as { path?: string } | undefined)?.path;
+    const route = routePath ? `${req.baseUrl}${routePath}` : 'unmatched';
+    end({ method: req.method, route, status: String(res.statusCode) });
+  });
+  next();
 }

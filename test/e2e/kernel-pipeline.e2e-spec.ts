@@ -58,7 +58,12 @@ describe('the REST pipeline carries only the kernel steps a route declares', () 
     const chunked = await fetch(`http://127.0.0.1:${port}/api/v1/checkout-sessions`, {
       method: 'POST',
       headers: { 'x-api-key': org.key, 'content-type': 'application/json' },
-      body: ReadableStream.from([Buffer.from(JSON.stringify({ amount: '1.50', description: 'chunked' }))]),
+      body: new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(JSON.stringify({ amount: '1.50', description: 'chunked' })));
+          controller.close();
+        },
+      }),
       duplex: 'half',
     } as RequestInit);
     expect(chunked.status).toBe(200);
