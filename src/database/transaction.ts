@@ -1,6 +1,8 @@
 import { TransactionHost, type TransactionalAdapter } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import type { Pool, PoolClient } from 'pg';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 
 /** The raw pg connection of a transaction, as a `begin` step sees it (simple protocol: no parameters, several statements). */
@@ -92,3 +94,24 @@ async function withOwnBegin(
  */
 export type TxHost = TransactionHost<TypeOrmTxAdapter>;
 export { TransactionHost, Propagation } from '@nestjs-cls/transactional';
+
+/**
+ * Runs one parameterised statement through the pg driver itself: on the connection of the
+ * transaction `txHost` is in, or on the pool outside one (docs/decisions.md, "The runner's cost").
+ * It is `txHost.tx.query(sql, params)` for SELECT and INSERT … RETURNING without TypeORM's query
+ * runner around it, whose per-statement query events, logging and result wrapping are measurable
+ * on the hot paths (checkout create and read, the idempotency record). A manager bound to a query
+ * runner outside a transaction keeps TypeORM's path.
+ * @returns the rows of the statement.
+ * @throws pg's DatabaseError (`code`, `constraint`, `detail`) instead of TypeORM's QueryFailedError
+ *   (whose `driverError` is that same error; the error filter reads both).
+ */
+export async function queryRows<T>(txHost: TransactionHost, sql: string, params: unknown[]): Promise<T[]> {
+  const manager = (txHost as TxHost).tx;
+  const runner = manager.queryRunner as (QueryRunner & { databaseConnection?: PoolClient }) | undefined;
+  if (runner) {
+    if (!runner.isTransactionActive || runner.isReleased || !runner.databaseConnection) return (await manager.query(sql, params)) as T[];
+    return (await runner.databaseConnection.query(sql, params)).rows as T[];
+  }
+  return (await ((manager.connection.driver as PostgresDriver).master as Pool).query(sql, params)).rows as T[];
+}

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { escapeLiteral } from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { type RawConnection, TransactionHost, TxHost } from '../../database/transaction';
+import { queryRows, type RawConnection, TransactionHost, TxHost } from '../../database/transaction';
 import { IdempotencyRecord } from './idempotency-record.entity';
 
 /** A stored outcome: status and the body exactly as first sent. */
@@ -55,7 +55,8 @@ export class IdempotencyRepository {
 
   /** The live (unexpired) record of (scope, key), or null. */
   async find(scopeHash: string, key: string): Promise<StoredOutcome | null> {
-    const rows: Array<{ fingerprint: string; response_status: number; response_body: string }> = await this.tx.query(
+    const rows = await queryRows<{ fingerprint: string; response_status: number; response_body: string }>(
+      this.txHost,
       `SELECT fingerprint, response_status, response_body FROM idempotency_records
         WHERE scope_hash = $1 AND idempotency_key = $2 AND expires_at > now()`,
       [scopeHash, key],
@@ -71,7 +72,8 @@ export class IdempotencyRepository {
    *   than commit an effect without its record.
    */
   async insert(record: Omit<IdempotencyRecord, 'id' | 'createdAt' | 'expiresAt'>, ttlHours: number): Promise<void> {
-    const rows: unknown[] = await this.tx.query(
+    const rows = await queryRows(
+      this.txHost,
       `INSERT INTO idempotency_records
          (id, scope_hash, idempotency_key, organization_id, method, path, fingerprint, response_status, response_body, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { keysetPage } from '../../common/http/keyset';
-import { TransactionHost, TxHost } from '../../database/transaction';
+import { queryRows, TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutSession } from './checkout.entity';
 
 const COLUMNS =
@@ -67,7 +67,8 @@ export class CheckoutRepository {
 
   /** Inserts and fills `createdAt`/`updatedAt` from the database (raw SQL: the create hot path). */
   async insert(s: CheckoutSession): Promise<CheckoutSession> {
-    const rows: Array<{ created_at: Date; updated_at: Date }> = await (this.txHost as TxHost).tx.query(
+    const rows = await queryRows<{ created_at: Date; updated_at: Date }>(
+      this.txHost,
       `INSERT INTO checkout_sessions (${INSERT_COLUMNS})
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING created_at, updated_at`,
       sessionParams(s),
@@ -83,7 +84,8 @@ export class CheckoutRepository {
    * @returns the session with `createdAt`/`updatedAt` filled, or null when the organisation is rejected (nothing written).
    */
   async insertUnlessRejected(s: CheckoutSession): Promise<CheckoutSession | null> {
-    const rows: Array<{ created_at: Date; updated_at: Date }> = await (this.txHost as TxHost).tx.query(
+    const rows = await queryRows<{ created_at: Date; updated_at: Date }>(
+      this.txHost,
       `INSERT INTO checkout_sessions (${INSERT_COLUMNS})
        SELECT $1::uuid, $2::uuid, $3::numeric, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text,
          $11::jsonb, $12::uuid, $13::timestamptz, $14::uuid, $15::integer, $16::uuid
@@ -99,10 +101,7 @@ export class CheckoutRepository {
 
   /** A session of this organisation, or null (another organisation's id is treated as absent). Raw SQL: the read hot path. */
   async findForOrganization(organizationId: string, id: string): Promise<CheckoutSession | null> {
-    const rows: SessionRow[] = await (this.txHost as TxHost).tx.query(`SELECT ${COLUMNS} FROM checkout_sessions WHERE id = $1 AND organization_id = $2`, [
-      id,
-      organizationId,
-    ]);
+    const rows = await queryRows<SessionRow>(this.txHost, `SELECT ${COLUMNS} FROM checkout_sessions WHERE id = $1 AND organization_id = $2`, [id, organizationId]);
     return rows.length ? fromRow(rows[0]) : null;
   }
 
