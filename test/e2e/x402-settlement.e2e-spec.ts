@@ -6,7 +6,7 @@ import { Transaction, Wallet, hexlify, randomBytes, toBeHex } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from '@x402/fetch';
-import { X402Faults, X402Settlements } from '../../src/transports/x402/x402-settlements.service';
+import { X402Faults, X402Settlements } from '../../src/modules/payments/x402-settlements.service';
 import type { TestApp } from '../support/app';
 import { FaultSwitch } from '../support/faults';
 import { AgentStack, createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, useAgentStack } from '../support/agents';

@@ -2,7 +2,7 @@ import { BullModule, InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
 import { QueueModule } from '../../common/queue/queue.module';
-import { X402Module } from './x402.module';
+import { PaymentsModule } from './payments.module';
 import { X402Settlements } from './x402-settlements.service';
 
 /** The x402 settlement sweep's queue (docs/architecture.md §18). */
@@ -31,10 +31,10 @@ export class X402SweepScheduler implements OnApplicationBootstrap {
   }
 }
 
-/** Worker-only: the x402 settlement sweep. */
+/** Worker-only: the x402 settlement sweep (docs/architecture.md §18). */
 @Module({
-  imports: [X402Module, QueueModule, BullModule.registerQueue({ name: X402_QUEUE })],
+  imports: [PaymentsModule, QueueModule, BullModule.registerQueue({ name: X402_QUEUE })],
   providers: [X402SweepProcessor, X402SweepScheduler],
   exports: [BullModule],
 })
-export class X402WorkerModule {}
+export class X402SettlementsWorkerModule {}
