@@ -15,6 +15,7 @@ export class X402SweepProcessor extends WorkerHost {
     super();
   }
 
+  /** Runs job `sweep` ({@link X402Settlements.sweepOnce}): `{swept}`, how many settlements were looked at; other names → null. */
   async process(job: Job): Promise<unknown> {
     if (job.name === 'sweep') return { swept: await this.settlements.sweepOnce() };
     return null;
@@ -26,6 +27,7 @@ export class X402SweepProcessor extends WorkerHost {
 export class X402SweepScheduler implements OnApplicationBootstrap {
   constructor(@InjectQueue(X402_QUEUE) private readonly queue: Queue) {}
 
+  /** Upserts the `sweep` job scheduler (idempotent across restarts and replicas). */
   async onApplicationBootstrap(): Promise<void> {
     await this.queue.upsertJobScheduler('sweep', { every: 10_000 }, { name: 'sweep', opts: { removeOnComplete: true, removeOnFail: { count: 100 } } });
   }
