@@ -22,7 +22,7 @@ import { RELAYER_QUEUE } from './chain/relayer/relayer.queue';
 import { RelayerWorkerModule } from './chain/relayer/relayer.worker.module';
 import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
 import { RECONCILE_QUEUE, ReconciliationWorkerModule } from './chain/reconciliation/reconciliation.worker.module';
-import { X402_QUEUE, X402WorkerModule } from './transports/x402/x402.worker.module';
+import { X402_QUEUE, X402SettlementsWorkerModule } from './modules/payments/x402-settlements.worker.module';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -58,7 +58,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     AgentEscrowsModule,
     InvoicesWorkerModule,
     ReconciliationWorkerModule,
-    X402WorkerModule,
+    X402SettlementsWorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       inject: [AppConfig],

@@ -6,7 +6,7 @@ import { Transaction, Wallet, hexlify, randomBytes, toBeHex } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from '@x402/fetch';
-import { X402Faults, X402Settlements } from '../../src/transports/x402/x402-settlements.service';
+import { X402Faults, X402Settlements } from '../../src/modules/payments/x402-settlements.service';
 import type { TestApp } from '../support/app';
 import { FaultSwitch } from '../support/faults';
 import { AgentStack, createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, useAgentStack } from '../support/agents';
@@ -282,6 +282,26 @@ describe('x402 settlement on a real chain', () => {
     expect(decodePaymentResponseHeader(paid.headers.get('payment-response')!)).toMatchObject({ success: true });
     expect(await chain.usdcBalance(payee.address)).toBe(400_000n);
     expect(await authorizationUses(payer.address)).toHaveLength(1);
+  });
+
+  it('a pending settlement whose authorization the payer cancels on chain is failed "cancelled" by the USDC authorization indexer; the same header then answers settlement_failed and nothing moved', async () => {
+    const payee = await createPayee(t, chain);
+    const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
+    const submitter = await chain.wallet(); // not the relayer: its nonces are the relayer queue's
+    const url = challengeUrl(payee.handle, '0.20');
+    const payload = await payloadFor(payer, url);
+    const header = encode(payload);
+    const row = await crashAfterReservation(url, header, payer.address);
+    expect(row.status).toBe('pending');
+    const nonce = (payload.payload as { authorization: { nonce: string } }).authorization.nonce;
+    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: await chain.gateway.encodeCancelAuthorization(payer, nonce) })).wait();
+    await settleUntil(t, async () => (await t.dataSource.query(`SELECT status FROM x402_settlements WHERE id = $1`, [row.id]))[0].status !== 'pending', 'x402 settlement decided');
+    expect((await t.dataSource.query(`SELECT status, error, tx_hash FROM x402_settlements WHERE id = $1`, [row.id]))[0]).toEqual({ status: 'failed', error: 'cancelled', tx_hash: null });
+    const retry = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });
+    expect(retry.status).toBe(402);
+    expect(((await retry.json()) as { reason: string }).reason).toBe('settlement_failed');
+    expect(await chain.usdcBalance(payee.address)).toBe(0n);
+    expect(await authorizationUses(payer.address)).toHaveLength(0);
   });
 
   // Moves chain time forward: keep it last in this file.

@@ -6,6 +6,7 @@ import { ChainAccess } from '../../chain/chain-access.service';
 import { AUTHORIZATION_CURSOR, ChainCursors } from '../../chain/chain-cursors.repository';
 import { PaymentsRepository } from './payments.repository';
 import { PaymentsService } from './payments.service';
+import { X402SettlementsRepository } from './x402-settlements.repository';
 
 /** Cursor name in chain_cursors for USDC authorization logs (shared with the agents' balance read). */
 export { AUTHORIZATION_CURSOR };
@@ -29,6 +30,7 @@ export class PaymentSettlement {
     private readonly chain: ChainAccess,
     private readonly cursors: ChainCursors,
     private readonly repo: PaymentsRepository,
+    private readonly x402: X402SettlementsRepository,
     private readonly payments: PaymentsService,
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
@@ -70,10 +72,7 @@ export class PaymentSettlement {
         if (log.kind === 'used') {
           if (await this.recordUse(log.authorizer, log.nonce, log.txHash)) succeeded++;
         } else {
-          await (this.txHost as TxHost).tx.query(
-            `UPDATE x402_settlements SET status = 'failed', error = 'cancelled', updated_at = now() WHERE payer = lower($1) AND nonce = lower($2) AND status IN ('reserved', 'pending')`,
-            [log.authorizer, log.nonce],
-          );
+          await this.x402.markCancelled(log.authorizer, log.nonce);
           if (await this.repo.markCanceled(log.authorizer, log.nonce)) failed++;
         }
       }
@@ -114,11 +113,7 @@ export class PaymentSettlement {
    * @returns whether a payment changed.
    */
   private async recordUse(authorizer: string, nonce: string, txHash: string): Promise<boolean> {
-    await (this.txHost as TxHost).tx.query(
-      `UPDATE x402_settlements SET status = 'settled', tx_hash = $3, error = NULL, updated_at = now()
-        WHERE payer = lower($1) AND nonce = lower($2) AND status <> 'settled'`,
-      [authorizer, nonce, txHash],
-    );
+    await this.x402.markSettled(authorizer, nonce, txHash);
     return (await this.repo.markUsed(authorizer, nonce, txHash)) !== null;
   }
 

@@ -10,11 +10,27 @@ import { PaymentsOperations } from './payments.operations';
 import { PaymentFaults, PaymentsService } from './payments.service';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Payment } from './payment.entity';
+import { X402Settlement } from './x402-settlement.entity';
+import { X402Faults, X402Settlements } from './x402-settlements.service';
+import { X402SettlementsRepository } from './x402-settlements.repository';
 
-/** Agent payments: reservation, signing, relaying and settlement (docs/architecture.md §13). No controllers. */
+/**
+ * Agent payments: reservation, signing, relaying and settlement (docs/architecture.md §13), and the
+ * settlement record of paid retries of our own x402 challenges (§14, §18: table x402_settlements,
+ * settled by the same USDC authorization indexer). No controllers.
+ */
 @Module({
-  imports: [TypeOrmModule.forFeature([Payment]), AgentsModule, RelayerModule, VerificationModule, MandatesModule],
-  providers: [PaymentsRepository, PaymentsService, PaymentsOperations, PaymentSettlement, { provide: PaymentFaults, useValue: NO_FAULTS }],
-  exports: [PaymentsService, PaymentsOperations, PaymentSettlement, PaymentFaults],
+  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), AgentsModule, RelayerModule, VerificationModule, MandatesModule],
+  providers: [
+    PaymentsRepository,
+    PaymentsService,
+    PaymentsOperations,
+    PaymentSettlement,
+    { provide: PaymentFaults, useValue: NO_FAULTS },
+    X402SettlementsRepository,
+    X402Settlements,
+    { provide: X402Faults, useValue: NO_FAULTS },
+  ],
+  exports: [PaymentsService, PaymentsOperations, PaymentSettlement, PaymentFaults, X402Settlements, X402Faults],
 })
 export class PaymentsModule {}

@@ -10,7 +10,6 @@ import { AgentsModule } from '../../modules/agents/agents.module';
 import { PaymentsModule } from '../../modules/payments/payments.module';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { SPEND_REFUSALS } from '../../modules/payments/payments.controller';
-import { X402Module } from './x402.module';
 import { Runs } from '../../kernel/http';
 import type { OperationSpec } from '../../kernel/operation';
 import { X402Service } from './x402.service';
@@ -118,7 +117,7 @@ export class X402Controller {
 
 /** x402 (api only). */
 @Module({
-  imports: [AgentsModule, PaymentsModule, RelayerModule, X402Module],
+  imports: [AgentsModule, PaymentsModule, RelayerModule],
   controllers: [X402Controller],
   providers: [X402Service],
 })

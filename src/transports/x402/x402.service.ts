@@ -14,9 +14,8 @@ import type { RowOwnedWork } from '../../kernel/idempotency/idempotency.service'
 import { mapOwned, PAYMENT_RELAY_PURPOSE, PaymentRecord, PaymentsService } from '../../modules/payments/payments.service';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService } from '../../chain/relayer/relayer.service';
+import { X402Advance, X402Faults, X402SettlementRecord, X402Settlements } from '../../modules/payments/x402-settlements.service';
 import { ethersVerifySigner } from './evm-facilitator-signer';
-import { X402Settlement } from './x402-settlement.entity';
-import { X402Advance, X402Faults, X402Settlements } from './x402-settlements.service';
 
 /** The longest validity a challenge offers (and our signer signs): docs/architecture.md §13, 10 minutes. */
 const MAX_TIMEOUT_SECONDS = 600;
@@ -209,7 +208,7 @@ export class X402Service {
       return refuse('The payment is being settled on chain: retry the same header to receive the response', 'pending', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     };
     const waitMs = this.config.env.X402_RECEIPT_WAIT_MS;
-    const resume = async (row: X402Settlement): Promise<X402HttpAnswer> => {
+    const resume = async (row: X402SettlementRecord): Promise<X402HttpAnswer> => {
       // The same header retried: same signed authorization for the same challenge terms; anything else is a replay.
       if (row.signature !== signature || row.payTo.toLowerCase() !== terms.payTo.toLowerCase() || row.amount !== terms.amount) return alreadyUsed();
       if (row.status === 'settled' || row.status === 'failed') return answer({ row });

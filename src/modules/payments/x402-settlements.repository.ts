@@ -20,12 +20,14 @@ export interface X402Reservation {
 const OPEN: X402Settlement['status'][] = ['reserved', 'pending'];
 
 /**
- * Postgres I/O of x402 settlements (docs/architecture.md §14, §18; STYLE.md: repositories hold all
- * SQL); every call runs in the caller's transaction, if any. Leases are timed by the database's
- * clock (`now()`), so replicas with skewed clocks agree on who holds a row.
+ * Postgres I/O of x402 settlements, the one writer and reader of table x402_settlements in the
+ * application (docs/architecture.md §14, §18; STYLE.md: repositories hold all SQL; the operators'
+ * reconciliation reads it from the chain room by its own SQL, which may not name a domain). Every
+ * call runs in the caller's transaction, if any. Leases are timed by the database's clock
+ * (`now()`), so replicas with skewed clocks agree on who holds a row.
  */
 @Injectable()
-export class X402Repository {
+export class X402SettlementsRepository {
   constructor(private readonly txHost: TransactionHost) {}
 
   private get em() {
@@ -41,6 +43,7 @@ export class X402Repository {
     return this.repo.findOneBy({ payer: payer.toLowerCase(), nonce: nonce.toLowerCase() });
   }
 
+  /** The settlement with primary key `id`, or null. */
   findById(id: string): Promise<X402Settlement | null> {
     return this.repo.findOneBy({ id });
   }
@@ -109,5 +112,34 @@ export class X402Repository {
   /** An open settlement → `failed` with `reason`; a decided one is left as it is. */
   async fail(id: string, reason: string): Promise<void> {
     await this.repo.update({ id, status: In(OPEN) }, { status: 'failed', error: reason, updatedAt: () => 'now()' });
+  }
+
+  /**
+   * `AuthorizationUsed(payer, nonce)` seen on chain at CONFIRMATIONS (by the indexer or a relay's
+   * receipt; docs/architecture.md §18): the settlement of (payer, nonce) (any letter case) that is
+   * not yet settled → `settled` with `txHash`, its error cleared. Runs in the caller's transaction
+   * (the payment it settles with is written in the same one); no row is no change.
+   */
+  async markSettled(payer: string, nonce: string, txHash: string): Promise<void> {
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ status: 'settled', txHash, error: null, updatedAt: () => 'now()' })
+      .where('payer = lower(:payer) AND nonce = lower(:nonce) AND status <> :settled', { payer, nonce, settled: 'settled' })
+      .execute();
+  }
+
+  /**
+   * `AuthorizationCanceled(payer, nonce)` seen on chain (docs/architecture.md §18): the open
+   * settlement of (payer, nonce) (any letter case) → `failed` with error `cancelled`; a decided one is
+   * left as it is. Runs in the caller's transaction (the indexer pass's, with its cursor).
+   */
+  async markCancelled(payer: string, nonce: string): Promise<void> {
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ status: 'failed', error: 'cancelled', updatedAt: () => 'now()' })
+      .where('payer = lower(:payer) AND nonce = lower(:nonce) AND status IN (:...open)', { payer, nonce, open: OPEN })
+      .execute();
   }
 }

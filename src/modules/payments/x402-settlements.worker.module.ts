@@ -2,7 +2,7 @@ import { BullModule, InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
 import { QueueModule } from '../../common/queue/queue.module';
-import { X402Module } from './x402.module';
+import { PaymentsModule } from './payments.module';
 import { X402Settlements } from './x402-settlements.service';
 
 /** The x402 settlement sweep's queue (docs/architecture.md §18). */
@@ -15,6 +15,7 @@ export class X402SweepProcessor extends WorkerHost {
     super();
   }
 
+  /** Runs job `sweep` ({@link X402Settlements.sweepOnce}): `{swept}`, how many settlements were looked at; other names → null. */
   async process(job: Job): Promise<unknown> {
     if (job.name === 'sweep') return { swept: await this.settlements.sweepOnce() };
     return null;
@@ -26,15 +27,16 @@ export class X402SweepProcessor extends WorkerHost {
 export class X402SweepScheduler implements OnApplicationBootstrap {
   constructor(@InjectQueue(X402_QUEUE) private readonly queue: Queue) {}
 
+  /** Upserts the `sweep` job scheduler (idempotent across restarts and replicas). */
   async onApplicationBootstrap(): Promise<void> {
     await this.queue.upsertJobScheduler('sweep', { every: 10_000 }, { name: 'sweep', opts: { removeOnComplete: true, removeOnFail: { count: 100 } } });
   }
 }
 
-/** Worker-only: the x402 settlement sweep. */
+/** Worker-only: the x402 settlement sweep (docs/architecture.md §18). */
 @Module({
-  imports: [X402Module, QueueModule, BullModule.registerQueue({ name: X402_QUEUE })],
+  imports: [PaymentsModule, QueueModule, BullModule.registerQueue({ name: X402_QUEUE })],
   providers: [X402SweepProcessor, X402SweepScheduler],
   exports: [BullModule],
 })
-export class X402WorkerModule {}
+export class X402SettlementsWorkerModule {}

@@ -2,21 +2,27 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ChainTxError } from '@lib/chain';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
-import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
+import { PaymentSettlement } from './payment-settlement.service';
 import { X402Settlement } from './x402-settlement.entity';
-import { X402Repository, X402Reservation } from './x402.repository';
+import { X402Reservation, X402SettlementsRepository } from './x402-settlements.repository';
+
+/**
+ * A settlement row as the x402 transport reads it (the entity, named here so a transport never
+ * imports a domain's entity; docs/architecture.md §18 for the statuses).
+ */
+export type X402SettlementRecord = X402Settlement;
 
 /** A settlement after one step: its row, and why our relay was refused before any broadcast (when it was). */
 export interface X402Advance {
-  row: X402Settlement;
+  row: X402SettlementRecord;
   refused?: string;
 }
 
 /**
- * Port for the crash proof: the x402 settle calls `hit('after_reserved')` right after the
- * reservation is committed. Bound to the no-op `NO_FAULTS` (common/faults) in production; crash tests provide
+ * Port for the crash proof: the x402 transport's paid retry calls `hit('after_reserved')` right
+ * after {@link X402Settlements.reserve} committed the reservation. Bound to the no-op `NO_FAULTS` (common/faults) in production; crash tests provide
  * one that throws there, as if the process died before relaying.
  */
 export abstract class X402Faults {
@@ -28,9 +34,11 @@ const LEGACY_GIVE_UP_MS = 3_600_000;
 
 /**
  * Settlement of paid retries of our own x402 challenges on a chain that does not mine at once
- * (docs/architecture.md §14, §18). A settlement is `pending` while its relay is queued or unmined,
- * `settled` once `AuthorizationUsed(payer, nonce)` is on chain at CONFIRMATIONS (seen here from the
- * relay's receipt, or by the USDC authorization indexer in {@link PaymentSettlement.pollOnce}), and
+ * (docs/architecture.md §14, §18): the payments domain's record of them, called by the x402
+ * transport (which keeps the protocol: headers, verification, answers) and by the worker's sweep.
+ * A settlement is `pending` while its relay is queued or unmined, `settled` once
+ * `AuthorizationUsed(payer, nonce)` is on chain at CONFIRMATIONS (seen here from the relay's
+ * receipt, or by the USDC authorization indexer in {@link PaymentSettlement.pollOnce}), and
  * `failed` only once chain time is past `validBefore` with the authorization unused (or it was
  * cancelled). One request or sweep at a time advances a row (a lease in the row, so no database
  * transaction is held across chain calls); a crash leaves the lease to expire, and the worker's
@@ -44,7 +52,7 @@ export class X402Settlements {
     private readonly chain: ChainAccess,
     private readonly relayer: RelayerService,
     private readonly settlement: PaymentSettlement,
-    private readonly repo: X402Repository,
+    private readonly repo: X402SettlementsRepository,
     private readonly config: AppConfig,
   ) {}
 
@@ -53,8 +61,8 @@ export class X402Settlements {
     return this.config.env.RELAYER_WAIT_MS + this.config.env.X402_RECEIPT_WAIT_MS + 10_000;
   }
 
-  /** The settlement of (payer, nonce), or null. */
-  async find(payer: string, nonce: string): Promise<X402Settlement | null> {
+  /** The settlement of (payer, nonce) (any letter case), or null. */
+  async find(payer: string, nonce: string): Promise<X402SettlementRecord | null> {
     return this.repo.find(payer, nonce);
   }
 
