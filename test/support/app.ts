@@ -4,6 +4,7 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { API_APP_OPTIONS, configureApiApp, createApiApp } from '../../src/app.factory';
 import { ApiModule } from '../../src/app.module';
+import { createOrg, type TestOrg } from './factories';
 
 /** A provider swapped in a test app: `provide` is the token (usually an abstract-class port). */
 export interface ProviderOverride {
@@ -72,4 +73,25 @@ export async function truncateAll(ds: DataSource): Promise<void> {
     `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'migrations'`,
   );
   if (rows.length) await ds.query(`TRUNCATE ${rows.map((r) => `"${r.tablename}"`).join(', ')} CASCADE`);
+}
+
+/** What {@link useOrgApp} gives a test file: its api app and one organisation (with a merchant key of every scope). */
+export interface OrgApp {
+  t: TestApp;
+  org: TestOrg;
+}
+
+/**
+ * The usual set-up of an e2e file: one api app ({@link createTestApp}, with `env`) and one
+ * organisation, made before the file's first test and closed after its last. Read `t` and `org`
+ * inside tests (they are filled in by then).
+ */
+export function useOrgApp(env: Record<string, string> = {}): OrgApp {
+  const ctx = {} as OrgApp;
+  beforeAll(async () => {
+    ctx.t = await createTestApp(env);
+    ctx.org = await createOrg(ctx.t.app);
+  });
+  afterAll(() => ctx.t?.close());
+  return ctx;
 }
