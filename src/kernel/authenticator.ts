@@ -5,6 +5,7 @@ import { Principal, PrincipalResolver } from './auth/principal';
 import { hashSecret } from './auth/secrets';
 import { AppError } from '../common/errors/app-error';
 import { AuthFailureLimiter } from './rate-limit/auth-failure.limiter';
+import { RATE_LIMIT_WINDOW_MS, type RateLimitCounter } from './rate-limit/rate-limiter';
 
 /** The parts of a request authentication reads: its headers and the client address. */
 export type CredentialSource = Pick<Request, 'header' | 'ip'>;
@@ -43,6 +44,12 @@ export interface CachedCredential {
    * @throws AppError 401 unauthorized (revoked and gone), 429 rate_limited.
    */
   confirm(): Promise<Principal>;
+  /**
+   * With a counter passed to {@link Authenticator.cached}: the request's count in that rate-limit
+   * window, taken in the same Redis command as the check (whatever its verdict). Never rejects:
+   * a failed command is thrown by {@link confirm}.
+   */
+  counted?: Promise<{ hits: number; pttl: number } | undefined>;
 }
 
 /**
@@ -73,11 +80,11 @@ export class Authenticator {
   }
 
   /**
-   * The cached principal of `req`'s credential, with its check started but not awaited (so a
-   * caller can join it to the rate limit's round trip), or undefined when it is not cached.
-   * Synchronous.
+   * The cached principal of `req`'s credential, with its check started but not awaited, or
+   * undefined when it is not cached. Synchronous. With `rateLimit` (the principal's rate-limit
+   * counter) the same Redis command also counts the request there ({@link CachedCredential.counted}).
    */
-  cached(req: CredentialSource): CachedCredential | undefined {
+  cached(req: CredentialSource, rateLimit?: (principal: Principal) => RateLimitCounter): CachedCredential | undefined {
     let secret: string | undefined;
     try {
       secret = extractCredential(req);
@@ -88,13 +95,21 @@ export class Authenticator {
     const digest = hashSecret(secret).toString('hex');
     const principal = this.cache.get(digest);
     if (!principal) return undefined;
-    const verdict = settle(this.limiter.checkKnown(clientAddress(req), this.revocations.key(revocationHandle(principal))));
+    const address = clientAddress(req);
+    const revoked = this.revocations.key(revocationHandle(principal));
+    const counter = rateLimit?.(principal);
+    const checked = counter
+      ? this.limiter.checkKnownAndCount(address, revoked, counter.key, RATE_LIMIT_WINDOW_MS)
+      : this.limiter.checkKnown(address, revoked).then((verdict) => ({ verdict, hits: 0, pttl: 0 }));
+    const verdict = settle(checked);
     return {
       principal,
+      ...(counter ? { counted: verdict.then((v) => ('error' in v ? undefined : { hits: v.value.hits, pttl: v.value.pttl })) } : {}),
       confirm: async () => {
         const v = await verdict;
         if ('error' in v) throw v.error;
-        if (v.value === 'known') {
+        if (v.value.verdict instanceof AppError) throw v.value.verdict;
+        if (v.value.verdict === 'known') {
           await this.resolver.used(principal);
           return principal;
         }

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
 import { Client } from 'pg';
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { createTestApp, TestApp } from '../support/app';
@@ -47,9 +48,11 @@ describe('credential cache', () => {
   let a: TestApp;
   let b: TestApp;
   let org: TestOrg;
+  let prefix: string;
 
   beforeAll(async () => {
     const env = isolated({ AUTH_FAILURES_PER_MINUTE: '5', CREDENTIAL_CACHE_TTL_MS: '60000' });
+    prefix = env.REDIS_PREFIX;
     a = await createTestApp(env);
     b = await createTestApp(env); // a second api replica on the same Redis prefix
     org = await createOrg(a.app);
@@ -109,6 +112,38 @@ describe('credential cache', () => {
     await b.app.get(OrgsService).revokeOAuthClient(client.clientId);
     expectError(await a.http.get('/api/v1/me').set('Authorization', bearer), 401, 'unauthorized');
     expectError(await b.http.get('/api/v1/me').set('Authorization', bearer), 401, 'unauthorized');
+  });
+
+  it("a cached key's request costs one Redis command: its check also counts the request for the rate limit", async () => {
+    const ip = freshIp();
+    const get = () => a.http.get('/api/v1/me').set('X-Forwarded-For', ip).set('X-Api-Key', org.key);
+    expect((await get()).status).toBe(200); // cached from here on
+    const client = new Redis(process.env.REDIS_URL!);
+    const monitor = await client.monitor();
+    const commands: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.some((arg) => arg.startsWith(`${prefix}:`))) commands.push(args);
+    });
+    const remaining: number[] = [];
+    try {
+      for (let i = 0; i < 4; i++) {
+        const res = await get();
+        expect(res.status).toBe(200);
+        remaining.push(Number(/r=(\d+)/.exec(res.headers['ratelimit'] as string)![1]));
+      }
+      // MONITOR reports in execution order: once it shows a marker sent now, it has shown every command before it.
+      await client.get(`${prefix}:monitor-marker`);
+      await waitFor(async () => commands.some((c) => c[0].toLowerCase() === 'get' && c[1] === `${prefix}:monitor-marker`), { label: 'the monitor marker' });
+    } finally {
+      monitor.disconnect();
+      client.disconnect();
+    }
+    // One EVALSHA per request, naming both the address's allowance keys and the key's rate-limit counter.
+    const perRequest = commands.filter((c) => c[0].toLowerCase() === 'evalsha');
+    expect(perRequest).toHaveLength(4);
+    for (const c of perRequest) expect(c.some((arg) => arg.includes(':rl:default:cred:'))).toBe(true);
+    // Counted as before: one per request, in order.
+    expect(remaining.map((r, i) => r - remaining[0] + i)).toEqual([0, 0, 0, 0]);
   });
 
   it('an address that spent its failed-authentication allowance gets 429 even with a cached valid key, and no lookup runs', async () => {

@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import { AppConfig } from '../../config/app-config';
 import { AppError } from '../../common/errors/app-error';
 import { AuthFailureLimiter } from '../rate-limit/auth-failure.limiter';
+import { COUNTED, type CountedRequest, RateLimiter } from '../rate-limit/rate-limiter';
 import { accessRefusal } from '../access';
 import { Authenticator, clientAddress } from '../authenticator';
 import { CREDENTIAL_KINDS } from '../http';
@@ -40,6 +41,7 @@ export class AuthGuard implements CanActivate {
     private readonly limiter: AuthFailureLimiter,
     config: AppConfig,
     private readonly sessions: SessionAuthenticator,
+    private readonly rateLimiter: RateLimiter,
   ) {
     this.operatorDigest = hashSecret(config.secret('OPERATOR_TOKEN'));
   }
@@ -63,7 +65,15 @@ export class AuthGuard implements CanActivate {
       this.authorize(req.principal, route);
       return true;
     }
-    const hit = this.authenticator.cached(req);
+    // A cached credential's check also counts the request for the rate limit, in the same Redis
+    // command (RateLimitGuard answers from it; docs/decisions.md, "The runner's cost, second pass").
+    let limit = 0;
+    const hit = this.authenticator.cached(req, (principal) => {
+      const counter = this.rateLimiter.counter(principal, clientAddress(req));
+      limit = counter.limit;
+      return counter;
+    });
+    if (hit?.counted) (req as CountedRequest)[COUNTED] = { limit, counted: hit.counted };
     if (!hit) {
       req.principal = await this.authenticator.lookup(req);
       this.authorize(req.principal, route);

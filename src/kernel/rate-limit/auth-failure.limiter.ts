@@ -48,8 +48,32 @@ end
 if redis.call('EXISTS', KEYS[3]) == 1 then return {2, 0} end
 return {1, 0}`;
 
+// KEYS: failures, pending, revocation marker, rate-limit counter. ARGV: limit, window ms.
+// → {verdict, retry-after ms, hits, ms to the window's end}: CHECK_KNOWN's verdict, and the request
+// counted in the credential's rate-limit window whatever the verdict (as the rate-limit guard
+// counts it after a cached credential's check; COUNT_LUA's lines).
+const CHECK_KNOWN_AND_COUNT = `
+local verdict, retry = 1, 0
+local failures = tonumber(redis.call('GET', KEYS[1]) or '0')
+local pending = tonumber(redis.call('GET', KEYS[2]) or '0')
+local limit = tonumber(ARGV[1])
+if failures + pending >= limit then
+  verdict = 0
+  retry = 1000
+  if failures >= limit then retry = redis.call('PTTL', KEYS[1]) end
+  if retry < 0 then retry = 1000 end
+elseif redis.call('EXISTS', KEYS[3]) == 1 then
+  verdict = 2
+end
+local hits = redis.call('INCR', KEYS[4])
+if hits == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[2]) end
+local ttl = redis.call('PTTL', KEYS[4])
+if ttl < 0 then redis.call('PEXPIRE', KEYS[4], ARGV[2]); ttl = tonumber(ARGV[2]) end
+return {verdict, retry, hits, ttl}`;
+
 type Scripts = {
   pcpAuthCheckKnown(failures: string, pending: string, revoked: string, limit: number): Promise<[number, number]>;
+  pcpAuthCheckKnownAndCount(failures: string, pending: string, revoked: string, counter: string, limit: number, windowMs: number): Promise<[number, number, number, number]>;
   pcpAuthReserve(failures: string, pending: string, limit: number, pendingTtl: number): Promise<[number, number]>;
   pcpAuthSettle(failures: string, pending: string, failed: '1' | '0', windowMs: number): Promise<number>;
 };
@@ -81,6 +105,7 @@ export class AuthFailureLimiter {
       redis.defineCommand('pcpAuthReserve', { numberOfKeys: 2, lua: RESERVE });
       redis.defineCommand('pcpAuthSettle', { numberOfKeys: 2, lua: SETTLE });
       redis.defineCommand('pcpAuthCheckKnown', { numberOfKeys: 3, lua: CHECK_KNOWN });
+      redis.defineCommand('pcpAuthCheckKnownAndCount', { numberOfKeys: 4, lua: CHECK_KNOWN_AND_COUNT });
     }
     this.scripts = redis as unknown as Scripts;
   }
@@ -117,6 +142,26 @@ export class AuthFailureLimiter {
     const [verdict, retryMs] = await this.scripts.pcpAuthCheckKnown(failures, pending, revokedKey, this.config.env.AUTH_FAILURES_PER_MINUTE);
     if (verdict === 0) throw this.refusal(retryMs);
     return verdict === 2 ? 'revoked' : 'known';
+  }
+
+  /**
+   * {@link checkKnown} and the request's count in the credential's rate-limit window
+   * (`counterKey`, fixed windows of `windowMs`) in one Redis command: the REST guards' round trip
+   * for a cached credential (docs/decisions.md, "The runner's cost, second pass"). The request is
+   * counted whatever the verdict, as the rate-limit guard counted it beside {@link checkKnown}.
+   * @returns the verdict: 'known', 'revoked' (as {@link checkKnown}) or the 429 rate_limited
+   *   refusal (with Retry-After) when the address's allowance is spent; and the window's hits so
+   *   far and ms left, counted whatever the verdict.
+   */
+  async checkKnownAndCount(
+    address: string,
+    revokedKey: string,
+    counterKey: string,
+    windowMs: number,
+  ): Promise<{ verdict: 'known' | 'revoked' | AppError; hits: number; pttl: number }> {
+    const [failures, pending] = this.keys(address);
+    const [verdict, retryMs, hits, pttl] = await this.scripts.pcpAuthCheckKnownAndCount(failures, pending, revokedKey, counterKey, this.config.env.AUTH_FAILURES_PER_MINUTE, windowMs);
+    return { verdict: verdict === 0 ? this.refusal(retryMs) : verdict === 2 ? 'revoked' : 'known', hits, pttl };
   }
 
   private keys(address: string): [string, string] {

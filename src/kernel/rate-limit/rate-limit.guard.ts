@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { Principal } from '../auth/principal';
 import { clientAddress } from '../authenticator';
-import { RateLimiter } from './rate-limiter';
+import { COUNTED, type CountedRequest, RateLimiter } from './rate-limiter';
 
 /**
  * The REST face of the kernel's per-credential rate limit ({@link RateLimiter}; DESIGN §17: on
@@ -19,7 +19,10 @@ export class RateLimitGuard implements CanActivate {
     const req = ctx.switchToHttp().getRequest<Request & { principal?: Principal }>();
     const url = req.url ?? '';
     if (url.startsWith('/health') || url === '/metrics') return true;
-    const headers = await this.limiter.consume(req.principal, clientAddress(req));
+    // A cached credential was counted in its check's Redis command (AuthGuard); else count now.
+    const pending = (req as CountedRequest)[COUNTED];
+    const counted = pending && (await pending.counted);
+    const headers = counted ? this.limiter.verdict(pending.limit, counted.hits, counted.pttl) : await this.limiter.consume(req.principal, clientAddress(req));
     const res = ctx.switchToHttp().getResponse<Response>();
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     return true;

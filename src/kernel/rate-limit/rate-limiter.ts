@@ -5,10 +5,25 @@ import { RedisThrottlerStorage } from './redis-throttler.storage';
 import { AppConfig } from '../../config/app-config';
 
 /** Requests are counted in fixed one-minute windows. */
-const WINDOW_MS = 60_000;
+export const RATE_LIMIT_WINDOW_MS = 60_000;
 
 /** The IETF draft-ietf-httpapi-ratelimit-headers-10 fields of one counted request (`RateLimit-Policy`, `RateLimit`). */
 export type RateLimitHeaders = Record<string, string>;
+
+/**
+ * Where the REST auth guard leaves a cached credential's count, taken in the credential check's
+ * Redis command ({@link RateLimitCounter}); the rate-limit guard answers from it instead of counting again.
+ */
+export const COUNTED = Symbol('rateLimitCounted');
+
+/** A request carrying {@link COUNTED}: the count (undefined when the command failed: count again). */
+export type CountedRequest = { [COUNTED]?: { limit: number; counted: Promise<{ hits: number; pttl: number } | undefined> } };
+
+/** Where one request is counted: its window's Redis key and the window's limit. */
+export interface RateLimitCounter {
+  key: string;
+  limit: number;
+}
 
 /**
  * The per-credential rate limit (DESIGN §4, §17), the runner's first step for every transport: one
@@ -30,19 +45,35 @@ export class RateLimiter {
    * @throws AppError 429 rate_limited with `Retry-After` and the same headers, when the window is spent.
    */
   async consume(principal: Principal | undefined, address: string): Promise<RateLimitHeaders> {
+    const counter = this.counter(principal, address);
+    const r = await this.storage.count(counter.key, RATE_LIMIT_WINDOW_MS);
+    return this.verdict(counter.limit, r.hits, r.pttl);
+  }
+
+  /** The counter of `principal` (or of `address` without one): its Redis key (with REDIS_PREFIX) and limit. */
+  counter(principal: Principal | undefined, address: string): RateLimitCounter {
     const tracker = !principal ? `ip:${address}` : principal.kind === 'oauth' ? principal.actor : `cred:${principal.credentialId}`;
-    const limit = principal ? this.config.env.RATE_LIMIT_PER_MINUTE : this.config.env.RATE_LIMIT_PUBLIC_PER_MINUTE;
-    const r = await this.storage.increment(`default:${tracker}`, WINDOW_MS, limit);
-    const windowSeconds = WINDOW_MS / 1000;
+    return {
+      key: this.storage.key(`default:${tracker}`),
+      limit: principal ? this.config.env.RATE_LIMIT_PER_MINUTE : this.config.env.RATE_LIMIT_PUBLIC_PER_MINUTE,
+    };
+  }
+
+  /**
+   * The answer to a request counted `hits`-th in a window of `limit` that expires in `pttl` ms
+   * (counted by {@link consume}, or by the credential check's script for a cached credential).
+   * @returns the headers to set on the response.
+   * @throws AppError 429 rate_limited with `Retry-After` and the same headers, past the limit.
+   */
+  verdict(limit: number, hits: number, pttl: number): RateLimitHeaders {
+    const seconds = Math.max(1, Math.ceil(pttl / 1000));
+    const windowSeconds = RATE_LIMIT_WINDOW_MS / 1000;
     const headers = {
       'RateLimit-Policy': `"default";q=${limit};w=${windowSeconds}`,
-      RateLimit: `"default";r=${Math.max(0, limit - r.totalHits)};t=${r.timeToExpire}`,
+      RateLimit: `"default";r=${Math.max(0, limit - hits)};t=${seconds}`,
     };
-    if (r.isBlocked) {
-      throw new AppError('rate_limited', 'Too many requests; retry after the window resets', { limit, windowSeconds }, 429, {
-        ...headers,
-        'Retry-After': String(r.timeToBlockExpire),
-      });
+    if (hits > limit) {
+      throw new AppError('rate_limited', 'Too many requests; retry after the window resets', { limit, windowSeconds }, 429, { ...headers, 'Retry-After': String(seconds) });
     }
     return headers;
   }
