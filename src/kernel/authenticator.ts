@@ -5,7 +5,7 @@ import { Principal, PrincipalResolver } from './auth/principal';
 import { hashSecret } from './auth/secrets';
 import { AppError } from '../common/errors/app-error';
 import { AuthFailureLimiter } from './rate-limit/auth-failure.limiter';
-import { RATE_LIMIT_WINDOW_MS, type RateLimitCounter } from './rate-limit/rate-limiter';
+import { RATE_LIMIT_WINDOW_MS, type RateLimitCount, type RateLimitCounter } from './rate-limit/rate-limiter';
 
 /** The parts of a request authentication reads: its headers and the client address. */
 export type CredentialSource = Pick<Request, 'header' | 'ip'>;
@@ -49,7 +49,7 @@ export interface CachedCredential {
    * window, taken in the same Redis command as the check (whatever its verdict). Never rejects:
    * a failed command is thrown by {@link confirm}.
    */
-  counted?: Promise<{ hits: number; pttl: number } | undefined>;
+  counted?: Promise<RateLimitCount | undefined>;
 }
 
 /**
@@ -104,7 +104,7 @@ export class Authenticator {
     const verdict = settle(checked);
     return {
       principal,
-      ...(counter ? { counted: verdict.then((v) => ('error' in v ? undefined : { hits: v.value.hits, pttl: v.value.pttl })) } : {}),
+      ...(counter ? { counted: verdict.then((v) => ('error' in v ? undefined : { limit: counter.limit, hits: v.value.hits, pttl: v.value.pttl })) } : {}),
       confirm: async () => {
         const v = await verdict;
         if ('error' in v) throw v.error;

@@ -67,13 +67,8 @@ export class AuthGuard implements CanActivate {
     }
     // A cached credential's check also counts the request for the rate limit, in the same Redis
     // command (RateLimitGuard answers from it; docs/decisions.md, "The runner's cost, second pass").
-    let limit = 0;
-    const hit = this.authenticator.cached(req, (principal) => {
-      const counter = this.rateLimiter.counter(principal, clientAddress(req));
-      limit = counter.limit;
-      return counter;
-    });
-    if (hit?.counted) (req as CountedRequest)[COUNTED] = { limit, counted: hit.counted };
+    const hit = this.authenticator.cached(req, (principal) => this.rateLimiter.counter(principal, clientAddress(req)));
+    if (hit?.counted) (req as CountedRequest)[COUNTED] = hit.counted;
     if (!hit) {
       req.principal = await this.authenticator.lookup(req);
       this.authorize(req.principal, route);

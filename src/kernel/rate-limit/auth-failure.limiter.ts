@@ -3,23 +3,29 @@ import Redis from 'ioredis';
 import { AppConfig } from '../../config/app-config';
 import { AppError } from '../../common/errors/app-error';
 import { REDIS } from '../../common/redis/redis.module';
+import { countLines } from './redis-throttler.storage';
 
 /** Failed authentications are counted in fixed one-minute windows per client address. */
 const WINDOW_MS = 60_000;
 /** A lookup in flight holds its slot at most this long (a crashed replica's slots decay). */
 const PENDING_TTL_MS = 10_000;
 
-// KEYS: failures, pending. ARGV: limit, pending ttl. → {1, 0} admitted, or {0, retry-after ms}.
-const RESERVE = `
+// The allowance test every script below starts with. KEYS[1] failures, KEYS[2] lookups in flight,
+// ARGV[1] the limit → `spent` (failures + pending reach the limit) and `retry` (ms to wait).
+const ALLOWANCE = `
 local failures = tonumber(redis.call('GET', KEYS[1]) or '0')
 local pending = tonumber(redis.call('GET', KEYS[2]) or '0')
 local limit = tonumber(ARGV[1])
-if failures + pending >= limit then
-  local ttl = 1000
-  if failures >= limit then ttl = redis.call('PTTL', KEYS[1]) end
-  if ttl < 0 then ttl = 1000 end
-  return {0, ttl}
-end
+local spent, retry = failures + pending >= limit, 0
+if spent then
+  retry = 1000
+  if failures >= limit then retry = redis.call('PTTL', KEYS[1]) end
+  if retry < 0 then retry = 1000 end
+end`;
+
+// KEYS: failures, pending. ARGV: limit, pending ttl. → {1, 0} admitted, or {0, retry-after ms}.
+const RESERVE = `${ALLOWANCE}
+if spent then return {0, retry} end
 redis.call('INCR', KEYS[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return {1, 0}`;
@@ -33,42 +39,21 @@ if ARGV[1] == '1' then
 end
 return 1`;
 
-// KEYS: failures, pending, revocation marker. ARGV: limit. → {1, 0} admitted, {2, 0} revoked, or {0, retry-after ms}.
-// The same allowance test as RESERVE, without taking a slot: a cached credential needs no lookup.
-const CHECK_KNOWN = `
-local failures = tonumber(redis.call('GET', KEYS[1]) or '0')
-local pending = tonumber(redis.call('GET', KEYS[2]) or '0')
-local limit = tonumber(ARGV[1])
-if failures + pending >= limit then
-  local ttl = 1000
-  if failures >= limit then ttl = redis.call('PTTL', KEYS[1]) end
-  if ttl < 0 then ttl = 1000 end
-  return {0, ttl}
-end
-if redis.call('EXISTS', KEYS[3]) == 1 then return {2, 0} end
-return {1, 0}`;
+// The same allowance test as RESERVE, without taking a slot (a cached credential needs no lookup),
+// then the revocation marker KEYS[3] → `verdict`: 1 admitted, 2 revoked, 0 allowance spent.
+const KNOWN_VERDICT = `${ALLOWANCE}
+local verdict = 1
+if spent then verdict = 0 elseif redis.call('EXISTS', KEYS[3]) == 1 then verdict = 2 end`;
+
+// KEYS: failures, pending, revocation marker. ARGV: limit. → {verdict, retry-after ms}.
+const CHECK_KNOWN = `${KNOWN_VERDICT}
+return {verdict, retry}`;
 
 // KEYS: failures, pending, revocation marker, rate-limit counter. ARGV: limit, window ms.
 // → {verdict, retry-after ms, hits, ms to the window's end}: CHECK_KNOWN's verdict, and the request
-// counted in the credential's rate-limit window whatever the verdict (as the rate-limit guard
-// counts it after a cached credential's check; COUNT_LUA's lines).
-const CHECK_KNOWN_AND_COUNT = `
-local verdict, retry = 1, 0
-local failures = tonumber(redis.call('GET', KEYS[1]) or '0')
-local pending = tonumber(redis.call('GET', KEYS[2]) or '0')
-local limit = tonumber(ARGV[1])
-if failures + pending >= limit then
-  verdict = 0
-  retry = 1000
-  if failures >= limit then retry = redis.call('PTTL', KEYS[1]) end
-  if retry < 0 then retry = 1000 end
-elseif redis.call('EXISTS', KEYS[3]) == 1 then
-  verdict = 2
-end
-local hits = redis.call('INCR', KEYS[4])
-if hits == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[2]) end
-local ttl = redis.call('PTTL', KEYS[4])
-if ttl < 0 then redis.call('PEXPIRE', KEYS[4], ARGV[2]); ttl = tonumber(ARGV[2]) end
+// counted in the credential's rate-limit window whatever the verdict (the rate-limit guard's count).
+const CHECK_KNOWN_AND_COUNT = `${KNOWN_VERDICT}
+${countLines('KEYS[4]', 'ARGV[2]')}
 return {verdict, retry, hits, ttl}`;
 
 type Scripts = {

@@ -20,9 +20,8 @@ export class RateLimitGuard implements CanActivate {
     const url = req.url ?? '';
     if (url.startsWith('/health') || url === '/metrics') return true;
     // A cached credential was counted in its check's Redis command (AuthGuard); else count now.
-    const pending = (req as CountedRequest)[COUNTED];
-    const counted = pending && (await pending.counted);
-    const headers = counted ? this.limiter.verdict(pending.limit, counted.hits, counted.pttl) : await this.limiter.consume(req.principal, clientAddress(req));
+    const counted = await (req as CountedRequest)[COUNTED];
+    const headers = counted ? this.limiter.verdict(counted.limit, counted.hits, counted.pttl) : await this.limiter.consume(req.principal, clientAddress(req));
     const res = ctx.switchToHttp().getResponse<Response>();
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     return true;

@@ -10,14 +10,22 @@ export const RATE_LIMIT_WINDOW_MS = 60_000;
 /** The IETF draft-ietf-httpapi-ratelimit-headers-10 fields of one counted request (`RateLimit-Policy`, `RateLimit`). */
 export type RateLimitHeaders = Record<string, string>;
 
+/** One request's count in its window: the window's limit, the request's number in it, ms to its end. */
+export interface RateLimitCount {
+  limit: number;
+  hits: number;
+  pttl: number;
+}
+
 /**
  * Where the REST auth guard leaves a cached credential's count, taken in the credential check's
- * Redis command ({@link RateLimitCounter}); the rate-limit guard answers from it instead of counting again.
+ * Redis command; the rate-limit guard answers from it instead of counting again (undefined when
+ * that command failed: it counts again).
  */
 export const COUNTED = Symbol('rateLimitCounted');
 
-/** A request carrying {@link COUNTED}: the count (undefined when the command failed: count again). */
-export type CountedRequest = { [COUNTED]?: { limit: number; counted: Promise<{ hits: number; pttl: number } | undefined> } };
+/** A request carrying {@link COUNTED}. */
+export type CountedRequest = { [COUNTED]?: Promise<RateLimitCount | undefined> };
 
 /** Where one request is counted: its window's Redis key and the window's limit. */
 export interface RateLimitCounter {

@@ -4,15 +4,20 @@ import { AppConfig } from '../../config/app-config';
 import { REDIS } from '../../common/redis/redis.module';
 
 /**
- * The fixed-window count (Lua, one key: the window's counter; ARGV[1] the window in ms) →
- * {hits, ms to the window's end}. The credential check's script (auth-failure.limiter.ts) ends
- * with the same lines, so both count alike.
+ * The fixed-window count as Lua lines over the counter `key` and the window `windowMs` (ms), both
+ * Lua expressions such as `KEYS[1]`, `ARGV[1]`: they leave `hits` (this request's number in the
+ * window) and `ttl` (ms to the window's end). The rate limit's own script and the credential
+ * check's script (auth-failure.limiter.ts) both count with them.
  */
-export const COUNT_LUA = `
-local hits = redis.call('INCR', KEYS[1])
-if hits == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+export function countLines(key: string, windowMs: string): string {
+  return `local hits = redis.call('INCR', ${key})
+if hits == 1 then redis.call('PEXPIRE', ${key}, ${windowMs}) end
+local ttl = redis.call('PTTL', ${key})
+if ttl < 0 then redis.call('PEXPIRE', ${key}, ${windowMs}); ttl = tonumber(${windowMs}) end`;
+}
+
+/** KEYS[1] the counter, ARGV[1] the window in ms → {hits, ms to the window's end}. */
+const COUNT = `${countLines('KEYS[1]', 'ARGV[1]')}
 return {hits, ttl}`;
 
 /**
@@ -26,7 +31,7 @@ export class RedisThrottlerStorage {
     @Inject(REDIS) private readonly redis: Redis,
     private readonly config: AppConfig,
   ) {
-    if (!('pcpRateLimit' in redis)) redis.defineCommand('pcpRateLimit', { numberOfKeys: 1, lua: COUNT_LUA });
+    if (!('pcpRateLimit' in redis)) redis.defineCommand('pcpRateLimit', { numberOfKeys: 1, lua: COUNT });
   }
 
   /** The Redis key of counter `name` (under REDIS_PREFIX). */
