@@ -1,5 +1,4 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import { ThrottlerException } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { AppError, ErrorCode } from './app-error';
 import { ErrorBody } from './error-body';
@@ -35,9 +34,6 @@ export class AllExceptionsFilter implements ExceptionFilter {
 /** Maps framework and body-parser errors onto our codes; anything unknown is `internal`. */
 export function toAppError(exception: unknown): AppError {
   if (exception instanceof AppError) return exception;
-  if (exception instanceof ThrottlerException) {
-    return new AppError('rate_limited', 'Too many requests', undefined, 429, { 'Retry-After': '60' });
-  }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
     const code: ErrorCode | undefined =
