@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { AppError, ErrorCode } from './app-error';
-import { ErrorBody } from './error-body';
+import { errorBody } from './error-body';
 import { requestIdOf } from './request-id';
 
 /**
@@ -25,9 +25,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (res.headersSent) return;
     for (const [name, value] of Object.entries(appError.headers)) res.setHeader(name, value);
     if (appError.code === 'unauthorized') res.setHeader('WWW-Authenticate', 'Bearer realm="api"');
-    const body: ErrorBody = { error: appError.message, code: appError.code, requestId };
-    if (appError.details !== undefined) body.details = appError.details;
-    res.status(appError.status).json(body);
+    res.status(appError.status).json(errorBody(appError, requestId));
   }
 }
 

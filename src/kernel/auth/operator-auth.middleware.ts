@@ -1,6 +1,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import { requestIdOf } from '../../common/errors/request-id';
 import { digestsEqual, hashSecret } from './secrets';
+import { errorBody } from '../../common/errors/error-body';
+import { AppError } from '../../common/errors/app-error';
 
 /**
  * Express middleware guarding operator pages (Bull Board, docs/architecture.md §10 `OPERATOR_TOKEN`): accepts
@@ -23,6 +25,6 @@ export function operatorAuth(token: string) {
     }
     if (presented !== null && digestsEqual(hashSecret(presented), expected)) return next();
     res.setHeader('WWW-Authenticate', 'Basic realm="operator", charset="UTF-8"');
-    res.status(401).json({ error: 'Operator credential required (OPERATOR_TOKEN as Bearer token or Basic password)', code: 'unauthorized', requestId: requestIdOf(req) });
+    res.status(401).json(errorBody(new AppError('unauthorized', 'Operator credential required (OPERATOR_TOKEN as Bearer token or Basic password)'), requestIdOf(req)));
   };
 }
