@@ -18,6 +18,7 @@ import { requestLogging } from './common/request-log';
 import { validationFields } from './common/validation/validation-errors';
 import { KernelValidationPipe } from './kernel/validate';
 import { dropIdleClsEnhancers } from './database/cls-enhancers';
+import { errorBody } from './common/errors/error-body';
 
 export { validationFields };
 
@@ -61,7 +62,7 @@ function bodyParser() {
     const nulParam = err ? undefined : nulCharacterParam(req.body);
     if (!err && nulParam === undefined) return next();
     const e = err ? toAppError(err) : AppError.invalidParam(nulParam!, 'must not contain NUL characters');
-    const body = { error: e.message, code: e.code, requestId: requestIdOf(req), ...(e.details ? { details: e.details } : {}) };
+    const body = errorBody(e, requestIdOf(req));
     // The A2A JSON-RPC routes answer in JSON-RPC 2.0 even here: -32700 for unparsable JSON, else -32600 (docs/architecture.md §14).
     if (req.method === 'POST' && (req.path === A2A_RPC_PATH || req.path.startsWith(`${A2A_RPC_PATH}/`))) {
       const rpcCode = (err as { type?: string } | undefined)?.type === 'entity.parse.failed' ? JSON_RPC.parseError : JSON_RPC.invalidRequest;
@@ -154,7 +155,7 @@ export function createMcpApp(app: INestApplication): express.Express {
   mcp.use(bodyParser());
   mcp.use(mcpRouter(app));
   mcp.use((req: Request, res: Response) => {
-    res.status(404).json({ error: 'No such route', code: 'not_found', requestId: requestIdOf(req) });
+    res.status(404).json(errorBody(new AppError('not_found', 'No such route'), requestIdOf(req)));
   });
   return mcp;
 }
@@ -184,7 +185,7 @@ export function createCheckoutHostApp(app: NestExpressApplication): express.Expr
   host.set('trust proxy', app.get(AppConfig).env.TRUSTED_PROXIES);
   host.use((req: Request, res: Response, next: NextFunction) => {
     if (CHECKOUT_HOST_ROUTES.some((route) => route.test(req.path))) return api(req, res, next);
-    requestIdMiddleware(req, res, () => res.status(404).json({ error: 'No such route on the checkout host', code: 'not_found', requestId: requestIdOf(req) }));
+    requestIdMiddleware(req, res, () => res.status(404).json(errorBody(new AppError('not_found', 'No such route on the checkout host'), requestIdOf(req))));
   });
   return host;
 }

@@ -3,8 +3,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import { BullBoardModule } from '@bull-board/nestjs';
 import type { BullBoardModuleOptions } from '@bull-board/nestjs/dist/bull-board.types';
 import { Module } from '@nestjs/common';
-import { operatorAuth } from './kernel/auth/operator-auth.middleware';
-import { AppConfig } from './config/app-config';
+import { OperatorCredential, OperatorCredentialModule } from './kernel/auth/operator-credential';
 import { CoreModule } from './core.module';
 import { PROCESS_SECRETS } from './config/secrets';
 import { IdempotencyReaperModule, MAINTENANCE_QUEUE } from './kernel/idempotency/idempotency-reaper.module';
@@ -61,11 +60,12 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     X402SettlementsWorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
-      inject: [AppConfig],
-      useFactory: (config: AppConfig) => ({
+      imports: [OperatorCredentialModule],
+      inject: [OperatorCredential],
+      useFactory: (operator: OperatorCredential) => ({
         route: BULL_BOARD_ROUTE,
         adapter: ExpressAdapter as unknown as BullBoardModuleOptions['adapter'],
-        middleware: operatorAuth(config.secret('OPERATOR_TOKEN')),
+        middleware: operator.middleware(),
         boardOptions: { uiConfig: { boardTitle: 'Worker queues' } },
       }),
     }),

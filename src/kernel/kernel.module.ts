@@ -1,6 +1,7 @@
 import { DynamicModule, Global, Module, Type } from '@nestjs/common';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { AuthFailureLimiter } from './rate-limit/auth-failure.limiter';
+import { OperatorCredential } from './auth/operator-credential';
 import { RateLimitStorageModule } from './rate-limit/redis-throttler.storage';
 import { Authenticator } from './authenticator';
 import { RateLimiter } from './rate-limit/rate-limiter';
@@ -25,8 +26,8 @@ export class KernelModule {
       module: KernelModule,
       global: true,
       imports: [options.credentials, IdempotencyModule, RateLimitStorageModule],
-      providers: [Authenticator, RateLimiter, Runner, AuthFailureLimiter],
-      exports: [Authenticator, RateLimiter, Runner, AuthFailureLimiter, IdempotencyModule],
+      providers: [Authenticator, RateLimiter, Runner, AuthFailureLimiter, OperatorCredential],
+      exports: [Authenticator, RateLimiter, Runner, AuthFailureLimiter, OperatorCredential, IdempotencyModule],
     };
   }
 }

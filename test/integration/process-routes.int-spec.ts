@@ -125,6 +125,36 @@ describe('routes per process', () => {
     });
   });
 
+  describe("the worker's operator pages under the failed-authentication allowance", () => {
+    let iso: IsolatedEnv;
+    let worker: TestWorker;
+    beforeAll(async () => {
+      iso = await isolatedWebhookEnv('operator');
+      worker = await startTestWorker({ ...iso.env, OPERATOR_TOKEN, AUTH_FAILURES_PER_MINUTE: '3' });
+    });
+    afterAll(async () => {
+      await worker?.close();
+      await iso?.drop();
+    });
+    const board = (authorization?: string) =>
+      fetch(`http://127.0.0.1:${worker.port}/admin/queues`, { headers: authorization ? { authorization } : {}, signal: AbortSignal.timeout(10_000) });
+
+    it('takes the token as a Basic password, then counts wrong tokens and refuses the address with 429 once they are spent', async () => {
+      const basic = await board(`Basic ${Buffer.from(`ops:${OPERATOR_TOKEN}`).toString('base64')}`);
+      expect(basic.status).toBe(200);
+      for (let i = 0; i < 3; i++) {
+        const wrong = await board('Bearer wrong-token');
+        expect(wrong.status).toBe(401);
+        expect(wrong.headers.get('www-authenticate')).toMatch(/^Basic /);
+        expect(await wrong.json()).toEqual({ error: expect.stringMatching(/OPERATOR_TOKEN/), code: 'unauthorized', requestId: expect.any(String) });
+      }
+      const limited = await board(`Bearer ${OPERATOR_TOKEN}`);
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await limited.json()).toMatchObject({ code: 'rate_limited' });
+    });
+  });
+
   it('the CLI mounts no controllers', async () => {
     const app = await NestFactory.createApplicationContext(CliModule.forCommand([]), { logger: false });
     try {

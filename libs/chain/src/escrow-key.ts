@@ -1,6 +1,6 @@
 import { getBytes, hexlify, isHexString, toBeHex, zeroPadValue } from 'ethers';
+import { validate as isUuid } from 'uuid';
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Highest escrow attempt number: the attempt takes bytes 12–15 of the key (uint32). */
 export const MAX_ESCROW_ATTEMPT = 0xffffffff;
 
@@ -12,7 +12,7 @@ export const MAX_ESCROW_ATTEMPT = 0xffffffff;
  * Throws TypeError when `uuid` is not a UUID or `attempt` is not an integer in 0…MAX_ESCROW_ATTEMPT.
  */
 export function escrowKeyFromId(uuid: string, attempt = 0): string {
-  if (!UUID_RE.test(uuid)) throw new TypeError(`escrowKeyFromId: not a UUID: ${uuid}`);
+  if (!isUuid(uuid)) throw new TypeError(`escrowKeyFromId: not a UUID: ${uuid}`);
   if (!Number.isInteger(attempt) || attempt < 0 || attempt > MAX_ESCROW_ATTEMPT) throw new TypeError(`escrowKeyFromId: bad attempt ${attempt}`);
   const id = uuid.replace(/-/g, '').toLowerCase();
   return zeroPadValue(attempt === 0 ? `0x${id}` : `${toBeHex(attempt, 4)}${id}`, 32);

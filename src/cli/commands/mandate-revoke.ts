@@ -1,6 +1,7 @@
 import { MandatesService } from '../../modules/mandates/mandates.service';
 import { UsageError } from '../args';
 import type { CommandDeclaration } from '../command';
+import { validate as isUuid } from 'uuid';
 
 /** The `mandate:revoke` operator command (docs/operations.md; usage in `summary`). */
 export const mandateRevokeCommand: CommandDeclaration = {
@@ -8,7 +9,7 @@ export const mandateRevokeCommand: CommandDeclaration = {
   summary: 'mandate:revoke <mandateId>   (the mandate stops covering spends at once; docs/architecture.md §14)',
   run: async (app, values, positionals) => {
     const id = positionals[0];
-    if (!id || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw new UsageError('mandate:revoke needs a mandate id');
+    if (!id || !isUuid(id)) throw new UsageError('mandate:revoke needs a mandate id');
     const m = await app.get(MandatesService).revokeByOperator(id);
     return { id: m.id, status: m.status, revokedAt: m.revokedAt };
   },

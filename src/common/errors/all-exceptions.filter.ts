@@ -1,8 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import { ThrottlerException } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { AppError, ErrorCode } from './app-error';
-import { ErrorBody } from './error-body';
+import { errorBody } from './error-body';
 import { requestIdOf } from './request-id';
 
 /**
@@ -26,18 +25,13 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (res.headersSent) return;
     for (const [name, value] of Object.entries(appError.headers)) res.setHeader(name, value);
     if (appError.code === 'unauthorized') res.setHeader('WWW-Authenticate', 'Bearer realm="api"');
-    const body: ErrorBody = { error: appError.message, code: appError.code, requestId };
-    if (appError.details !== undefined) body.details = appError.details;
-    res.status(appError.status).json(body);
+    res.status(appError.status).json(errorBody(appError, requestId));
   }
 }
 
 /** Maps framework and body-parser errors onto our codes; anything unknown is `internal`. */
 export function toAppError(exception: unknown): AppError {
   if (exception instanceof AppError) return exception;
-  if (exception instanceof ThrottlerException) {
-    return new AppError('rate_limited', 'Too many requests', undefined, 429, { 'Retry-After': '60' });
-  }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
     const code: ErrorCode | undefined =

@@ -1,6 +1,6 @@
 import { AppError } from '../errors/app-error';
+import { validate as isUuid } from 'uuid';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * A path id as every transport takes it: REST's `ParseUUIDPipe` answers 404 for an id that is not a
@@ -10,6 +10,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * @throws AppError 404 not_found ("No such `resource`") when `id` is not a UUID.
  */
 export function requireUuid(id: string | undefined, resource: string): string {
-  if (id === undefined || !UUID.test(id)) throw AppError.notFound(resource);
+  if (id === undefined || !isUuid(id)) throw AppError.notFound(resource);
   return id;
 }

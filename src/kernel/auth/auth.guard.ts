@@ -1,7 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { AppConfig } from '../../config/app-config';
 import { AppError } from '../../common/errors/app-error';
 import { AuthFailureLimiter } from '../rate-limit/auth-failure.limiter';
 import { COUNTED, type CountedRequest, RateLimiter } from '../rate-limit/rate-limiter';
@@ -12,7 +11,8 @@ import type { Access, CredentialKind } from '../operation';
 import { AGENT_ONLY, CONSOLE_AGENT_OWNER, CONSOLE_ONLY, CONSOLE_SESSION, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
 import { Principal, SessionAuthenticator } from './principal';
 import type { Scope } from './scopes';
-import { digestsEqual, hashSecret } from './secrets';
+
+import { OperatorCredential } from './operator-credential';
 
 export { clientAddress, extractCredential } from '../authenticator';
 
@@ -31,7 +31,6 @@ export { clientAddress, extractCredential } from '../authenticator';
  */
 @Injectable()
 export class AuthGuard implements CanActivate {
-  private readonly operatorDigest: Buffer;
   /** {@link routeOf}'s memo: handler → controller class → its auth metadata. */
   private readonly routes = new WeakMap<object, WeakMap<object, RouteAuth>>();
 
@@ -39,12 +38,10 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly authenticator: Authenticator,
     private readonly limiter: AuthFailureLimiter,
-    config: AppConfig,
+    private readonly operatorCredential: OperatorCredential,
     private readonly sessions: SessionAuthenticator,
     private readonly rateLimiter: RateLimiter,
-  ) {
-    this.operatorDigest = hashSecret(config.secret('OPERATOR_TOKEN'));
-  }
+  ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     if (ctx.getType() !== 'http') return true;
@@ -164,13 +161,9 @@ export class AuthGuard implements CanActivate {
     return principal;
   }
 
-  /** `Authorization: Bearer <OPERATOR_TOKEN>`, compared in constant time over SHA-256 digests. */
+  /** The operator credential ({@link OperatorCredential}: one check for every operator surface). */
   private async operator(req: Request): Promise<boolean> {
-    const attempt = await this.limiter.admit(clientAddress(req));
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '');
-    const ok = bearer !== null && digestsEqual(hashSecret(bearer[1]), this.operatorDigest);
-    await attempt.settle(!ok);
-    if (!ok) throw new AppError('unauthorized', 'This operator route needs Authorization: Bearer <OPERATOR_TOKEN>');
+    await this.operatorCredential.check(req);
     return true;
   }
 }

@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import Redis from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../../config/app-config';
 import { REDIS } from '../../common/redis/redis.module';
 import type { Principal } from './principal';
 
-/** Most principals one api process keeps; the oldest entry goes first beyond it. */
+/** Most principals one api process keeps; the least recently used goes first beyond it. */
 const MAX_ENTRIES = 10_000;
 
 /**
@@ -55,7 +56,7 @@ export class CredentialRevocations {
  */
 @Injectable()
 export class CredentialCache {
-  private readonly entries = new Map<string, { principal: Principal; until: number }>();
+  private readonly entries = new LRUCache<string, { principal: Principal; until: number }>({ max: MAX_ENTRIES });
 
   constructor(private readonly config: AppConfig) {}
 
@@ -76,9 +77,7 @@ export class CredentialCache {
     if (ttl <= 0) return;
     const until = Math.min(Date.now() + ttl, expiresAt ?? Number.POSITIVE_INFINITY);
     if (until <= Date.now()) return;
-    this.entries.delete(digest);
     this.entries.set(digest, { principal, until });
-    if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
   }
 
   /** Forgets `digest` (its credential was found revoked). */

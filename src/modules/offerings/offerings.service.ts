@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AmountFormatError, parseAmount } from '@lib/money';
-import { v7 as uuidv7 } from 'uuid';
+import { v7 as uuidv7, validate as isUuid } from 'uuid';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
@@ -110,7 +110,7 @@ export class OfferingsService {
    *   organisation's, or archived (docs/architecture.md §11: 400 with details.param offeringId).
    */
   async activeTerms(organizationId: string, id: string, param = 'offeringId'): Promise<OfferingTerms> {
-    const o = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? await this.repo.findForOrganization(organizationId, id) : null;
+    const o = isUuid(id) ? await this.repo.findForOrganization(organizationId, id) : null;
     if (!o) throw AppError.invalidParam(param, 'is not an offering of this organisation', { param, reason: 'unknown_offering' });
     if (!o.active) throw AppError.invalidParam(param, 'is archived (active: false)', { param, reason: 'inactive_offering' });
     return { id: o.id, name: o.name, description: o.description, amountUnits: o.amountUnits, escrowTemplateId: o.escrowTemplateId };

@@ -1,7 +1,8 @@
+import { LRUCache } from 'lru-cache';
 import { Injectable, Logger } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { getAddress, isAddress } from 'ethers';
-import { v7 as uuidv7 } from 'uuid';
+import { v7 as uuidv7, validate as isUuid } from 'uuid';
 import { AppConfig } from '../../config/app-config';
 import { CredentialRevocations, revocationHandle } from '../../kernel/auth/credential-cache';
 import { Principal, PrincipalResolver } from '../../kernel/auth/principal';
@@ -20,7 +21,6 @@ export const OAUTH_TOKEN_PREFIX = 'bat_';
 export const OAUTH_CLIENT_PREFIX = 'bac_';
 export const OAUTH_SECRET_PREFIX = 'bacs_';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HANDLE = /^[a-z0-9](?:[a-z0-9-]{1,38}[a-z0-9])?$/;
 /** An API key's `last_used_at` is written at most this often per key and process (docs/decisions.md "API key last used"). */
 export const KEY_USE_INTERVAL_MS = 60_000;
@@ -35,8 +35,8 @@ const KEY_USE_MEMORY = 10_000;
 @Injectable()
 export class OrgsService extends PrincipalResolver {
   private readonly logger = new Logger(OrgsService.name);
-  /** Key id → when this process last stamped its `last_used_at` (ms since the epoch), oldest first. */
-  private readonly keyUses = new Map<string, number>();
+  /** Key id → when this process last stamped its `last_used_at` (ms since the epoch), at most KEY_USE_MEMORY keys. */
+  private readonly keyUses = new LRUCache<string, number>({ max: KEY_USE_MEMORY });
 
   constructor(
     private readonly repo: OrgsRepository,
@@ -163,7 +163,7 @@ export class OrgsService extends PrincipalResolver {
    * @throws AppError not_found for a key of another organisation or an unknown id.
    */
   async revokeOwnApiKey(organizationId: string, id: string) {
-    const key = UUID.test(id) ? await this.repo.findApiKey(id) : null;
+    const key = isUuid(id) ? await this.repo.findApiKey(id) : null;
     if (!key || key.organizationId !== organizationId) throw AppError.notFound('api key');
     return this.revokeApiKey(id);
   }
@@ -288,7 +288,7 @@ export class OrgsService extends PrincipalResolver {
    * @throws AppError not_found for an unknown key id; invalid_request for an id that is not a UUID.
    */
   async revokeApiKey(id: string): Promise<{ id: string; revokedAt: Date }> {
-    if (!UUID.test(id)) throw AppError.invalidParam('key', 'must be an API key id (UUID)');
+    if (!isUuid(id)) throw AppError.invalidParam('key', 'must be an API key id (UUID)');
     const revoked = await this.repo.revokeApiKey(id);
     if (!revoked) throw AppError.notFound('api key');
     await this.revocations.mark(revocationHandle({ kind: 'merchant', credentialId: revoked.id, actor: '' }));
@@ -355,8 +355,6 @@ export class OrgsService extends PrincipalResolver {
     const now = Date.now();
     const last = this.keyUses.get(principal.credentialId);
     if (last !== undefined && now - last < KEY_USE_INTERVAL_MS) return;
-    this.keyUses.delete(principal.credentialId);
-    if (this.keyUses.size >= KEY_USE_MEMORY) this.keyUses.delete(this.keyUses.keys().next().value!);
     this.keyUses.set(principal.credentialId, now);
     try {
       await this.repo.touchApiKey(principal.credentialId);

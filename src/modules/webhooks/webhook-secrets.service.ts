@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { Injectable } from '@nestjs/common';
 import { SecretBox } from '../../common/crypto/secret-box';
 import { AppConfig } from '../../config/app-config';
@@ -23,7 +24,7 @@ export interface SealedSecrets {
 @Injectable()
 export class WebhookSecrets {
   private readonly box: SecretBox;
-  private readonly opened = new Map<string, string>();
+  private readonly opened = new LRUCache<string, string>({ max: OPENED_CACHE_SIZE });
 
   constructor(config: AppConfig) {
     this.box = new SecretBox(config.secret('SIGNER_ENCRYPTION_KEY'), 'webhook-signing-secret');
@@ -46,13 +47,12 @@ export class WebhookSecrets {
     return out;
   }
 
-  /** Opens a sealed secret, remembering the last {@link OPENED_CACHE_SIZE} (keyed by ciphertext, so a rotation misses). */
+  /** Opens a sealed secret, remembering the {@link OPENED_CACHE_SIZE} most recently used (keyed by ciphertext, so a rotation misses). */
   private open(organizationId: string, sealed: string): string {
     const key = `${organizationId}|${sealed}`;
     let secret = this.opened.get(key);
     if (secret === undefined) {
       secret = this.box.open(sealed, organizationId);
-      if (this.opened.size >= OPENED_CACHE_SIZE) this.opened.delete(this.opened.keys().next().value!);
       this.opened.set(key, secret);
     }
     return secret;

@@ -1,112 +1,55 @@
 import { Injectable } from '@nestjs/common';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupAddress, LookupOptions } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { AppConfig } from '../../config/app-config';
 import { WebhookErrors } from './webhooks.errors';
 
-/** Why an address is not a public unicast destination; null from {@link classifyAddress} means public. */
-export type AddressClass =
-  | 'unspecified'
-  | 'this_network'
-  | 'loopback'
-  | 'private'
-  | 'cgnat'
-  | 'link_local'
-  | 'unique_local'
-  | 'multicast'
-  | 'documentation'
-  | 'benchmarking'
-  | 'reserved'
-  | 'invalid';
+/**
+ * Why an address is not a public unicast destination; null from {@link classifyAddress} means public.
+ * The special-purpose range names of ipaddr.js (RFC 6890 and the RFCs it lists) in snake case
+ * (`link_local`, `carrier_grade_nat`, `unique_local`, `teredo`, …), `reserved` for IPv6 outside
+ * 2000::/3, and `invalid` for text that is not an IP literal. It reaches API callers as
+ * `details.addressClass`.
+ */
+export type AddressClass = string;
 
-/** IPv4 blocks that are not public unicast destinations (RFC 6890 and the RFCs it lists). */
-const V4_BLOCKS: Array<[string, number, AddressClass]> = [
-  ['0.0.0.0', 8, 'this_network'],
-  ['10.0.0.0', 8, 'private'],
-  ['100.64.0.0', 10, 'cgnat'],
-  ['127.0.0.0', 8, 'loopback'],
-  ['169.254.0.0', 16, 'link_local'],
-  ['172.16.0.0', 12, 'private'],
-  ['192.0.0.0', 24, 'reserved'],
-  ['192.0.2.0', 24, 'documentation'],
-  ['192.88.99.0', 24, 'reserved'],
-  ['192.168.0.0', 16, 'private'],
-  ['198.18.0.0', 15, 'benchmarking'],
-  ['198.51.100.0', 24, 'documentation'],
-  ['203.0.113.0', 24, 'documentation'],
-  ['224.0.0.0', 4, 'multicast'],
-  ['240.0.0.0', 4, 'reserved'],
-];
+/** 2000::/3, where IPv6 global unicast lives (RFC 4291 §2.4); anything else unlisted is reserved. */
+const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
 
-/** IPv6 blocks, most specific first (RFC 4291, RFC 6890). */
-const V6_BLOCKS: Array<[string, number, AddressClass]> = [
-  ['::', 128, 'unspecified'],
-  ['::1', 128, 'loopback'],
-  ['::', 96, 'reserved'],
-  ['fc00::', 7, 'unique_local'],
-  ['fe80::', 10, 'link_local'],
-  ['fec0::', 10, 'private'],
-  ['ff00::', 8, 'multicast'],
-  ['2001:db8::', 32, 'documentation'],
-  ['100::', 64, 'reserved'],
-  ['64:ff9b:1::', 48, 'reserved'],
-];
-
-/** The IPv4 block as two hex words, to place it inside an IPv6 prefix (NAT64 RFC 6052, 6to4 RFC 3056). */
-function hexWords(v4: string): [string, string] {
-  const [a, b, c, d] = v4.split('.').map(Number);
-  return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
+/**
+ * The IPv4 address an IPv6 address carries, judged as IPv4: mapped (::ffff:a.b.c.d, RFC 4291),
+ * NAT64 (64:ff9b::/96, RFC 6052) and 6to4 (2002:AABB:CCDD::/48, RFC 3056); null for any other.
+ */
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | null {
+  const range = ip.range();
+  const p = ip.parts;
+  if (range === 'ipv4Mapped') return ip.toIPv4Address();
+  if (range === 'rfc6052' && ip.match(ipaddr.parseCIDR('64:ff9b::/96'))) return ipaddr.fromByteArray([p[6] >> 8, p[6] & 0xff, p[7] >> 8, p[7] & 0xff]) as ipaddr.IPv4;
+  if (range === '6to4') return ipaddr.fromByteArray([p[1] >> 8, p[1] & 0xff, p[2] >> 8, p[2] & 0xff]) as ipaddr.IPv4;
+  return null;
 }
 
 /**
- * One Node `net.BlockList` per listed block, in the order they are checked. An IPv4 rule also
- * matches the IPv4-mapped IPv6 form (::ffff:a.b.c.d); each IPv4 block is listed again inside the
- * NAT64 (64:ff9b::/96) and 6to4 (2002::/16) prefixes, so an embedded address is judged as IPv4.
- */
-const BLOCKS: Array<[BlockList, AddressClass]> = [
-  ...V4_BLOCKS.map(([address, bits, cls]): [BlockList, AddressClass] => {
-    const list = new BlockList();
-    const [high, low] = hexWords(address);
-    list.addSubnet(address, bits, 'ipv4');
-    list.addSubnet(`64:ff9b::${high}:${low}`, 96 + bits, 'ipv6');
-    list.addSubnet(`2002:${high}:${low}::`, 16 + bits, 'ipv6');
-    return [list, cls];
-  }),
-  ...V6_BLOCKS.map(([address, bits, cls]): [BlockList, AddressClass] => {
-    const list = new BlockList();
-    list.addSubnet(address, bits, 'ipv6');
-    return [list, cls];
-  }),
-];
-
-/** Prefixes whose unlisted addresses are public IPv4 destinations (mapped, NAT64), though outside 2000::/3. */
-const EMBEDDED_V4 = new BlockList();
-EMBEDDED_V4.addSubnet('::ffff:0:0', 96, 'ipv6');
-EMBEDDED_V4.addSubnet('64:ff9b::', 96, 'ipv6');
-const GLOBAL_UNICAST = new BlockList();
-GLOBAL_UNICAST.addSubnet('2000::', 3, 'ipv6');
-
-/**
- * Classifies an IP address literal for the SSRF guard (docs/architecture.md §8; docs/decisions.md): loopback
- * (127/8, ::1), RFC 1918, link-local and cloud metadata (169.254/16, fe80::/10), CGNAT
- * (100.64/10), 0/8, unique-local (fc00::/7, incl. fd00:ec2::254), multicast, documentation and
- * reserved ranges, and IPv6 outside 2000::/3. IPv4 embedded in IPv6 (mapped ::ffff:a.b.c.d,
- * NAT64 64:ff9b::/96, 6to4 2002::/16) is judged by its IPv4 address. A bracketed literal or a
- * zone id (`fe80::1%eth0`) is accepted. Only strict literals count (Node's `isIP`: no `127.1`
- * or hex octets); parsing and matching are Node's `net.BlockList`.
+ * Classifies an IP address literal for the SSRF guard (docs/architecture.md §8; docs/decisions.md):
+ * ipaddr.js's `range()` names every special-purpose block (loopback, RFC 1918, link-local and cloud
+ * metadata 169.254/16, CGNAT, 0/8, unique-local incl. fd00:ec2::254, multicast, documentation,
+ * benchmarking, reserved, teredo, …); only `unicast` is public, and for IPv6 only inside 2000::/3.
+ * IPv4 embedded in IPv6 (mapped, NAT64, 6to4) is judged by its IPv4 address. A bracketed literal or
+ * a zone id (`fe80::1%eth0`) is accepted. Only strict literals count (Node's `isIP`: no `127.1` or
+ * hex octets).
  * @returns null for a public unicast address, otherwise the class that makes it non-public
  *   (`invalid` for text that is not an IP address).
  */
 export function classifyAddress(address: string): AddressClass | null {
   const bare = address.replace(/^\[|\]$/g, '').split('%')[0];
-  const family = isIP(bare);
-  if (family === 0) return 'invalid';
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  const listed = BLOCKS.find(([list]) => list.check(bare, type));
-  if (listed) return listed[1];
-  if (family === 4 || EMBEDDED_V4.check(bare, 'ipv6') || GLOBAL_UNICAST.check(bare, 'ipv6')) return null;
-  return 'reserved';
+  if (isIP(bare) === 0) return 'invalid';
+  let ip = ipaddr.parse(bare);
+  if (ip.kind() === 'ipv6') ip = embeddedIPv4(ip as ipaddr.IPv6) ?? ip;
+  const range = ip.range();
+  if (range !== 'unicast') return range.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  return ip.kind() === 'ipv4' || (ip as ipaddr.IPv6).match(GLOBAL_UNICAST) ? null : 'reserved';
 }
 
 /** Why a webhook URL is refused (docs/architecture.md §8). */

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { AppError } from '../../common/errors/app-error';
 import { toAppError } from '../../common/errors/all-exceptions.filter';
 import { requestIdOf } from '../../common/errors/request-id';
+import { errorBody } from '../../common/errors/error-body';
 
 /** JSON-RPC 2.0 error codes (jsonrpc.org/specification §5.1); -32000 = our refusals (server-defined range). */
 export const JSON_RPC = { parseError: -32700, invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internal: -32603, refused: -32000 } as const;
@@ -43,7 +44,7 @@ export class JsonRpcExceptionFilter implements ExceptionFilter {
     if (res.headersSent) return;
     for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
     if (e.code === 'unauthorized') res.setHeader('WWW-Authenticate', 'Bearer realm="api"');
-    const data = { error: e.message, code: e.code, requestId, ...(e.details !== undefined ? { details: e.details } : {}) };
+    const data = errorBody(e, requestId);
     const code =
       e instanceof JsonRpcError ? e.rpcCode : e.code === 'internal' ? JSON_RPC.internal : e.code === 'invalid_request' || e.code === 'idempotency_required' ? JSON_RPC.invalidParams : JSON_RPC.refused;
     res.status(e.status).json({ jsonrpc: '2.0', id: rpcIdOf(req.body), error: { code, message: e.message, data } });

@@ -10,6 +10,7 @@ import { AUTHORIZATION_SERVER_METADATA, authorizationServerMetadata, oauthIssuer
 import { Authenticator, clientAddress } from '../../kernel/authenticator';
 import { RateLimiter } from '../../kernel/rate-limit/rate-limiter';
 import { McpService } from './mcp.service';
+import { errorBody } from '../../common/errors/error-body';
 
 /** Where the MCP endpoint lives on its listener. */
 export const MCP_PATH = '/mcp';
@@ -41,7 +42,7 @@ export function mcpRouter(app: INestApplicationContext): Router {
     const e = toAppError(err);
     for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
     if (e.code === 'unauthorized') res.setHeader('WWW-Authenticate', `Bearer resource_metadata="${resourceMetadataUrl}"`);
-    res.status(e.status).json({ error: e.message, code: e.code, requestId: requestIdOf(req), ...(e.details !== undefined ? { details: e.details } : {}) });
+    res.status(e.status).json(errorBody(e, requestIdOf(req)));
   };
 
   const protectedResource = {

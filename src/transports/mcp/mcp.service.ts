@@ -10,6 +10,7 @@ import { accessRefusal } from '../../kernel/access';
 import { Runner } from '../../kernel/runner';
 import { type McpTool, serviceToolOperation, type ServiceTool } from './mcp-tool';
 import { MCP_TOOLS } from './tools';
+import { errorBody } from '../../common/errors/error-body';
 
 /** Server name and version shown to MCP clients at initialize. */
 export const MCP_SERVER_INFO = { name: 'payments-control-plane', version: '2.0.0' };
@@ -76,8 +77,8 @@ export class McpService {
     } catch (err) {
       const e = toAppError(err);
       if (e.code === 'internal') this.logger.error({ err, requestId, tool: name }, 'tool failed');
-      const body = { error: e.message, code: e.code, requestId, ...(e.details !== undefined ? { details: e.details } : {}) };
-      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
+      const body = errorBody(e, requestId);
+      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: { ...body } };
     }
   }
 }

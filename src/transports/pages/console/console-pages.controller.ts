@@ -7,8 +7,8 @@ import { OrgsService } from '../../../modules/orgs/orgs.service';
 import { ConsoleAuthService } from './console-auth.service';
 import { consoleBundle, renderConsoleNotFound, renderHome, renderSection, renderSignIn, Section, SECTIONS } from './console-pages.render';
 import { sessionCookie } from './console-session.authenticator';
+import { validate as isUuid } from 'uuid';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The console pages' CSP: the hosted pages' strict policy (one same-origin script, no inline script). */
 const CONSOLE_CSP =
@@ -66,7 +66,7 @@ export class ConsolePagesController {
     const signedIn = await this.signedIn(req, res);
     if (!signedIn) return;
     const { token, session } = signedIn;
-    const agent = UUID.test(agentId) ? await this.orgs.agentOwnedBy(agentId, session.address) : null;
+    const agent = isUuid(agentId) ? await this.orgs.agentOwnedBy(agentId, session.address) : null;
     const org = agent ? await this.orgs.getOrganization(agent.organizationId) : null;
     if (!agent || !org) {
       res.status(404).type('html').send(renderConsoleNotFound());
@@ -120,8 +120,8 @@ export class ConsolePagesController {
     const signedIn = await this.signedIn(req, res);
     if (!signedIn) return;
     const { token, session } = signedIn;
-    const known = SECTIONS.some(([s]) => s === section) && (item === undefined || UUID.test(item));
-    const org = known && UUID.test(orgId) && (await this.orgs.isOwner(orgId, session.address)) ? await this.orgs.getOrganization(orgId) : null;
+    const known = SECTIONS.some(([s]) => s === section) && (item === undefined || isUuid(item));
+    const org = known && isUuid(orgId) && (await this.orgs.isOwner(orgId, session.address)) ? await this.orgs.getOrganization(orgId) : null;
     if (!org) {
       res.status(404).type('html').send(renderConsoleNotFound());
       return;

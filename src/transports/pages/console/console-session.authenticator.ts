@@ -5,8 +5,8 @@ import { expandScopes, MERCHANT_SCOPES } from '../../../kernel/auth/scopes';
 import { AppError } from '../../../common/errors/app-error';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
 import { AGENT_HEADER, ConsoleAuthService, CSRF_HEADER, ORGANIZATION_HEADER, SESSION_COOKIE } from './console-auth.service';
+import { validate as isUuid } from 'uuid';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The value of the console session cookie in a `Cookie` header (RFC 6265 §5.4), or undefined. */
 export function sessionCookie(req: Pick<Request, 'header'>): string | undefined {
@@ -61,7 +61,7 @@ export class ConsoleSessionAuthenticator extends SessionAuthenticator {
     if (opts.organization && req.header(ORGANIZATION_HEADER) === undefined && agentId !== undefined) {
       // An agent's owner address manages that agent (DESIGN §19), not its organisation: no scope,
       // and the guard admits it to the agent's own routes only.
-      const agent = UUID.test(agentId) ? await this.orgs.agentOwnedBy(agentId, session.address) : null;
+      const agent = isUuid(agentId) ? await this.orgs.agentOwnedBy(agentId, session.address) : null;
       if (!agent) throw AppError.notFound('agent');
       return {
         kind: 'console',
@@ -77,7 +77,7 @@ export class ConsoleSessionAuthenticator extends SessionAuthenticator {
     }
     if (opts.organization) {
       organizationId = req.header(ORGANIZATION_HEADER) ?? '';
-      if (!UUID.test(organizationId) || !(await this.orgs.isOwner(organizationId, session.address))) throw AppError.notFound('organization');
+      if (!isUuid(organizationId) || !(await this.orgs.isOwner(organizationId, session.address))) throw AppError.notFound('organization');
     }
     return {
       kind: 'console',

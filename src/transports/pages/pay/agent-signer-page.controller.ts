@@ -7,8 +7,8 @@ import { AppConfig } from '../../../config/app-config';
 import { AgentsService } from '../../../modules/agents/agents.service';
 import { renderAgentSignerPage } from './agent-signer-page.render';
 import { PAGE_CSP, renderNotFound } from './page-shell';
+import { validate as isUuid } from 'uuid';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The agent owner's signer page `{checkout_host}/agents/{id}/signer` (docs/architecture.md §16).
@@ -29,7 +29,7 @@ export class AgentSignerPageController {
   @Header('Cache-Control', 'no-store')
   async page(@Param('id') id: string, @Res() res: Response): Promise<void> {
     try {
-      if (!UUID.test(id)) throw AppError.notFound('agent');
+      if (!isUuid(id)) throw AppError.notFound('agent');
       const agent = await this.agents.view(id);
       res.type('html').send(renderAgentSignerPage({ agent, chainId: this.config.env.CHAIN_ID }));
     } catch (err) {

@@ -7,8 +7,8 @@ import { InvoicesService } from '../../../modules/invoices/invoices.service';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
 import { PAGE_CSP, renderNotFound } from './page-shell';
 import { renderInvoicePage } from './invoice-page.render';
+import { validate as isUuid } from 'uuid';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The hosted invoice page `{checkout_host}/invoices/{id}` (the invoice's payUrl). Public: the id is the capability. */
 @ApiExcludeController()
@@ -25,7 +25,7 @@ export class InvoicePageController {
   @Header('Cache-Control', 'no-store')
   async page(@Param('id') id: string, @Res() res: Response): Promise<void> {
     try {
-      if (!UUID.test(id)) throw AppError.notFound('invoice');
+      if (!isUuid(id)) throw AppError.notFound('invoice');
       const view = await this.invoices.pageView(id);
       const org = await this.orgs.getOrganization(view.organizationId);
       res.type('html').send(renderInvoicePage({ merchant: org?.name ?? 'Merchant', view }));

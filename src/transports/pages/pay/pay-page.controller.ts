@@ -9,8 +9,8 @@ import { EscrowService } from '../../../modules/escrow/escrow.service';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
 import { PAGE_CSP, renderNotFound } from './page-shell';
 import { renderPayPage } from './pay-page.render';
+import { validate as isUuid } from 'uuid';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The hosted pay page at `{checkout_host}/checkout/{id}` (docs/architecture.md §1 checkout host, §16). Public: the id is the capability. */
 @ApiExcludeController()
@@ -29,7 +29,7 @@ export class PayPageController {
   @Header('Content-Security-Policy', PAGE_CSP)
   @Header('Cache-Control', 'no-store')
   async page(@Param('id') id: string, @Res() res: Response): Promise<void> {
-    const session = UUID.test(id) ? await this.checkout.findById(id) : null;
+    const session = isUuid(id) ? await this.checkout.findById(id) : null;
     if (!session) {
       res.status(404).type('html').send(renderNotFound('checkout'));
       return;
