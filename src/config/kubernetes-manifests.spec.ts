@@ -161,6 +161,7 @@ function environment(workload: Doc, filled: boolean): Record<string, string> {
     else {
       const ref = e.valueFrom.secretKeyRef;
       const value = (of('Secret', ref.name).stringData as Record<string, string>)[ref.key];
+      if (value === undefined && ref.optional) continue;
       if (value === undefined) throw new Error(`${workload.metadata.name}: Secret ${ref.name} has no key ${ref.key}`);
       env[e.name] = fill(ref.key, value);
     }
@@ -300,6 +301,21 @@ describe('deploy/kubernetes configuration covers src/config/env.schema.ts', () =
       message = (err as Error).message;
     }
     for (const key of left) expect(message).toContain(`  ${key}=`);
+  });
+
+  it('SMTP_URL is optional: without it in the Secret both processes still start', () => {
+    const secret = of('Secret', 'payments-secrets');
+    const saved = secret.stringData.SMTP_URL;
+    delete secret.stringData.SMTP_URL;
+    try {
+      for (const [name, d, secrets] of [['api', api, PROCESS_SECRETS.api], ['worker', worker, PROCESS_SECRETS.worker]] as const) {
+        const env = environment(d, true);
+        expect(env).not.toHaveProperty('SMTP_URL');
+        expect(new AppConfig(env, { name, secrets }).env.SMTP_URL).toBeUndefined();
+      }
+    } finally {
+      secret.stringData.SMTP_URL = saved;
+    }
   });
 
   it('the api alone gets the Stripe Identity keys; the migrations only DATABASE_URL', () => {
