@@ -6,7 +6,11 @@
 //
 //   npm run scale-out                  20 escrows
 //   npm run scale-out -- --escrows 6   the short variant CI runs
-//   flags: --escrows N  --dist DIR
+//   flags: --escrows N  --apis N (2)  --workers N (3)  --dist DIR
+//
+// It also prints how long each phase took (creating and funding through the apis; auto-release
+// until every escrow shows released through the workers), the figures docs/operations.md
+// "Running at scale" compares across replica counts (noisy on a shared machine).
 //
 // Starts its own anvil (compiled @lib/chain) with our contracts, a fresh database `pcp_scaleout`,
 // the compiled api (x2) and worker (x3, CHAIN_POLL_MS=200). Each escrow: a checkout (template
@@ -20,17 +24,19 @@ import { join } from 'node:path';
 import { HOST, REDIS_URL, api, databaseUrl, eachFlag, fileStamp, freshDatabase, guardChildren, isMain, root, runMain, runNode, sleep, startApi, startWorker, tearDown, withPg, writeResult } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
-const DB_NAME = 'pcp_scaleout';
+const DB_NAME = `pcp_scaleout_${process.pid}`;
 const DATABASE_URL = databaseUrl(DB_NAME);
 
 function parseArgs(args) {
-  const opts = { escrows: 20, dist: 'dist' };
+  const opts = { escrows: 20, apis: 2, workers: 3, dist: 'dist' };
   for (const { flag, arg, value } of eachFlag(args)) {
     if (flag === '--escrows') opts.escrows = Number(value());
+    else if (flag === '--apis') opts.apis = Number(value());
+    else if (flag === '--workers') opts.workers = Number(value());
     else if (flag === '--dist') opts.dist = value().replace(/\/$/, '');
     else throw new Error(`unknown flag ${arg} (see the header of bench/scale-out.mjs)`);
   }
-  if (!Number.isInteger(opts.escrows) || opts.escrows < 1) throw new Error('--escrows must be a whole number >= 1');
+  for (const k of ['escrows', 'apis', 'workers']) if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new Error(`--${k} must be a whole number >= 1`);
   return opts;
 }
 
@@ -90,14 +96,15 @@ export async function main(args = []) {
     const key = (await cli('key:create', '--org', org.id, '--type', 'merchant', '--scopes', 'checkout:*,webhooks:*,escrow:*')).key;
 
     const apis = [];
-    for (let i = 0; i < 2; i++) apis.push(await startApi(i + 1, opts.dist, env, stops));
-    for (let i = 0; i < 3; i++) await startWorker(i + 1, opts.dist, env, stops);
+    for (let i = 0; i < opts.apis; i++) apis.push(await startApi(i + 1, opts.dist, env, stops));
+    for (let i = 0; i < opts.workers; i++) await startWorker(i + 1, opts.dist, env, stops);
     await api(apis[0], 'PUT', '/api/v1/webhook-endpoints', { key, body: { url: receiver.url } });
-    console.log(`scale-out: ${opts.escrows} escrows; 2 apis, 3 workers, anvil ${anvil.rpcUrl}`);
+    console.log(`scale-out: ${opts.escrows} escrows; ${opts.apis} apis, ${opts.workers} workers, anvil ${anvil.rpcUrl}`);
 
     const checkouts = [];
+    const t0 = Date.now();
     for (let i = 0; i < opts.escrows; i++) {
-      const base = apis[i % 2];
+      const base = apis[i % apis.length];
       const checkout = await api(base, 'POST', '/api/v1/checkout-sessions', {
         key,
         body: { amount: '5.00', description: `scale ${i}`, escrowTemplateId: 'custom', metadata: { inspectionWindowHours: 1 } },
@@ -110,15 +117,18 @@ export async function main(args = []) {
       await gateway.act(seller, 'accept', c.escrowKey);
       await gateway.act(seller, 'markDelivered', c.escrowKey);
     }
+    const createdMs = Date.now() - t0;
     await provider.send('evm_increaseTime', [3700]);
     await provider.send('evm_mine', []);
+    const t1 = Date.now();
     const deadline = Date.now() + 120_000;
     for (;;) {
       const states = await Promise.all(checkouts.map((c) => api(apis[0], 'GET', `/api/v1/checkout-sessions/${c.id}`, { key }).then((s) => s.status)));
       if (states.every((s) => s === 'released')) break;
       if (Date.now() > deadline) throw new Error(`not all released after 120 s: ${JSON.stringify(states)}`);
-      await sleep(500);
+      await sleep(200);
     }
+    out.phaseSeconds = { createAndFund: +(createdMs / 1000).toFixed(1), autoRelease: +((Date.now() - t1) / 1000).toFixed(1) };
     await sleep(3000); // let every worker run its next passes too: a duplicate would show now
 
     // On chain: Released events per escrow (the gateway parses the contract's logs), and every
@@ -164,7 +174,8 @@ export async function main(args = []) {
     await tearDown({ stops, provider, anvil, receiver, database: DB_NAME, redisPrefix });
     releaseChildren();
   }
-  console.log(`\nscale-out (2 apis, 3 workers): ${out.escrows} escrows auto-released`);
+  console.log(`\nscale-out (${opts.apis} apis, ${opts.workers} workers): ${out.escrows} escrows auto-released`);
+  console.log(`  phases: create and fund ${out.phaseSeconds.createAndFund} s, auto-release until all released ${out.phaseSeconds.autoRelease} s`);
   console.log(`  Released logs per escrow: min ${out.releasedLogsPerEscrow.min}, max ${out.releasedLogsPerEscrow.max}; relayer release txs ${out.relayerReleaseTxs} (reverted ${out.relayerReverted})`);
   console.log(`  escrow logs on chain ${out.escrowLogs}, applied ${out.appliedChainEvents} (distinct ${out.distinctAppliedChainEvents})`);
   console.log(`  outbox events ${out.outboxEvents}; deliveries per event min ${out.deliveriesPerEvent.min} max ${out.deliveriesPerEvent.max}; not succeeded ${out.undelivered}`);

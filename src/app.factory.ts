@@ -170,7 +170,7 @@ const CHECKOUT_HOST_ROUTES = [
   /^\/assets\/[^/]+$/,
   /^\/favicon\.ico$/,
   /^\/api\/v1\/agents\/[^/]+\/signer$/,
-  /^\/health\/(live|ready)$/,
+  /^\/health\/(live|serving|ready)$/,
 ];
 
 /**

@@ -102,10 +102,14 @@ describe('routes per process', () => {
       expect((await api.http.get('/api/v1/checkout-sessions')).status).toBe(401);
     });
 
-    it('still serves /health/live, /health/ready and /metrics', async () => {
+    it('still serves /health/live, /health/serving, /health/ready and /metrics', async () => {
       const live = await call('get', '/health/live');
       expect(live.status).toBe(200);
       expect(await live.json()).toEqual({ status: 'ok' });
+      // The worker's readiness probe (deploy/kubernetes/worker.yaml): PostgreSQL and Redis only.
+      const serving = await call('get', '/health/serving');
+      expect(serving.status).toBe(200);
+      expect(Object.keys((await serving.json()).info).sort()).toEqual(['database', 'redis']);
       const ready = await call('get', '/health/ready');
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({ status: 'ok', info: { database: { status: 'up' }, redis: { status: 'up' } } });

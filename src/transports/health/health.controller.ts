@@ -47,7 +47,16 @@ export class RelayerHealthIndicator {
   }
 }
 
-/** Liveness, readiness (Postgres, Redis and the relayer's gas money) and Prometheus metrics (docs/architecture.md §1). */
+/**
+ * Liveness, readiness and Prometheus metrics (docs/architecture.md §1, DESIGN §23):
+ * - `/health/live`: the process answers (liveness probe).
+ * - `/health/serving`: PostgreSQL and Redis answer, all a replica needs to serve (readiness probe;
+ *   docs/decisions.md "Kubernetes"). A node or relayer problem is the API's own 503 on the requests
+ *   that need the chain, not every replica taken out of service.
+ * - `/health/ready`: the full picture for dashboards and monitors: also the relayer's gas money and
+ *   the last reconciliation.
+ * Both readiness paths answer 503 `unavailable` with `details.checks` when a check is down.
+ */
 @ApiExcludeController()
 @Controller()
 export class HealthController {
@@ -65,23 +74,35 @@ export class HealthController {
     return { status: 'ok' };
   }
 
+  @Get('health/serving')
+  @Public()
+  @HealthCheck()
+  serving() {
+    return this.report([() => this.db.pingCheck('database', { timeout: 2000 }), () => this.redis.isHealthy()]);
+  }
+
   @Get('health/ready')
   @Public()
   @HealthCheck()
-  async ready() {
+  ready() {
+    return this.report([
+      () => this.db.pingCheck('database', { timeout: 2000 }),
+      () => this.redis.isHealthy(),
+      () => this.relayer.isHealthy(),
+      () => this.reconciliation.isHealthy(),
+    ]);
+  }
+
+  /** Runs `checks`; any down → 503 `unavailable` (Retry-After 2) naming each check's state. */
+  private async report(checks: Parameters<HealthCheckService['check']>[0]) {
     try {
-      return await this.health.check([
-        () => this.db.pingCheck('database', { timeout: 2000 }),
-        () => this.redis.isHealthy(),
-        () => this.relayer.isHealthy(),
-        () => this.reconciliation.isHealthy(),
-      ]);
+      return await this.health.check(checks);
     } catch (err) {
       if (!(err instanceof ServiceUnavailableException)) throw err;
       // 503 (not the filter's generic 500), so load balancers take the replica out; only check names, states and our own messages.
       const report = err.getResponse() as { details?: Record<string, { status: string; message?: string }> };
-      const checks = Object.fromEntries(Object.entries(report.details ?? {}).map(([name, c]) => [name, name === 'relayer' || name === 'reconciliation' ? c : { status: c.status }]));
-      throw new AppError('unavailable', 'Not ready', { checks }, 503, { 'Retry-After': '2' });
+      const states = Object.fromEntries(Object.entries(report.details ?? {}).map(([name, c]) => [name, name === 'relayer' || name === 'reconciliation' ? c : { status: c.status }]));
+      throw new AppError('unavailable', 'Not ready', { checks: states }, 503, { 'Retry-After': '2' });
     }
   }
 
