@@ -172,17 +172,7 @@ export class CheckoutRelayService {
     const existing = await this.repo.find(body.buyer, body.nonce);
     if (existing) {
       if (existing.checkoutSessionId !== id) throw new AppError('invalid_request', 'This authorization belongs to another checkout', { reason: 'wrong_terms' });
-      if (existing.status === 'failed') {
-        // The same terms digest is the nonce when the buyer signs again: a fully re-validated request
-        // (signature, terms, a successful simulation) takes the failed row over; an invalid one is a 400
-        // that changes nothing (§18).
-        const prepared = await this.prepareFunding(id, body);
-        if (await this.repo.takeOverFailed(existing.id, authorizationOf(body))) {
-          this.logger.warn({ relayId: existing.id }, 'a re-validated request takes over a failed relay');
-          return this.send(existing.id, id, prepared.data);
-        }
-        return this.answer((await this.repo.find(body.buyer, body.nonce))!, body);
-      }
+      if (existing.status === 'failed') return this.takeOverFailed(existing, body);
       return this.answer(existing, body);
     }
     const prepared = await this.prepareFunding(id, body);
@@ -340,8 +330,11 @@ export class CheckoutRelayService {
       } catch (err) {
         if (!(err instanceof RelayTimeoutError)) {
           if (err instanceof ChainTxError) {
+            // The relayer failed it for good at send time (e.g. the USDC moved away while it waited): that
+            // refusal describes the chain as it was then. The row fails, and this caller's own body, fully
+            // re-validated against the chain as it is now, takes it over (issue 29 finding 8).
             await this.repo.markFailed(current.id, err.errorName ?? err.message);
-            throw buyerRefusal(err);
+            return this.takeOverFailed({ ...current, status: 'failed' }, body);
           }
           throw err;
         }
@@ -352,6 +345,22 @@ export class CheckoutRelayService {
     }
     const escrowId = await this.escrowIdOf(current.checkoutSessionId);
     return { status: escrowId ? 'finished' : current.status, txHash: current.txHash, escrowId };
+  }
+
+  /**
+   * A `failed` relay row of (buyer, nonce) meets a new request: the same terms digest is the nonce when
+   * the buyer signs again, so a fully re-validated request (signature, terms, a successful simulation
+   * now) takes the failed row over and is relayed; an invalid one is the 400 of today's chain and changes
+   * nothing (DESIGN §18 "Public relay"). One caller wins the row; the others answer it.
+   * @throws AppError 400 (`details.reason` as {@link buyerRefusal}) when the body no longer validates.
+   */
+  private async takeOverFailed(row: CheckoutRelayRow, body: RelayFundingDto): Promise<RelayResultDto> {
+    const prepared = await this.prepareFunding(row.checkoutSessionId, body);
+    if (await this.repo.takeOverFailed(row.id, authorizationOf(body))) {
+      this.logger.warn({ relayId: row.id }, 'a re-validated request takes over a failed relay');
+      return this.send(row.id, row.checkoutSessionId, prepared.data);
+    }
+    return this.answer((await this.repo.find(body.buyer, body.nonce))!, body);
   }
 
   /**
