@@ -12,7 +12,7 @@ import { ESCROW_ACTIONS } from '../escrow/escrow.state';
 import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { EscrowService } from '../escrow/escrow.service';
 import { OrgsService } from '../orgs/orgs.service';
-import { ChainAccess } from '../../chain/chain-access.service';
+import { ChainAccess, ChainUnavailableError } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { CheckoutRelayRepository, type CheckoutRelayRow, type StoredAuthorization } from './checkout-relay.repository';
 import type {
@@ -308,7 +308,13 @@ export class CheckoutRelayService {
   private async answer(row: CheckoutRelayRow, body: RelayFundingDto): Promise<RelayResultDto> {
     const deadline = Date.now() + TWIN_WAIT_MS;
     let current: CheckoutRelayRow = row;
-    if (current.status === 'broadcast' && current.txHash && !(await this.escrowIdOf(current.checkoutSessionId))) current = await this.recheckBroadcast(current);
+    if (current.status === 'broadcast' && current.txHash && !(await this.escrowIdOf(current.checkoutSessionId))) {
+      // The node failing the check (DESIGN §22) leaves the relay as it stands: answered `broadcast`, checked again next time.
+      current = await this.recheckBroadcast(current).catch((err: unknown) => {
+        if (err instanceof ChainUnavailableError) return current;
+        throw err;
+      });
+    }
     while (current.status === 'reserved' && !current.relayTxId && Date.now() < deadline) {
       if (current.updatedAt.getTime() < Date.now() - STALE_RESERVATION_SECONDS * 1000) {
         const prepared = await this.prepareFunding(current.checkoutSessionId, body);
@@ -372,8 +378,9 @@ export class CheckoutRelayService {
    * take it over. Used already: left as is, the indexer records the funding.
    */
   private async recheckBroadcast(row: CheckoutRelayRow): Promise<CheckoutRelayRow> {
-    if (await this.chain.provider.getTransaction(row.txHash!).catch(() => null)) return row;
-    if (await this.chain.gateway.authorizationState(row.buyer, row.nonce)) return row;
+    // A node error is not "unknown to the node": both reads answer, or the check is left for later (ChainUnavailableError).
+    if (await this.chain.read('funding transaction', () => this.chain.provider.getTransaction(row.txHash!))) return row;
+    if (await this.chain.read('authorization state', () => this.chain.gateway.authorizationState(row.buyer, row.nonce))) return row;
     // A relayer transaction that is not failed is the relayer's to finish: its stored bytes go to the
     // node again now (same nonce, same hash), and its tender fills the nonce and fails it when the call
     // is dead (DESIGN §18). Signing the payload anew beside it would race that, so answer its hash.
