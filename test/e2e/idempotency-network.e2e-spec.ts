@@ -189,8 +189,9 @@ describe('network calls outside database transactions', () => {
         gate.open();
       }
       const elapsed = Date.now() - started;
-      expect(expectError(res, 503, 'internal')).toMatchObject({ reason: 'chain_unavailable' });
-      expect(res.headers['retry-after']).toBe('1');
+      // Issue 29 finding 5: the code is `unavailable` (it was `internal`), after one retry of the read.
+      expect(expectError(res, 503, 'unavailable')).toMatchObject({ reason: 'chain_unavailable' });
+      expect(res.headers['retry-after']).toBe('2');
       expect(elapsed).toBeGreaterThanOrEqual(1_400);
       expect(elapsed).toBeLessThan(10_000);
       expect((await pg.query('SELECT 1 FROM idempotency_records WHERE idempotency_key = $1', [idemKey])).rowCount).toBe(0);

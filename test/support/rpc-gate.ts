@@ -2,11 +2,23 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import type { AddressInfo } from 'node:net';
 
 /**
+ * What the gate answers instead of the node for a chosen method: a JSON-RPC error (as a node
+ * answers "header not found" or anvil's "BlockOutOfRangeError"), an HTTP status (a 502 from a
+ * provider's load balancer), or a dropped connection.
+ */
+export type RpcFault = { rpcError: { code: number; message: string } } | { httpStatus: number } | 'drop';
+
+/**
  * A real JSON-RPC endpoint in front of anvil that can hold requests: while closed, every
  * request waits (and is counted in `held`) until {@link open}; {@link hold} makes the next
- * requests wait forever, as a node that never answers. Point an app's RPC_URL at `url`.
+ * requests wait forever, as a node that never answers. {@link fail} answers chosen methods with
+ * chosen errors; {@link holdMethod} holds only chosen methods. Point an app's RPC_URL at `url`.
  */
 export class RpcGate {
+  private faults: Array<{ method: string; fault: RpcFault; left: number }> = [];
+  private heldMethods = new Set<string>();
+  /** Requests answered with a fault, per method. */
+  readonly failed: Record<string, number> = {};
   private server!: Server;
   private waiting: Array<() => void> = [];
   private closed = false;
@@ -38,10 +50,29 @@ export class RpcGate {
     this.forever = true;
   }
 
+  /**
+   * Answers the next `times` requests of `method` (e.g. `eth_getLogs`, `eth_call`) with `fault`
+   * instead of passing them to the node (default: every one until {@link clearFaults}).
+   */
+  fail(method: string, fault: RpcFault, times = Number.POSITIVE_INFINITY): void {
+    this.faults.push({ method, fault, left: times });
+  }
+
+  /** Passes every method to the node again. */
+  clearFaults(): void {
+    this.faults = [];
+  }
+
+  /** From now on requests of `method` wait (counted in `held`) until {@link open}; others pass. */
+  holdMethod(method: string): void {
+    this.heldMethods.add(method);
+  }
+
   /** Lets every waiting request through and stops holding new ones. */
   open(): void {
     this.closed = false;
     this.forever = false;
+    this.heldMethods.clear();
     const waiting = this.waiting;
     this.waiting = [];
     for (const go of waiting) go();
@@ -58,6 +89,30 @@ export class RpcGate {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     this.received++;
+    const method = methodOf(Buffer.concat(chunks));
+    const rule = this.faults.find((f) => f.method === method && f.left > 0);
+    if (rule) {
+      rule.left--;
+      this.failed[method] = (this.failed[method] ?? 0) + 1;
+      if (rule.fault === 'drop') {
+        res.destroy();
+        return;
+      }
+      if ('httpStatus' in rule.fault) {
+        res.writeHead(rule.fault.httpStatus, { 'content-type': 'text/plain' });
+        res.end('bad gateway');
+        return;
+      }
+      const id = idOf(Buffer.concat(chunks));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id, error: rule.fault.rpcError }));
+      return;
+    }
+    if (this.heldMethods.has(method)) {
+      this.held++;
+      await new Promise<void>((go) => this.waiting.push(go));
+      this.held--;
+    }
     if (this.forever) {
       this.stuck.add(res);
       this.held++;
@@ -76,5 +131,24 @@ export class RpcGate {
     } catch {
       res.destroy();
     }
+  }
+}
+
+/** The JSON-RPC method of a request body (the first one of a batch); '' when unreadable. */
+function methodOf(body: Buffer): string {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { method?: string } | Array<{ method?: string }>;
+    return (Array.isArray(parsed) ? parsed[0]?.method : parsed.method) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+function idOf(body: Buffer): unknown {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { id?: unknown } | Array<{ id?: unknown }>;
+    return (Array.isArray(parsed) ? parsed[0]?.id : parsed.id) ?? null;
+  } catch {
+    return null;
   }
 }

@@ -66,3 +66,38 @@ export function tokenRefusal(err: unknown): TokenRefusal | null {
   for (const [text, kind] of TOKEN_REFUSALS) if (reason.includes(text)) return kind;
   return null;
 }
+
+/** ethers v6 codes of a node that did not answer, or answered with a failure instead of a result. */
+const NODE_ERROR_CODES = new Set(['TIMEOUT', 'NETWORK_ERROR', 'SERVER_ERROR', 'UNKNOWN_ERROR', 'BAD_DATA']);
+/** Node socket errors (a refused or reset connection to the RPC endpoint). */
+const SOCKET_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+/** A block the read was pinned to is not (or no longer) on the node's chain: a reorg moved the head back, or a lagging node. */
+const BLOCK_OUT_OF_RANGE = /BlockOutOfRange|block out of range|header not found|unknown block|block not found|no latest block/i;
+
+/**
+ * True when `err` is a node failure of a chain *read*, not an answer (DESIGN §22 "Reads that fail
+ * answer 503"): ethers' TIMEOUT, NETWORK_ERROR, SERVER_ERROR, UNKNOWN_ERROR (any JSON-RPC error of a
+ * method ethers does not classify, e.g. eth_getLogs' "BlockOutOfRangeError") or BAD_DATA; a
+ * CALL_EXCEPTION without revert data whose node message is not a revert (e.g. "header not found"
+ * after a reorg); a socket error; a block the read was pinned to that the node does not have. A
+ * ChainTxError or ChainVerificationError is an answer of the chain, never a node failure here.
+ */
+export function isNodeError(err: unknown): boolean {
+  if (err instanceof ChainTxError || err instanceof ChainVerificationError) return false;
+  let e = err as Record<string, unknown> | undefined;
+  for (let depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    const code = typeof e.code === 'string' ? e.code : null;
+    if (code && NODE_ERROR_CODES.has(code)) return true;
+    if (code && SOCKET_ERROR_CODES.has(code)) return true;
+    if (code === 'CALL_EXCEPTION') {
+      if (e.data !== null && e.data !== undefined) return false; // revert data: the contract answered
+      const info = e.info as { error?: { message?: unknown } } | undefined;
+      const nodeMessage = typeof info?.error?.message === 'string' ? info.error.message : '';
+      return !/revert/i.test(nodeMessage) && (nodeMessage !== '' || e.reason === null || e.reason === undefined);
+    }
+    if (code) return false;
+    if (typeof e.message === 'string' && BLOCK_OUT_OF_RANGE.test(e.message)) return true;
+    e = e.cause as Record<string, unknown> | undefined;
+  }
+  return false;
+}

@@ -1,6 +1,6 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { ChainTxError, isConfirmed } from '@lib/chain';
+import { ChainTxError, isConfirmed, isNodeError } from '@lib/chain';
 import { Queue, QueueEvents } from 'bullmq';
 import { formatEther, parseEther, type TransactionReceipt } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
@@ -108,7 +108,7 @@ export class RelayerService implements OnApplicationShutdown {
    */
   async balance(): Promise<{ address: string; balance: string; ok: boolean }> {
     const address = this.chain.relayer.address;
-    const wei = await this.chain.provider.getBalance(address);
+    const wei = await this.chain.read('relayer balance', () => this.chain.provider.getBalance(address));
     const ok = wei >= parseEther(this.config.env.RELAYER_MIN_BALANCE);
     relayerBalance.set({ address }, Number(wei));
     relayerBalanceLow.set({ address }, ok ? 0 : 1);
@@ -139,7 +139,7 @@ export class RelayerService implements OnApplicationShutdown {
    * Polls the chain itself for every stored hash, so it does not depend on the worker's tender.
    * Must not be called inside a database transaction.
    * @returns the receipt of the mined hash (status 0 when it reverted), or null when the time ran out
-   *   (still pending: never report that as failed).
+   *   (still pending: never report that as failed; a poll the node failed counts as not mined yet).
    * @throws ChainTxError when the relay failed for good (refused, or its nonce was used by its fill).
    */
   async waitMined(relayTxId: string, timeoutMs: number): Promise<TransactionReceipt | null> {
@@ -149,9 +149,14 @@ export class RelayerService implements OnApplicationShutdown {
       const row = await this.repo.find(relayTxId);
       if (!row) throw new Error(`relayer transaction ${relayTxId} does not exist`);
       const hashes = row.minedTxHash ? [row.minedTxHash] : row.txHashes;
-      for (const h of hashes) {
-        const receipt = await provider.getTransactionReceipt(h);
-        if (receipt && isConfirmed(receipt.blockNumber, await provider.getBlockNumber(), this.config.env.CONFIRMATIONS)) return receipt;
+      try {
+        for (const h of hashes) {
+          const receipt = await provider.getTransactionReceipt(h);
+          if (receipt && isConfirmed(receipt.blockNumber, await provider.getBlockNumber(), this.config.env.CONFIRMATIONS)) return receipt;
+        }
+      } catch (err) {
+        // A poll the node failed is "not mined yet" (DESIGN §22); the wait stays bounded by its deadline.
+        if (!isNodeError(err)) throw err;
       }
       if (row.status === 'failed') throw new ChainTxError(row.error ?? 'relay failed', parseErrorName(row.error), [], null, row.txHash);
       if (Date.now() >= deadline) return null;

@@ -32,3 +32,11 @@ describe('toAppError for a 503 HttpException (readiness)', () => {
     expect([e.code, e.status, e.details]).toEqual(['unavailable', 503, { checks: { database: { status: 'down' } } }]);
   });
 });
+
+describe('toAppError for a chain node error (DESIGN §22)', () => {
+  it('answers 503 unavailable chain_unavailable with Retry-After, never 500', () => {
+    const timeout = Object.assign(new Error('request timeout (code=TIMEOUT)'), { code: 'TIMEOUT' });
+    const e = toAppError(timeout);
+    expect([e.code, e.status, e.details, e.headers['Retry-After']]).toEqual(['unavailable', 503, { reason: 'chain_unavailable' }, '2']);
+  });
+});

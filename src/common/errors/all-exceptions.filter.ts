@@ -1,4 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { isNodeError } from '@lib/chain';
 import type { Request, Response } from 'express';
 import { AppError, ErrorCode } from './app-error';
 import { errorBody } from './error-body';
@@ -7,7 +8,8 @@ import { requestIdOf } from './request-id';
 /**
  * The one global filter (docs/architecture.md, Conventions 6): every failure becomes `{error, code, requestId, details?}`
  * with docs/architecture.md §4's status. Unknown errors are logged with the request id and returned as a
- * generic 500 `internal` (no stack, SQL or secrets in the body).
+ * generic 500 `internal` (no stack, SQL or secrets in the body). A chain node error that reached it
+ * is 503 `unavailable`, and every 503 carries `Retry-After` (DESIGN §22).
  */
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {
@@ -24,6 +26,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
     }
     if (res.headersSent) return;
     for (const [name, value] of Object.entries(appError.headers)) res.setHeader(name, value);
+    // Every 503 says when to come back (DESIGN §22), whichever layer raised it.
+    if (appError.code === 'unavailable' && !res.hasHeader('Retry-After')) res.setHeader('Retry-After', '2');
     if (appError.code === 'unauthorized') res.setHeader('WWW-Authenticate', 'Bearer realm="api"');
     res.status(appError.status).json(errorBody(appError, requestId));
   }
@@ -45,6 +49,10 @@ export function toAppError(exception: unknown): AppError {
     }
     if (code) return new AppError(code, exception.message, undefined, status === 413 || status === 415 ? 400 : status);
     return new AppError('internal', 'Internal server error');
+  }
+  if (isNodeError(exception)) {
+    // A chain read that escaped the chain room's mapping (DESIGN §22): a node error is never a 500.
+    return new AppError('unavailable', 'The chain node did not answer; nothing was decided: retry shortly', { reason: 'chain_unavailable' }, 503, { 'Retry-After': '2' });
   }
   if (isDependencyDown(exception)) {
     return new AppError('unavailable', 'The service is briefly unavailable; retry shortly', undefined, 503, { 'Retry-After': '2' });

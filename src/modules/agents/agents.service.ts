@@ -153,7 +153,7 @@ export class AgentsService {
   async balance(agentId: string): Promise<BalanceView> {
     const agent = await this.require(agentId);
     if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
-    const [signer, owner] = await Promise.all([readSignerBalance(this.chain, this.cursors, agent.signerAddress), this.chain.gateway.usdcBalance(agent.ownerAddress)]);
+    const [signer, owner] = await Promise.all([readSignerBalance(this.chain, this.cursors, agent.signerAddress), this.chain.read('owner balance', () => this.chain.gateway.usdcBalance(agent.ownerAddress!))]);
     const onChain = signer.onChain;
     const { dayStart, monthStart } = policyWindows(new Date());
     const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, signer.settledNonces ?? []);

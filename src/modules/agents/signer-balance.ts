@@ -26,9 +26,15 @@ export interface SignerBalance {
  * (cursor, L] is in `settledNonces`, and one not used by L is not in `onChain` yet. Without
  * `settledNonces` every open reservation is subtracted (conservative: may refuse what fits, never
  * admits what does not).
- * @throws the provider's error when the chain does not answer.
+ * The whole read is one chain read (DESIGN §22): a node error — e.g. eth_getLogs or balanceOf pinned
+ * to a head a reorg just took back — is read again once, from a fresh head.
+ * @throws ChainUnavailableError (503 `unavailable`, `Retry-After`) when the node fails twice.
  */
-export async function readSignerBalance(chain: ChainAccess, cursors: ChainCursors, signer: string): Promise<SignerBalance> {
+export function readSignerBalance(chain: ChainAccess, cursors: ChainCursors, signer: string): Promise<SignerBalance> {
+  return chain.read('signer balance', () => readOnce(chain, cursors, signer));
+}
+
+async function readOnce(chain: ChainAccess, cursors: ChainCursors, signer: string): Promise<SignerBalance> {
   const cursor = await cursors.read(AUTHORIZATION_CURSOR);
   const block = await chain.provider.getBlockNumber();
   const exact = cursor !== null && block - cursor <= MAX_UNINDEXED_BLOCKS;

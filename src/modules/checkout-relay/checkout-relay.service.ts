@@ -12,7 +12,7 @@ import { ESCROW_ACTIONS } from '../escrow/escrow.state';
 import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { EscrowService } from '../escrow/escrow.service';
 import { OrgsService } from '../orgs/orgs.service';
-import { ChainAccess } from '../../chain/chain-access.service';
+import { ChainAccess, ChainUnavailableError } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { CheckoutRelayRepository, type CheckoutRelayRow, type StoredAuthorization } from './checkout-relay.repository';
 import type {
@@ -172,17 +172,7 @@ export class CheckoutRelayService {
     const existing = await this.repo.find(body.buyer, body.nonce);
     if (existing) {
       if (existing.checkoutSessionId !== id) throw new AppError('invalid_request', 'This authorization belongs to another checkout', { reason: 'wrong_terms' });
-      if (existing.status === 'failed') {
-        // The same terms digest is the nonce when the buyer signs again: a fully re-validated request
-        // (signature, terms, a successful simulation) takes the failed row over; an invalid one is a 400
-        // that changes nothing (§18).
-        const prepared = await this.prepareFunding(id, body);
-        if (await this.repo.takeOverFailed(existing.id, authorizationOf(body))) {
-          this.logger.warn({ relayId: existing.id }, 'a re-validated request takes over a failed relay');
-          return this.send(existing.id, id, prepared.data);
-        }
-        return this.answer((await this.repo.find(body.buyer, body.nonce))!, body);
-      }
+      if (existing.status === 'failed') return this.takeOverFailed(existing, body);
       return this.answer(existing, body);
     }
     const prepared = await this.prepareFunding(id, body);
@@ -318,7 +308,13 @@ export class CheckoutRelayService {
   private async answer(row: CheckoutRelayRow, body: RelayFundingDto): Promise<RelayResultDto> {
     const deadline = Date.now() + TWIN_WAIT_MS;
     let current: CheckoutRelayRow = row;
-    if (current.status === 'broadcast' && current.txHash && !(await this.escrowIdOf(current.checkoutSessionId))) current = await this.recheckBroadcast(current);
+    if (current.status === 'broadcast' && current.txHash && !(await this.escrowIdOf(current.checkoutSessionId))) {
+      // The node failing the check (DESIGN §22) leaves the relay as it stands: answered `broadcast`, checked again next time.
+      current = await this.recheckBroadcast(current).catch((err: unknown) => {
+        if (err instanceof ChainUnavailableError) return current;
+        throw err;
+      });
+    }
     while (current.status === 'reserved' && !current.relayTxId && Date.now() < deadline) {
       if (current.updatedAt.getTime() < Date.now() - STALE_RESERVATION_SECONDS * 1000) {
         const prepared = await this.prepareFunding(current.checkoutSessionId, body);
@@ -340,8 +336,11 @@ export class CheckoutRelayService {
       } catch (err) {
         if (!(err instanceof RelayTimeoutError)) {
           if (err instanceof ChainTxError) {
+            // The relayer failed it for good at send time (e.g. the USDC moved away while it waited): that
+            // refusal describes the chain as it was then. The row fails, and this caller's own body, fully
+            // re-validated against the chain as it is now, takes it over (issue 29 finding 8).
             await this.repo.markFailed(current.id, err.errorName ?? err.message);
-            throw buyerRefusal(err);
+            return this.takeOverFailed({ ...current, status: 'failed' }, body);
           }
           throw err;
         }
@@ -355,6 +354,22 @@ export class CheckoutRelayService {
   }
 
   /**
+   * A `failed` relay row of (buyer, nonce) meets a new request: the same terms digest is the nonce when
+   * the buyer signs again, so a fully re-validated request (signature, terms, a successful simulation
+   * now) takes the failed row over and is relayed; an invalid one is the 400 of today's chain and changes
+   * nothing (DESIGN §18 "Public relay"). One caller wins the row; the others answer it.
+   * @throws AppError 400 (`details.reason` as {@link buyerRefusal}) when the body no longer validates.
+   */
+  private async takeOverFailed(row: CheckoutRelayRow, body: RelayFundingDto): Promise<RelayResultDto> {
+    const prepared = await this.prepareFunding(row.checkoutSessionId, body);
+    if (await this.repo.takeOverFailed(row.id, authorizationOf(body))) {
+      this.logger.warn({ relayId: row.id }, 'a re-validated request takes over a failed relay');
+      return this.send(row.id, row.checkoutSessionId, prepared.data);
+    }
+    return this.answer((await this.repo.find(body.buyer, body.nonce))!, body);
+  }
+
+  /**
    * A broadcast relay whose transaction the node no longer knows (dropped from its pool): while the
    * relayer still carries its transaction, the relayer resends it (answered with its newest hash);
    * once the relayer gave it up and `authorizationState` says the buyer's authorization is still
@@ -363,8 +378,9 @@ export class CheckoutRelayService {
    * take it over. Used already: left as is, the indexer records the funding.
    */
   private async recheckBroadcast(row: CheckoutRelayRow): Promise<CheckoutRelayRow> {
-    if (await this.chain.provider.getTransaction(row.txHash!).catch(() => null)) return row;
-    if (await this.chain.gateway.authorizationState(row.buyer, row.nonce)) return row;
+    // A node error is not "unknown to the node": both reads answer, or the check is left for later (ChainUnavailableError).
+    if (await this.chain.read('funding transaction', () => this.chain.provider.getTransaction(row.txHash!))) return row;
+    if (await this.chain.read('authorization state', () => this.chain.gateway.authorizationState(row.buyer, row.nonce))) return row;
     // A relayer transaction that is not failed is the relayer's to finish: its stored bytes go to the
     // node again now (same nonce, same hash), and its tender fills the nonce and fails it when the call
     // is dead (DESIGN §18). Signing the payload anew beside it would race that, so answer its hash.

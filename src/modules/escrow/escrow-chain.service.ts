@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ChainVerificationError, EscrowChainEvent, EscrowGateway, FundingTerms, isConfirmed, VerifiedAction } from '@lib/chain';
-import { isError, JsonRpcProvider, Wallet } from 'ethers';
+import { JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import type { SecretName } from '../../config/secrets';
 import { AppError } from '../../common/errors/app-error';
@@ -21,7 +21,7 @@ export class EscrowChainService {
 
   constructor(
     readonly config: AppConfig,
-    chain: ChainAccess,
+    private readonly chain: ChainAccess,
   ) {
     this.provider = chain.provider;
     this.gateway = chain.gateway;
@@ -64,37 +64,28 @@ export class EscrowChainService {
    * (docs/architecture.md §5); each RPC request times out after RPC_TIMEOUT_MS.
    * @throws AppError 400 invalid_request with `details.reason` (not_found, failed, wrong_contract,
    *   wrong_escrow, wrong_action, wrong_sender), or 409 with `details.reason: "pending"` while unmined or
-   *   unconfirmed, or 503 internal with `details.reason: "chain_unavailable"` and `Retry-After: 1` when the
-   *   node times out or cannot be reached (not stored under an Idempotency-Key: the retry runs again).
+   *   unconfirmed, or 503 `unavailable` with `details.reason: "chain_unavailable"` and `Retry-After` when the
+   *   node fails the read twice (ChainAccess.read, DESIGN §22; not stored under an Idempotency-Key: the
+   *   retry runs again).
    */
   async verify(txHash: string, escrowKey: string, action: EscrowChainEvent['action'], senders: string[]): Promise<VerifiedAction> {
     let verified: VerifiedAction;
     try {
-      verified = await this.gateway.verifyActionTx(txHash, { escrowKey, action, expectedSender: senders });
+      verified = await this.chain.read('escrow action transaction', () => this.gateway.verifyActionTx(txHash, { escrowKey, action, expectedSender: senders }));
     } catch (err) {
       if (err instanceof ChainVerificationError) {
         if (err.reason === 'pending') throw new AppError('invalid_request', err.message, { reason: 'pending', txHash }, 409);
         throw new AppError('invalid_request', err.message, { reason: err.reason, txHash, fields: [{ param: 'txHash', message: err.message }] });
       }
-      throw this.unavailable(err);
+      throw err;
     }
     const confirmations = this.config.env.CONFIRMATIONS;
     if (confirmations > 0) {
-      const head = await this.gateway.headBlock().catch((err: unknown) => {
-        throw this.unavailable(err);
-      });
+      const head = await this.chain.read('head block', () => this.gateway.headBlock());
       if (!isConfirmed(verified.blockNumber, head, confirmations)) {
         throw new AppError('invalid_request', `transaction ${txHash} has not reached ${confirmations} confirmations`, { reason: 'pending', txHash }, 409);
       }
     }
     return verified;
-  }
-
-  /** A node that timed out or could not be reached → 503 (retry later); anything else is rethrown as is. */
-  private unavailable(err: unknown): unknown {
-    if (isError(err, 'TIMEOUT') || isError(err, 'NETWORK_ERROR') || isError(err, 'SERVER_ERROR')) {
-      return new AppError('internal', `The chain node did not answer (${err.code}); retry shortly`, { reason: 'chain_unavailable' }, 503, { 'Retry-After': '1' });
-    }
-    return err;
   }
 }

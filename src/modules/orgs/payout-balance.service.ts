@@ -3,7 +3,7 @@ import { formatAmount } from '@lib/money';
 import { formatEther } from 'ethers';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
-import { ChainAccess } from '../../chain/chain-access.service';
+import { ChainAccess, CHAIN_RETRY_AFTER_SECONDS } from '../../chain/chain-access.service';
 import { OrgsService } from './orgs.service';
 
 /** What the payout address holds on chain now; amounts are decimal text. */
@@ -46,16 +46,17 @@ export class PayoutBalanceService {
       timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
     });
     try {
-      const read = (async () => {
+      // One read at one block; a node error (that block gone after a reorg) reads again at a fresh head (DESIGN §22).
+      const read = this.chain.read('payout balance', async () => {
         const blockNumber = await this.chain.provider.getBlockNumber();
         const [usdc, wei] = await Promise.all([this.chain.gateway.usdcBalance(address, blockNumber), this.chain.provider.getBalance(address, blockNumber)]);
         return { address, usdc: formatAmount(usdc), eth: formatEther(wei), blockNumber };
-      })();
+      });
       read.catch(() => undefined); // a late failure after the deadline is not unhandled
       return await Promise.race([read, deadline]);
     } catch {
       // The node's error is not echoed: it can carry the RPC URL (and a provider's key in it).
-      throw new AppError('unavailable', 'The chain node did not answer; balances are unavailable for now', { reason: 'chain_unavailable' }, 503);
+      throw new AppError('unavailable', 'The chain node did not answer; balances are unavailable for now', { reason: 'chain_unavailable' }, 503, { 'Retry-After': String(CHAIN_RETRY_AFTER_SECONDS) });
     } finally {
       clearTimeout(timer);
     }

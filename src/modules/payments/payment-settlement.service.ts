@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { lastConfirmedBlock } from '@lib/chain';
+import { isNodeError, lastConfirmedBlock } from '@lib/chain';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../../chain/chain-access.service';
@@ -86,21 +86,34 @@ export class PaymentSettlement {
    * receipt carrying USDC `AuthorizationUsed(authorizer, nonce)`, at the confirmation depth
    * (docs/architecture.md §18: `head − CONFIRMATIONS ≥ its block`), and records the use as the indexer
    * would (payment succeeded, x402 settlement settled). Must not be called inside a database transaction.
+   * A poll the node failed (DESIGN §22: timeout, a block out of range after a reorg…) counts as "not seen
+   * this time": the wait goes on to its deadline, so the caller answers the state as it stands.
    * @returns the hash that used the authorization, or null when none did within the wait (still pending: not failed).
    */
   async confirmUse(authorizer: string, nonce: string, txHashes: readonly string[], waitMs: number): Promise<string | null> {
     const deadline = Date.now() + waitMs;
     const provider = this.chain.provider;
     for (;;) {
-      const head = await provider.getBlockNumber();
-      for (const hash of txHashes) {
-        const receipt = await provider.getTransactionReceipt(hash).catch(() => null);
-        if (!receipt || receipt.status !== 1 || receipt.blockNumber > head - this.config.env.CONFIRMATIONS) continue;
-        const logs = await this.chain.gateway.getAuthorizationLogs(receipt.blockNumber, receipt.blockNumber, authorizer);
-        if (logs.some((l) => l.kind === 'used' && l.nonce === nonce.toLowerCase() && l.txHash === hash)) {
-          await (this.txHost as TxHost).withTransaction(() => this.recordUse(authorizer, nonce, hash));
-          return hash;
+      let used: string | null = null;
+      try {
+        const head = await provider.getBlockNumber();
+        for (const hash of txHashes) {
+          const receipt = await provider.getTransactionReceipt(hash);
+          if (!receipt || receipt.status !== 1 || receipt.blockNumber > head - this.config.env.CONFIRMATIONS) continue;
+          const logs = await this.chain.gateway.getAuthorizationLogs(receipt.blockNumber, receipt.blockNumber, authorizer);
+          if (logs.some((l) => l.kind === 'used' && l.nonce === nonce.toLowerCase() && l.txHash === hash)) {
+            used = hash;
+            break;
+          }
         }
+      } catch (err) {
+        if (!isNodeError(err)) throw err;
+        this.logger.warn({ authorizer, nonce, error: (err as Error).message?.slice(0, 200) }, 'receipt poll failed at the node; still pending');
+      }
+      if (used) {
+        const hash = used;
+        await (this.txHost as TxHost).withTransaction(() => this.recordUse(authorizer, nonce, hash));
+        return hash;
       }
       if (Date.now() >= deadline) return null;
       await new Promise((r) => setTimeout(r, Math.min(250, Math.max(1, deadline - Date.now()))));

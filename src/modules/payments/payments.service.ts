@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ChainTxError } from '@lib/chain';
+import { ChainTxError, isNodeError } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { getAddress, hexlify, isAddress, randomBytes, type Wallet } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
@@ -16,7 +16,7 @@ import type { AgentRow, PayeeTarget } from '../agents/agent.types';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
 import { MandatesService } from '../mandates/mandates.service';
-import { ChainAccess } from '../../chain/chain-access.service';
+import { ChainAccess, ChainUnavailableError } from '../../chain/chain-access.service';
 import { RelayerService, RelayRequest, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { PaymentDto } from './dto/payment.dto';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
@@ -242,9 +242,17 @@ export class PaymentsService {
           created = true;
           return { row: payment, fingerprint, created: true };
         }),
-      resume: (payment) => {
+      resume: async (payment) => {
         if (created) this.faults.hit('after_reserve');
-        return this.resume(payment);
+        try {
+          return await this.resume(payment);
+        } catch (err) {
+          // Reserved already: a chain read the node failed answers the payment as it stands (DESIGN §22),
+          // never a 500; the same key, or the sweep, moves it on.
+          if (!(err instanceof ChainUnavailableError) && !isNodeError(err)) throw err;
+          this.logger.warn({ paymentId: payment.id, error: (err as Error).message?.slice(0, 200) }, 'chain read failed while resuming; answering the payment as it stands');
+          return (await this.repo.findById(payment.id)) ?? payment;
+        }
       },
     };
   }
@@ -304,13 +312,13 @@ export class PaymentsService {
       if (!p.authNonce) return p;
       this.faults.hit('after_signed');
     }
-    const used = await this.chain.gateway.authorizationState(p.fromAddress, p.authNonce!);
-    if (used) {
+    // Used and chain time read at one block, head − CONFIRMATIONS (issue 29 finding 6, DESIGN §18).
+    const state = await this.chain.authorizationAt(p.fromAddress, p.authNonce!);
+    if (state.used) {
       if (p.status === 'pending') await this.tx(() => this.repo.touch(p.id));
       return (await this.repo.findById(p.id))!;
     }
-    const chainNow = await this.chain.headTimestamp();
-    if (chainNow >= p.authValidBefore!) {
+    if (state.timestamp >= p.authValidBefore!) {
       await this.tx(() => this.repo.markFailed(p.id, 'expired'));
       return (await this.repo.findById(p.id))!;
     }

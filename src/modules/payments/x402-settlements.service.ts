@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ChainTxError } from '@lib/chain';
+import { ChainTxError, isNodeError } from '@lib/chain';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
-import { ChainAccess } from '../../chain/chain-access.service';
+import { ChainAccess, ChainUnavailableError } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { PaymentSettlement } from './payment-settlement.service';
 import { X402Settlement } from './x402-settlement.entity';
@@ -95,6 +95,10 @@ export class X402Settlements {
     let refused: string | undefined;
     try {
       refused = await this.step(row, waitMs, mode);
+    } catch (err) {
+      // A chain read the node failed decides nothing (DESIGN §22): the settlement stays as it stands (pending).
+      if (!(err instanceof ChainUnavailableError) && !isNodeError(err)) throw err;
+      this.logger.warn({ settlementId: id, error: (err as Error).message?.slice(0, 200) }, 'chain read failed while advancing an x402 settlement; it stays as it is');
     } finally {
       await this.repo.release(id);
     }
@@ -127,12 +131,14 @@ export class X402Settlements {
     const gateway = this.chain.gateway;
     if (await this.settlement.confirmUse(row.payer, row.nonce, await this.relayHashes(row.id), 0)) return undefined;
     // Used (by any sender) or cancelled: the chain decided; the indexer records which, at CONFIRMATIONS.
-    if (await gateway.authorizationState(row.payer, row.nonce)) return undefined;
+    // Used and chain time come from one block, head − CONFIRMATIONS (issue 29 finding 6).
+    const state = await this.chain.authorizationAt(row.payer, row.nonce);
+    if (state.used) return undefined;
     if (!row.signature || row.validBefore === null) {
       if (Date.now() - new Date(row.createdAt).getTime() > LEGACY_GIVE_UP_MS) await this.repo.fail(row.id, 'expired');
       return undefined;
     }
-    if (BigInt(await gateway.headTimestamp()) >= row.validBefore) {
+    if (BigInt(state.timestamp) >= row.validBefore) {
       await this.repo.fail(row.id, 'expired');
       return undefined;
     }

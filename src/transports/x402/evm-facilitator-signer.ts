@@ -1,3 +1,4 @@
+import { isNodeError } from '@lib/chain';
 import { Contract, type InterfaceAbi, type JsonRpcProvider, verifyTypedData } from 'ethers';
 
 /** The read side of `@x402/evm`'s FacilitatorEvmSigner (its `verify` uses only these). */
@@ -22,14 +23,19 @@ export interface X402VerifySigner {
  * `@x402/evm`'s facilitator signer over our ethers provider, for verification only
  * (docs/architecture.md §14): the exact scheme's `verify` reads the token (balance, authorization
  * state) and checks the EIP-712 signature through it. Settlement never goes through it — our relayer
- * queue sends the transaction — so the write methods throw.
+ * queue sends the transaction — so the write methods throw. `onNodeError` hears every read the node
+ * failed (DESIGN §22): the library turns a failed read into "invalid", which is no verdict.
  */
-export function ethersVerifySigner(provider: JsonRpcProvider, address: string): X402VerifySigner {
+export function ethersVerifySigner(provider: JsonRpcProvider, address: string, onNodeError: (err: unknown) => void = () => {}): X402VerifySigner {
+  const heard = (err: unknown): never => {
+    if (isNodeError(err)) onNodeError(err);
+    throw err;
+  };
   const refuse = () => Promise.reject(new Error('x402 settlement goes through the relayer queue, not the facilitator signer'));
   return {
     getAddresses: () => [address as `0x${string}`],
     readContract: ({ address: to, abi, functionName, args }) =>
-      new Contract(to, abi as InterfaceAbi, provider).getFunction(functionName).staticCall(...(args ?? [])),
+      new Contract(to, abi as InterfaceAbi, provider).getFunction(functionName).staticCall(...(args ?? [])).catch(heard),
     verifyTypedData: async ({ address: expected, domain, types, primaryType, message, signature }) => {
       const structs = Object.fromEntries(Object.entries(types).filter(([k]) => k !== 'EIP712Domain')) as Record<string, Array<{ name: string; type: string }>>;
       if (!structs[primaryType]) return false;
@@ -43,7 +49,7 @@ export function ethersVerifySigner(provider: JsonRpcProvider, address: string): 
     sendTransaction: refuse,
     waitForTransactionReceipt: refuse,
     getCode: async ({ address: at }) => {
-      const code = await provider.getCode(at);
+      const code = await provider.getCode(at).catch(heard);
       return code === '0x' ? undefined : (code as `0x${string}`);
     },
   };

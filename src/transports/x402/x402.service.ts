@@ -100,7 +100,6 @@ export type X402SettleInput = { paymentRequired: string } | Record<string, unkno
 export class X402Service {
   private readonly logger = new Logger('X402');
   private domain?: Promise<{ name: string; version: string }>;
-  private verifier?: ExactEvmScheme;
 
   constructor(
     private readonly config: AppConfig,
@@ -203,7 +202,8 @@ export class X402Service {
       }
       if (row.status === 'failed') return refuse(`The payment was not settled: its authorization ${row.error === 'cancelled' ? 'was cancelled' : 'expired unused'}`, 'settlement_failed');
       if (step.refused) {
-        return refuse(`The payment could not be settled now (${step.refused}); its authorization stays valid until validBefore: retry the same header or let it expire`, 'settlement_failed');
+        // Our relay was refused before any broadcast, yet the authorization is still valid: not failed (DESIGN §18; issue 29 finding 6).
+        return refuse(`The payment could not be settled yet (${step.refused}); its authorization stays valid until validBefore: retry the same header`, 'pending', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
       }
       return refuse('The payment is being settled on chain: retry the same header to receive the response', 'pending', { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     };
@@ -216,7 +216,7 @@ export class X402Service {
     };
     const existing = await this.settlements.find(auth.from, auth.nonce);
     if (existing) return resume(existing);
-    const verified = await this.verifierScheme().verify(payload, requirements);
+    const verified = await this.verify(payload, requirements);
     if (!verified.isValid) return refuse(verified.invalidMessage ?? verified.invalidReason ?? 'The payment does not verify', verified.invalidReason ?? 'invalid_payment');
     await this.relayer.assertFunded(); // 503 unavailable before the reservation (DESIGN §18): nothing stored, nothing failed
     const id = await this.settlements.reserve({ payer: auth.from, nonce: auth.nonce, to: terms.payTo, value: auth.value, validAfter: auth.validAfter, validBefore: auth.validBefore, signature, payeeHandle: terms.payeeHandle, resource: terms.resource });
@@ -368,8 +368,19 @@ export class X402Service {
     };
   }
 
-  private verifierScheme(): ExactEvmScheme {
-    this.verifier ??= new ExactEvmScheme(ethersVerifySigner(this.chain.provider, this.chain.relayer.address) as never);
-    return this.verifier;
+  /**
+   * `@x402/evm`'s exact-scheme verification, as one chain read (DESIGN §22): the library answers a read
+   * the node failed with "invalid", which is no verdict, so such a result is retried once at a fresh
+   * head and then answered 503 `unavailable` (nothing reserved), never a 402 refusal.
+   * @throws ChainUnavailableError when the node fails the verification's reads twice.
+   */
+  private verify(payload: PaymentPayload, requirements: PaymentRequirements): ReturnType<ExactEvmScheme['verify']> {
+    return this.chain.read('x402 verification', async () => {
+      const failed: unknown[] = [];
+      const scheme = new ExactEvmScheme(ethersVerifySigner(this.chain.provider, this.chain.relayer.address, (err) => failed.push(err)) as never);
+      const verified = await scheme.verify(payload, requirements);
+      if (!verified.isValid && failed.length) throw failed[0];
+      return verified;
+    });
   }
 }
