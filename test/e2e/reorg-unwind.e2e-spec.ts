@@ -1,4 +1,5 @@
 import type { INestApplicationContext } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { AUTHORIZATION_CURSOR } from '../../src/chain/chain-cursors.repository';
 import { ReconciliationService } from '../../src/chain/reconciliation/reconciliation.service';
 import { RelayerTender } from '../../src/chain/relayer/relayer-tender.service';
@@ -98,5 +99,49 @@ describe('a reorg deeper than CONFIRMATIONS unwinds a succeeded payment', () => 
 
     const report = await t.app.get(ReconciliationService).run();
     expect(report.mismatches.filter((m) => m.kind === 'payment_authorization')).toEqual([]);
+  });
+
+  it('an x402 settlement answered 200 whose transfer a reorg removed: back to pending, still answered; reconciliation reports it until the transfer is mined again', async () => {
+    const settlement = t.app.get(PaymentSettlement);
+    const reconcile = t.app.get(ReconciliationService);
+    const payer = await chain.wallet({ usdc: 2n * USDC });
+    const payTo = (await chain.wallet({ eth: false })).address;
+    const submitter = await chain.wallet(); // the payer's facilitator here; not the relayer (its nonces are the queue's)
+    const auth = await chain.gateway.signTransferAuthorization(payer, { to: payTo, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
+    const id = randomUUID();
+    await t.dataSource.query(
+      `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status, valid_after, valid_before, signature)
+       VALUES ($1, lower($2), lower($3), $4, 'shop', $5, 'https://example.test/r', 'pending', 0, $6, $7)`,
+      [id, payer.address, auth.nonce, payTo, USDC.toString(), auth.validBefore.toString(), auth.signature],
+    );
+    const row = async () => (await t.dataSource.query(`SELECT status, tx_hash, settled_block::int AS block, answered_at FROM x402_settlements WHERE id = $1`, [id]))[0];
+    await settlement.pollOnce();
+
+    const snapshot = await chain.snapshot();
+    const sent = await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth) });
+    const raw = await chain.rpc<string>('eth_getRawTransactionByHash', [sent.hash]);
+    const receipt = (await sent.wait())!;
+    await chain.mine(3);
+    await settlement.pollOnce();
+    expect(await row()).toMatchObject({ status: 'settled', tx_hash: receipt.hash, block: receipt.blockNumber });
+    await t.dataSource.query(`UPDATE x402_settlements SET answered_at = now() WHERE id = $1`, [id]); // the 200 was given
+
+    await chain.revert(snapshot);
+    await chain.mine(2);
+    expect(await chain.provider.getTransactionReceipt(receipt.hash)).toBeNull();
+    expect(await chain.usdcBalance(payTo)).toBe(0n);
+
+    expect((await settlement.pollOnce()).unwound).toContain(id);
+    expect(await row()).toMatchObject({ status: 'pending', tx_hash: null, block: null, answered_at: expect.any(Date) });
+    const open = await reconcile.run();
+    expect(open.mismatches.filter((m) => m.ids.includes(id))).toEqual([{ kind: 'x402_authorization', ids: [id], expected: 'authorization used on chain', actual: 'unused' }]);
+
+    // The transfer mined again: settled again, and reconciliation has nothing to say about it.
+    expect(await chain.rpc<string>('eth_sendRawTransaction', [raw])).toBe(receipt.hash);
+    await chain.mine(1);
+    await settlement.pollOnce();
+    expect(await row()).toMatchObject({ status: 'settled', tx_hash: receipt.hash, answered_at: expect.any(Date) });
+    expect(await chain.usdcBalance(payTo)).toBe(USDC);
+    expect((await reconcile.run()).mismatches.filter((m) => m.ids.includes(id))).toEqual([]);
   });
 });

@@ -39,11 +39,15 @@ export class ReconciliationRepository {
     );
   }
 
-  /** x402 settlements that ended within `days`. */
+  /**
+   * x402 settlements that ended within `days`, and those answered 200 but open again (a reorg took
+   * their transfer off the chain, DESIGN §22): reported until the transfer is mined again.
+   */
   terminalSettlements(days: number): Promise<Array<{ id: string; status: string; payer: string; nonce: string }>> {
     return this.dataSource.query(
       `SELECT id, status, payer, nonce FROM x402_settlements
-        WHERE status IN ('settled', 'succeeded', 'failed') AND updated_at > now() - make_interval(days => $1)`,
+        WHERE (status IN ('settled', 'succeeded', 'failed') AND updated_at > now() - make_interval(days => $1))
+           OR (status IN ('pending', 'reserved') AND answered_at IS NOT NULL)`,
       [days],
     );
   }
