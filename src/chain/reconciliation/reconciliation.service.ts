@@ -10,7 +10,7 @@ import { REDIS } from '../../common/redis/redis.module';
 import { ChainAccess } from '../chain-access.service';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainCursors, ESCROW_CURSOR } from '../chain-cursors.repository';
-import { HELD, ReconciliationRepository } from './reconciliation.repository';
+import { ReconciliationRepository } from './reconciliation.repository';
 import { MismatchKind, reconcileMismatches, reconcileRuns } from './reconciliation.metrics';
 
 /** One disagreement between the ledger and the chain; `ids` are our row ids (or the relayer address). */
