@@ -19,6 +19,8 @@ import { RelayerReplacements1795300075000 } from './1795300075000-RelayerReplace
 import { Console1795300076000 } from './1795300076000-Console';
 import { ApiKeyLastUsed1795300077000 } from './1795300077000-ApiKeyLastUsed';
 import { ChainCursorHash1795300077500 } from './1795300077500-ChainCursorHash';
+import { ReorgUnwind1795300081000 } from './1795300081000-ReorgUnwind';
+import { ReconcileCancellations1795300081100 } from './1795300081100-ReconcileCancellations';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -43,4 +45,6 @@ export const MIGRATIONS = [
   Console1795300076000,
   ApiKeyLastUsed1795300077000,
   ChainCursorHash1795300077500,
+  ReorgUnwind1795300081000,
+  ReconcileCancellations1795300081100,
 ];

@@ -213,6 +213,10 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(1) @Max(3600) PAYMENT_SWEEP_IDLE_SECONDS = 60;
   /** Seconds between two reconciliation passes of the ledger against the chain (DESIGN §18); each pass runs on one worker. */
   @Transform(toInt) @IsInt() @Min(5) @Max(86400) RECONCILE_INTERVAL_S = 300;
+  /** Most blocks one eth_getLogs of reconciliation asks for (public nodes refuse wide ranges; issue 30). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(100000) RECONCILE_LOG_WINDOW = 2000;
+  /** Held escrows whose state one reconciliation pass reads (a batch from a cursor; the next pass goes on; issue 30). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(100000) RECONCILE_BATCH = 500;
   // Invoice email (docs/architecture.md §11): unset SMTP_URL = invoices are sent without email.
   @IsOptional()
   @IsString()

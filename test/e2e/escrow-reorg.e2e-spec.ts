@@ -76,7 +76,7 @@ describe('escrow indexer: chain reorgs', () => {
     return { checkout, escrowId, key: terms.escrowKey };
   }
 
-  it('a funding applied by the indexer and then reorged away: detected, the escrow is gone, the checkout open again; funding again works', async () => {
+  it('a funding applied by the indexer and then reorged away: detected, the escrow is gone, the checkout open again, checkout.funding_reversed sent after checkout.funded; funding again works', async () => {
     const { seller, buyer } = await createParties(t, chain);
     const checkout = await createCheckout(t, seller.org, { amount: '11.00' });
     const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
@@ -103,8 +103,11 @@ describe('escrow indexer: chain reorgs', () => {
     expect(await chainEventRows(t, orphaned.escrowId)).toEqual([]);
     expect((await chain.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('none');
     expect(await chain.usdcBalance(buyer.wallet.address)).toBe(buyerBalance);
-    // Webhooks already written are not retracted (docs/architecture.md §7: detected and reported).
-    expect((await checkoutEvents(t, checkout.id)).map((e) => e.type)).toEqual(['checkout.funded']);
+    // Webhooks already written are not retracted; the merchant hears the reversal after them (DESIGN §22).
+    const told = await checkoutEvents(t, checkout.id);
+    expect(told.map((e) => [e.type, e.status])).toEqual([['checkout.funded', 'funded'], ['checkout.funding_reversed', 'open']]);
+    expect(told[1].object).toMatchObject({ id: checkout.id, status: 'open', escrowId: null });
+    expect(told[1].id).toBe(derivedEventId(`${terms.escrowKey}:funding_reversed:1`, WebhookEvent.CheckoutFundingReversed));
     expect(await cursorState()).toEqual({ cursor: pass.toBlock, canonical: true });
 
     // The checkout is payable again on the canonical chain, with the same signed terms.
@@ -113,11 +116,10 @@ describe('escrow indexer: chain reorgs', () => {
     const refunded = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
     expect(refunded.escrowId).not.toBe(orphaned.escrowId);
     expect((await getEscrow(seller, refunded.escrowId as string)).body).toMatchObject({ status: 'funded', amount: '11.00' });
-    // Event ids derive from (tx hash, log index, type): when the relayer's re-sent transaction is
-    // byte-identical to the orphaned one (same nonce, fees and signature), it is the same event
-    // and receivers are not told twice; a different transaction is a second checkout.funded.
+    // After a reversal the funding is news again, whichever transaction carries it (a new event id).
     const events = await checkoutEvents(t, checkout.id);
-    expect(events.map((e) => e.type)).toEqual(refundTx === orphaned.fundTx ? ['checkout.funded'] : ['checkout.funded', 'checkout.funded']);
+    expect(events.map((e) => e.type)).toEqual(['checkout.funded', 'checkout.funding_reversed', 'checkout.funded']);
+    expect(refundTx).toEqual(expect.any(String));
 
     const after = await indexer.pollOnce();
     expect(after.reorgForkBlock).toBeUndefined();
@@ -175,7 +177,7 @@ describe('escrow indexer: chain reorgs', () => {
     expect((await indexer.pollOnce()).reorgForkBlock).toBeUndefined();
   });
 
-  it('a funding reorged away and mined again (same transaction) is re-applied under the same event id: receivers see one checkout.funded', async () => {
+  it('a funding reorged away and mined again (same transaction): the same event id when no reorg was seen; else checkout.funding_reversed, then checkout.funded again', async () => {
     const { seller, buyer } = await createParties(t, chain);
     const checkout = await createCheckout(t, seller.org, { amount: '6.00' });
     const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
@@ -205,7 +207,18 @@ describe('escrow indexer: chain reorgs', () => {
     const [row] = await chainEventRows(t, session.escrowId as string);
     expect(row.tx_hash).toBe(first.fundTx.toLowerCase());
     const events = await checkoutEvents(t, checkout.id);
-    expect(events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', derivedEventId(`${row.tx_hash}:${terms.escrowKey}:funded`, WebhookEvent.CheckoutFunded)]]);
+    const fundedId = derivedEventId(`${row.tx_hash}:${terms.escrowKey}:funded`, WebhookEvent.CheckoutFunded);
+    // A reorg the indexer saw took the funding off the chain for a while: the merchant heard the
+    // reversal (DESIGN §22), then the funding again under a new id. None seen: one checkout.funded.
+    expect(events.map((e) => [e.type, e.id])).toEqual(
+      pass.reorgForkBlock === undefined
+        ? [['checkout.funded', fundedId]]
+        : [
+            ['checkout.funded', fundedId],
+            ['checkout.funding_reversed', derivedEventId(`${terms.escrowKey}:funding_reversed:1`, WebhookEvent.CheckoutFundingReversed)],
+            ['checkout.funded', derivedEventId(`${row.tx_hash}:${terms.escrowKey}:funded:after-reversal-1`, WebhookEvent.CheckoutFunded)],
+          ],
+    );
     expect(events[0].id).toBe(first.events[0].id);
 
     // checkout.released and checkout.paid of one Released log: two ids, both derived from it.
@@ -218,14 +231,14 @@ describe('escrow indexer: chain reorgs', () => {
     expect(released.status).toBe(200);
     const releaseRow = (await chainEventRows(t, session.escrowId as string)).find((r) => r.action === 'released')!;
     const source = `${releaseTx}:${terms.escrowKey}:${releaseRow.action}`;
-    expect((await checkoutEvents(t, checkout.id)).slice(1).map((e) => [e.type, e.id])).toEqual([
+    expect((await checkoutEvents(t, checkout.id)).slice(events.length).map((e) => [e.type, e.id])).toEqual([
       ['checkout.released', derivedEventId(source, WebhookEvent.CheckoutReleased)],
       ['checkout.paid', derivedEventId(source, WebhookEvent.CheckoutPaid)],
     ]);
     expect(derivedEventId(source, WebhookEvent.CheckoutReleased)).not.toBe(derivedEventId(source, WebhookEvent.CheckoutPaid));
   });
 
-  it('a funding reorged away and mined again at another log position (another transfer ahead of it in the block) keeps its event id: receivers see one checkout.funded', async () => {
+  it('a funding reorged away and mined again at another log position (another transfer ahead of it in the block): the first event keeps its id; the reversal and the funding again are told', async () => {
     const { seller, buyer } = await createParties(t, chain);
     const checkout = await createCheckout(t, seller.org, { amount: '5.00' });
     const { funding, terms } = await fundingTerms(t, checkout.id, buyer.wallet.address);
@@ -259,6 +272,8 @@ describe('escrow indexer: chain reorgs', () => {
     expect(row.tx_hash).toBe(first.fundTx.toLowerCase());
     expect(row.log_index).not.toBe(first.row.log_index);
     const events = await checkoutEvents(t, checkout.id);
-    expect(events.map((e) => [e.type, e.id])).toEqual([['checkout.funded', first.events[0].id]]);
+    // The block at that height changed, so the indexer saw a reorg: reversal told, then funded again.
+    expect(events.map((e) => e.type)).toEqual(['checkout.funded', 'checkout.funding_reversed', 'checkout.funded']);
+    expect(events[0].id).toBe(first.events[0].id);
   });
 });

@@ -4,6 +4,7 @@ import { createAgent, createPayee, pay, paymentRows, settleUntil } from '../supp
 import { createTestApp, TestApp } from '../support/app';
 import { cliJson, createCheckout, createParties, fundOnChain, pollToHead, requireBuiltCli, runCli, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
+import { RpcGate } from '../support/rpc-gate';
 import { isolatedWebhookEnv, IsolatedEnv, startTestWorker, TestWorker } from '../support/webhook-env';
 import { metricsRegistry } from '../../src/common/metrics';
 import { ReconcileReport, ReconciliationService } from '../../src/chain/reconciliation/reconciliation.service';
@@ -115,27 +116,42 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     expect(results.find((r) => r !== null)).toMatchObject({ clean: true });
   });
 
-  it('a direct USDC transfer into the escrow contract → escrow_balance, counted, shown in /health/ready, not fixed', async () => {
+  it('a direct USDC transfer into the escrow contract → the notice escrow_surplus: logged, shown in /health/ready, not a mismatch, not counted, not fixed; a deficit is escrow_balance', async () => {
     const before = await mismatchCount('escrow_balance');
     const stray = await chain.wallet({ usdc: 3n * USDC });
     await chain.usdcTransfer(stray, env.ESCROW_ADDRESS, 3n * USDC);
-    // The ledger may trail the head by the indexer's lag, so the chain at the indexer's cursor is accepted
-    // too: a mismatch shows once the indexer has read past it (the worker runs both on schedules).
-    const atCursor = await svc.run();
-    expect(atCursor.clean).toBe(true);
     await pollToHead(t, chain);
 
     const report = await svc.run();
-    expect(report.clean).toBe(false);
-    expect(byKind(report, 'escrow_balance')).toEqual([{ kind: 'escrow_balance', ids: [env.ESCROW_ADDRESS], expected: '40.00 held by 1 escrows', actual: '43.00 on chain' }]);
-    expect(report.counts).toEqual({ escrow_balance: 1 });
-    expect(await mismatchCount('escrow_balance')).toBe(before + 1);
+    expect(report.clean).toBe(true);
+    expect(report.counts).toEqual({});
+    expect(report.notices).toEqual([{ kind: 'escrow_surplus', ids: [env.ESCROW_ADDRESS], expected: '40.00 held by 1 escrows', actual: '43.00 on chain' }]);
+    expect(await mismatchCount('escrow_balance')).toBe(before);
 
     const ready = await t.http.get('/health/ready');
     expect(ready.status).toBe(200);
-    expect(ready.body.details.reconciliation).toEqual({ status: 'up', lastRunAt: report.ranAt, block: report.block, clean: false, mismatches: { escrow_balance: 1 } });
+    expect(ready.body.details.reconciliation).toEqual({
+      status: 'up',
+      lastRunAt: report.ranAt,
+      block: report.block,
+      clean: true,
+      mismatches: {},
+      notices: { escrow_surplus: '43.00 on chain' },
+    });
     // Never fixed: the money stays where it is.
     expect(await chain.usdcBalance(env.ESCROW_ADDRESS)).toBe(43n * USDC);
+
+    // The ledger holding more than the contract is a deficit: still a mismatch, counted.
+    const [row] = await t.dataSource.query<Array<{ id: string }>>(`SELECT id FROM escrows`);
+    await t.dataSource.query(`UPDATE escrows SET amount_units = 50000000 WHERE id = $1`, [row.id]);
+    try {
+      const deficit = await svc.run();
+      expect(deficit.notices).toEqual([]);
+      expect(byKind(deficit, 'escrow_balance')).toEqual([{ kind: 'escrow_balance', ids: [env.ESCROW_ADDRESS], expected: '50.00 held by 1 escrows', actual: '43.00 on chain' }]);
+      expect(await mismatchCount('escrow_balance')).toBe(before + 1);
+    } finally {
+      await t.dataSource.query(`UPDATE escrows SET amount_units = 40000000 WHERE id = $1`, [row.id]);
+    }
   });
 
   it('an escrow row edited to disagree with the chain → escrow_state with its id; the row keeps its (wrong) status', async () => {
@@ -213,6 +229,136 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     await t.dataSource.query(`DELETE FROM relayer_nonces WHERE address = ANY($1)`, [[gapped, young, exact]]);
   });
 
+  /** A payment row as the ledger would hold it (the agent is only its owner here; `from` signed the authorization). */
+  async function insertPayment(agent: { agentId: string; organizationId: string }, p: { status: string; from: string; to: string; amount: bigint; nonce: string; validBefore: number; txHash?: string | null }): Promise<string> {
+    const id = randomUUID();
+    await t.dataSource.query(
+      `INSERT INTO payments (id, agent_id, organization_id, idempotency_key, fingerprint, status, mode, to_handle, to_address, from_address, amount, fee,
+                             auth_nonce, auth_valid_before, auth_signature, relay_tx_hashes, tx_hash, created_at, updated_at)
+       VALUES ($1, $2, $3, $11, 'f', $4, 'instant', 'shop', $5, $6, $7, 0, lower($8), $9, '0x', '{}', $10, now(), now())`,
+      [id, agent.agentId, agent.organizationId, p.status, p.to, p.from, p.amount.toString(), p.nonce, p.validBefore, p.txHash ?? null, `key-${id}`],
+    );
+    return id;
+  }
+
+  it('each succeeded payment against its Transfer log: another amount → payment_amount, another payee → payment_recipient; the right one is fine', async () => {
+    const agent = await createAgent(t, chain, { policy: null, enable: false });
+    const payer = await chain.wallet({ usdc: 10n * USDC });
+    const payee = (await chain.wallet({ eth: false })).address;
+    const other = (await chain.wallet({ eth: false })).address;
+    const submitter = await chain.wallet();
+    const validBefore = (await chain.headTimestamp()) + 3600;
+    const transfer = async () => {
+      const auth = await chain.gateway.signTransferAuthorization(payer, { to: payee, value: 2n * USDC, validBefore: BigInt(validBefore) });
+      const receipt = (await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth) })).wait())!;
+      return { nonce: auth.nonce, txHash: receipt.hash };
+    };
+    const [a, b, c] = [await transfer(), await transfer(), await transfer()];
+    const right = await insertPayment(agent, { status: 'succeeded', from: payer.address, to: payee, amount: 2n * USDC, validBefore, ...a });
+    const wrongAmount = await insertPayment(agent, { status: 'succeeded', from: payer.address, to: payee, amount: 3n * USDC, validBefore, ...b });
+    const wrongRecipient = await insertPayment(agent, { status: 'succeeded', from: payer.address, to: other, amount: 2n * USDC, validBefore, ...c });
+    try {
+      const report = await svc.run();
+      expect(report.mismatches.filter((m) => [right, wrongAmount, wrongRecipient].includes(m.ids[0]))).toEqual([
+        { kind: 'payment_amount', ids: [wrongAmount], expected: `3.00 to ${payee.toLowerCase()}`, actual: `2.00 in ${b.txHash}` },
+        { kind: 'payment_recipient', ids: [wrongRecipient], expected: `2.00 to ${other.toLowerCase()}`, actual: `2.00 to ${payee.toLowerCase()} in ${c.txHash}` },
+      ]);
+      expect(report.counts).toMatchObject({ payment_amount: 1, payment_recipient: 1 });
+    } finally {
+      await t.dataSource.query(`DELETE FROM payments WHERE id = ANY($1)`, [[right, wrongAmount, wrongRecipient]]);
+    }
+  });
+
+  it('pending or submitted past validBefore (and the sweep’s idle time) → stale_pending, payments and x402 settlements; one still valid is fine', async () => {
+    const agent = await createAgent(t, chain, { policy: null, enable: false });
+    const now = await chain.headTimestamp();
+    const from = Wallet.createRandom().address;
+    const stale = await insertPayment(agent, { status: 'submitted', from, to: from, amount: USDC, nonce: hexlify(randomBytes(32)), validBefore: now - 100_000 });
+    const fresh = await insertPayment(agent, { status: 'submitted', from, to: from, amount: USDC, nonce: hexlify(randomBytes(32)), validBefore: now + 3600 });
+    const x402 = randomUUID();
+    await t.dataSource.query(
+      `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status, valid_after, valid_before)
+       VALUES ($1, lower($2), $3, $2, 'shop', 1000000, 'https://example.test/r', 'pending', 0, $4)`,
+      [x402, from, hexlify(randomBytes(32)), now - 100_000],
+    );
+    try {
+      const report = await svc.run();
+      expect(byKind(report, 'stale_pending').map((m) => [m.ids[0], m.actual.split(' at ')[0]]).sort()).toEqual([[stale, 'submitted'], [x402, 'pending']].sort());
+      expect(report.mismatches.some((m) => m.ids.includes(fresh))).toBe(false);
+    } finally {
+      await t.dataSource.query(`DELETE FROM payments WHERE id = ANY($1)`, [[stale, fresh]]);
+      await t.dataSource.query(`DELETE FROM x402_settlements WHERE id = $1`, [x402]);
+    }
+  });
+
+  it('a pass over a range a node refuses in one eth_getLogs: cancellations are read in windows from a cursor; failed-and-cancelled is fine, failed-but-used is reported', async () => {
+    const WINDOW = 50;
+    const gate = await RpcGate.start(process.env.RPC_URL!);
+    gate.refuse((method, params) => {
+      if (method !== 'eth_getLogs') return null;
+      const f = params[0] as { fromBlock?: string; toBlock?: string };
+      const span = Number(f.toBlock ?? 0) - Number(f.fromBlock ?? 0) + 1;
+      return span > WINDOW ? { code: -32005, message: `query exceeds max block range ${WINDOW}` } : null;
+    });
+    const narrow = await createTestApp({ ...env, RPC_URL: gate.url, RECONCILE_LOG_WINDOW: String(WINDOW) });
+    const agent = await createAgent(t, chain, { policy: null, enable: false });
+    const payer = await chain.wallet({ usdc: 5n * USDC });
+    const submitter = await chain.wallet();
+    const validBefore = (await chain.headTimestamp()) + 3600;
+    const cancelledNonce = hexlify(randomBytes(32));
+    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: await chain.gateway.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
+    const used = await chain.gateway.signTransferAuthorization(payer, { to: submitter.address, value: USDC, validBefore: BigInt(validBefore) });
+    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(used) })).wait();
+    await chain.mine(4 * WINDOW);
+    const cancelledRow = await insertPayment(agent, { status: 'failed', from: payer.address, to: submitter.address, amount: USDC, nonce: cancelledNonce, validBefore });
+    const usedRow = await insertPayment(agent, { status: 'failed', from: payer.address, to: submitter.address, amount: USDC, nonce: used.nonce, validBefore });
+    // Read again from the deploy block: the whole chain of this run, far wider than one window.
+    await t.dataSource.query(`DELETE FROM chain_cursors WHERE name = 'reconcile-cancels'`);
+    await t.dataSource.query(`DELETE FROM reconcile_cancellations`);
+    try {
+      const head = await chain.headBlock();
+      expect(head - Number(env.ESCROW_DEPLOY_BLOCK)).toBeGreaterThan(4 * WINDOW);
+      // The fault is live: the node behind the gate refuses the range in one call.
+      const refused = await fetch(gate.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getLogs', params: [{ fromBlock: `0x${Number(env.ESCROW_DEPLOY_BLOCK).toString(16)}`, toBlock: `0x${head.toString(16)}` }] }) });
+      expect((await refused.json()).error).toMatchObject({ code: -32005 });
+      const before = gate.refused.eth_getLogs ?? 0;
+
+      const report = await narrow.app.get(ReconciliationService).run();
+      expect(gate.refused.eth_getLogs ?? 0).toBe(before);
+      expect(report.cancelScan).toEqual({ cursor: report.block, block: report.block });
+      expect(report.mismatches.filter((m) => [cancelledRow, usedRow].includes(m.ids[0]))).toEqual([
+        { kind: 'payment_authorization', ids: [usedRow], expected: 'authorization unused or cancelled', actual: 'used on chain' },
+      ]);
+    } finally {
+      await t.dataSource.query(`DELETE FROM payments WHERE id = ANY($1)`, [[cancelledRow, usedRow]]);
+      await narrow.close();
+      await gate.stop();
+    }
+  });
+
+  it('a pass reads held escrows in batches of RECONCILE_BATCH from a cursor, and starts over after the last', async () => {
+    const small = await createTestApp({ ...env, RECONCILE_BATCH: '1' });
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount: '2.00' });
+    await fundOnChain(t, chain, checkout.id, buyer.wallet);
+    await pollToHead(t, chain);
+    try {
+      const svc1 = small.app.get(ReconciliationService);
+      const ids = (await t.dataSource.query<Array<{ id: string }>>(`SELECT id FROM escrows ORDER BY id`)).map((r) => r.id);
+      expect(ids.length).toBeGreaterThanOrEqual(2);
+      const passes: Array<{ after: string; wrapped: boolean; checked: number }> = [];
+      for (let i = 0; i <= ids.length; i++) {
+        const r = await svc1.run();
+        passes.push({ ...r.escrowBatch, checked: r.checked.escrows });
+      }
+      // Earlier passes (batches of 500) ended by starting over; now one escrow per pass, in id order, then over again.
+      expect(passes).toEqual([...['', ...ids.slice(0, -1)].map((after) => ({ after, wrapped: false, checked: 1 })), { after: ids[ids.length - 1], wrapped: true, checked: 0 }]);
+      expect((await svc1.run()).escrowBatch).toEqual({ after: '', wrapped: false });
+    } finally {
+      await small.close();
+    }
+  });
+
   it('the worker runs the pass on its schedule (RECONCILE_INTERVAL_S); a relayed agent payment reconciles; a payment row edited to failed → payment_authorization', async () => {
     let worker: TestWorker | undefined;
     try {
@@ -244,10 +390,11 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
         },
         { timeoutMs: 30_000, label: 'a scheduled reconciliation pass' },
       );
-      expect(report.counts).toEqual({ escrow_balance: 1 });
+      expect(report.counts).toEqual({});
+      expect(report.notices.map((n) => n.kind)).toEqual(['escrow_surplus']);
       expect(report.checked.relayers).toBe(1);
       const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
-      expect(metrics).toMatch(/reconcile_mismatches_total\{kind="escrow_balance"\} [1-9]/);
+      expect(metrics).toMatch(/reconcile_runs_total\{outcome="clean"\} [1-9]/);
     } finally {
       await worker?.close();
     }

@@ -28,6 +28,9 @@ export class RpcGate {
   held = 0;
   /** Requests that have arrived since start. */
   received = 0;
+  /** JSON-RPC calls answered with an error by a {@link refuse} rule, by method. */
+  refused: Record<string, number> = {};
+  private rules: Array<(method: string, params: unknown[]) => { code: number; message: string } | null> = [];
   url = '';
 
   private constructor(private readonly upstream: string) {}
@@ -66,6 +69,14 @@ export class RpcGate {
   /** From now on requests of `method` wait (counted in `held`) until {@link open}; others pass. */
   holdMethod(method: string): void {
     this.heldMethods.add(method);
+  }
+
+  /**
+   * From now on a JSON-RPC call (also inside a batch) for which `rule` returns an error is answered
+   * with that error instead of reaching anvil, as a public node refuses, e.g., wide eth_getLogs ranges.
+   */
+  refuse(rule: (method: string, params: unknown[]) => { code: number; message: string } | null): void {
+    this.rules.push(rule);
   }
 
   /** Lets every waiting request through and stops holding new ones. */
@@ -125,7 +136,33 @@ export class RpcGate {
       this.held--;
     }
     try {
-      const upstream = await fetch(this.upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
+      const body = Buffer.concat(chunks);
+      if (this.rules.length) {
+        const parsed = JSON.parse(body.toString()) as Call | Call[];
+        const calls = Array.isArray(parsed) ? parsed : [parsed];
+        const refusals = new Map<Call, { code: number; message: string }>();
+        for (const c of calls) {
+          for (const rule of this.rules) {
+            const error = rule(c.method, c.params ?? []);
+            if (error) {
+              refusals.set(c, error);
+              this.refused[c.method] = (this.refused[c.method] ?? 0) + 1;
+              break;
+            }
+          }
+        }
+        if (refusals.size) {
+          const pass = calls.filter((c) => !refusals.has(c));
+          const answered = pass.length
+            ? ((await (await fetch(this.upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pass) })).json()) as Array<{ id: unknown }>)
+            : [];
+          const out = calls.map((c) => (refusals.has(c) ? { jsonrpc: '2.0', id: c.id, error: refusals.get(c) } : answered.find((a) => a.id === c.id)));
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(Array.isArray(parsed) ? out : out[0]));
+          return;
+        }
+      }
+      const upstream = await fetch(this.upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       res.writeHead(upstream.status, { 'content-type': 'application/json' });
       res.end(Buffer.from(await upstream.arrayBuffer()));
     } catch {
@@ -151,4 +188,11 @@ function idOf(body: Buffer): unknown {
   } catch {
     return null;
   }
+}
+
+/** One JSON-RPC call as the gate reads it. */
+interface Call {
+  id: unknown;
+  method: string;
+  params?: unknown[];
 }

@@ -27,6 +27,8 @@ export class ReconciliationHealthIndicator {
         block: last.block,
         clean: last.clean,
         mismatches: last.counts,
+        // A surplus in the escrow contract (issue 30): shown, not a mismatch.
+        notices: Object.fromEntries((last.notices ?? []).map((n) => [n.kind, n.actual])),
       });
     } catch (err) {
       return check.up({ error: (err as Error).message });

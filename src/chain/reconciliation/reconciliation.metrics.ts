@@ -9,6 +9,9 @@ export const MISMATCH_KINDS = [
   'x402_authorization',
   'relayer_nonce',
   'usdc_domain',
+  'payment_amount',
+  'payment_recipient',
+  'stale_pending',
 ] as const;
 export type MismatchKind = (typeof MISMATCH_KINDS)[number];
 

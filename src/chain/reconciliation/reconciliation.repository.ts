@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { TransactionHost, TxHost } from '../../database/transaction';
 
 /** Escrow statuses whose amount the contract still holds (DESIGN §18). */
 export const HELD = ['funded', 'accepted', 'delivered', 'disputed'] as const;
@@ -19,31 +20,42 @@ export interface EscrowRecord {
  */
 @Injectable()
 export class ReconciliationRepository {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly txHost: TransactionHost,
+  ) {}
 
-  /** Held escrows, and those changed within `days` (terminal ones are re-checked for that long). */
-  escrows(days: number): Promise<EscrowRecord[]> {
+  /**
+   * One batch of the escrows a pass checks (held, or changed within `days`), in id order after
+   * `afterId` ('' from the start), at most `limit` (issue 30: a pass is a bounded batch from a cursor).
+   */
+  escrows(days: number, afterId: string, limit: number): Promise<EscrowRecord[]> {
     return this.dataSource.query(
       `SELECT id, escrow_key, status, amount_units FROM escrows
-        WHERE status = ANY($1) OR updated_at > now() - make_interval(days => $2) ORDER BY created_at, id`,
-      [HELD, days],
+        WHERE (status = ANY($1) OR updated_at > now() - make_interval(days => $2)) AND ($3 = '' OR id > $3::uuid)
+        ORDER BY id LIMIT $4`,
+      [HELD, days, afterId, limit],
     );
   }
 
-  /** Agent payments with an EIP-3009 authorization that ended (succeeded or failed) within `days`. */
-  terminalPayments(days: number): Promise<Array<{ id: string; status: string; from_address: string; auth_nonce: string }>> {
+  /** Agent payments with an EIP-3009 authorization that ended (succeeded or failed) within `days`; amount in base units. */
+  terminalPayments(days: number): Promise<Array<{ id: string; status: string; from_address: string; auth_nonce: string; to_address: string; amount: string; tx_hash: string | null; mode: string }>> {
     return this.dataSource.query(
-      `SELECT id, status, from_address, auth_nonce FROM payments
+      `SELECT id, status, from_address, auth_nonce, to_address, amount::text, tx_hash, mode FROM payments
         WHERE status IN ('succeeded', 'failed') AND auth_nonce IS NOT NULL AND updated_at > now() - make_interval(days => $1)`,
       [days],
     );
   }
 
-  /** x402 settlements that ended within `days`. */
+  /**
+   * x402 settlements that ended within `days`, and those answered 200 but open again (a reorg took
+   * their transfer off the chain, DESIGN §22): reported until the transfer is mined again.
+   */
   terminalSettlements(days: number): Promise<Array<{ id: string; status: string; payer: string; nonce: string }>> {
     return this.dataSource.query(
       `SELECT id, status, payer, nonce FROM x402_settlements
-        WHERE status IN ('settled', 'succeeded', 'failed') AND updated_at > now() - make_interval(days => $1)`,
+        WHERE (status IN ('settled', 'succeeded', 'failed') AND updated_at > now() - make_interval(days => $1))
+           OR (status IN ('pending', 'reserved') AND answered_at IS NOT NULL)`,
       [days],
     );
   }
@@ -53,10 +65,46 @@ export class ReconciliationRepository {
     return this.dataSource.query(`SELECT address, next_nonce FROM relayer_nonces`);
   }
 
-  /** Sum of the held escrows' amounts, in base units. */
-  async heldSum(): Promise<bigint> {
-    const rows: Array<{ sum: string | null }> = await this.dataSource.query(`SELECT sum(amount_units)::text AS sum FROM escrows WHERE status = ANY($1)`, [HELD]);
-    return BigInt(rows[0].sum ?? '0');
+  /** Sum of the held escrows' amounts (base units) and how many there are: one aggregate query. */
+  async heldSum(): Promise<{ sum: bigint; count: number }> {
+    const rows: Array<{ sum: string | null; n: number }> = await this.dataSource.query(`SELECT sum(amount_units)::text AS sum, count(*)::int AS n FROM escrows WHERE status = ANY($1)`, [HELD]);
+    return { sum: BigInt(rows[0].sum ?? '0'), count: rows[0].n };
+  }
+
+  /**
+   * Payments (`payment`) and x402 settlements (`x402`) still pending or submitted whose authorization
+   * expired before chain time `before` (unix seconds): the sweep should have decided them (issue 30).
+   */
+  stalePending(before: number, limit = 100): Promise<Array<{ id: string; source: 'payment' | 'x402'; status: string; valid_before: string }>> {
+    return this.dataSource.query(
+      `(SELECT id, 'payment' AS source, status, auth_valid_before::text AS valid_before FROM payments
+         WHERE status IN ('pending', 'submitted') AND auth_valid_before < $1 ORDER BY auth_valid_before LIMIT $2)
+       UNION ALL
+       (SELECT id, 'x402' AS source, status, valid_before::text FROM x402_settlements
+         WHERE status IN ('pending', 'reserved') AND valid_before < $1 ORDER BY valid_before LIMIT $2)`,
+      [before, limit],
+    );
+  }
+
+  /** Records AuthorizationCanceled logs read by reconciliation (lower case); in the caller's transaction (with the cursor). */
+  async recordCancellations(rows: Array<{ authorizer: string; nonce: string; blockNumber: number; txHash: string }>): Promise<void> {
+    if (rows.length === 0) return;
+    await (this.txHost as TxHost).tx.query(
+      `INSERT INTO reconcile_cancellations (authorizer, nonce, block_number, tx_hash)
+       SELECT lower(a), lower(n), b, t FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS x(a, n, b, t)
+       ON CONFLICT (authorizer, nonce) DO NOTHING`,
+      [rows.map((r) => r.authorizer), rows.map((r) => r.nonce), rows.map((r) => r.blockNumber), rows.map((r) => r.txHash)],
+    );
+  }
+
+  /** Which of `keys` (`authorizer:nonce`, any case) reconciliation has seen cancelled at or below `block`. */
+  async cancelled(keys: string[], block: number): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const rows: Array<{ k: string }> = await this.dataSource.query(
+      `SELECT authorizer || ':' || nonce AS k FROM reconcile_cancellations WHERE authorizer || ':' || nonce = ANY($1::text[]) AND block_number <= $2`,
+      [keys.map((k) => k.toLowerCase()), block],
+    );
+    return new Set(rows.map((r) => r.k));
   }
 
   /** The newest relayer transaction row for (`address`, `nonce`) and its age in seconds, or undefined. */

@@ -19,6 +19,7 @@ const TYPE_RANK: Record<WebhookEvent, number> = {
   [WebhookEvent.CheckoutCancelled]: 4,
   [WebhookEvent.CheckoutReleased]: 5,
   [WebhookEvent.CheckoutPaid]: 6,
+  [WebhookEvent.CheckoutFundingReversed]: 7,
 };
 
 /**

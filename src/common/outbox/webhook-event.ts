@@ -8,5 +8,7 @@ export enum WebhookEvent {
   CheckoutCancelled = 'checkout.cancelled',
   /** Legacy name of checkout.released (docs/api.md Versioning 3); always emitted beside it. */
   CheckoutPaid = 'checkout.paid',
+  /** Extension (docs/decisions.md "Reorgs unwind"): a chain reorg took the funding off the chain; the checkout is open again. */
+  CheckoutFundingReversed = 'checkout.funding_reversed',
 }
 export const WEBHOOK_EVENTS = Object.values(WebhookEvent);

@@ -31,10 +31,10 @@ export class AgentSpendGate {
 
   /**
    * Payments pending/submitted/succeeded since the window starts (base units), and the open
-   * reservations not in `settledNonces` ({@link readSignerBalance}).
+   * reservations not in `settledNonces`, succeeded ones above `trustedBlock` included ({@link readSignerBalance}).
    */
-  usage(agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = []): Promise<AgentUsage> {
-    return agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, settledNonces);
+  usage(agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = [], trustedBlock: number | null = null): Promise<AgentUsage> {
+    return agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, settledNonces, trustedBlock);
   }
 
   /** The signer's balance inputs for the spend check; call with no transaction open ({@link readSignerBalance}). */

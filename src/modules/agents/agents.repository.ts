@@ -112,19 +112,21 @@ export class AgentsRepository {
 
 /**
  * Usage of `agentId`: payments in status pending, submitted or succeeded created since `dayStart` /
- * `monthStart` (docs/architecture.md §13), and the open reservations (pending or submitted), leaving
- * out those whose authorization nonce is in `settledNonces` (already used or cancelled on chain, see
- * readSignerBalance). Amounts in base units. Run under the agent row lock when the answer decides a
- * reservation.
+ * `monthStart` (docs/architecture.md §13), and the open reservations (pending or submitted, and
+ * succeeded ones recorded as used above `trustedBlock`, which a reorg may have undone: DESIGN §22),
+ * leaving out those whose authorization nonce is in `settledNonces` (used or cancelled on chain above
+ * the trusted block, see readSignerBalance). Amounts in base units. Run under the agent row lock when
+ * the answer decides a reservation.
  */
-export async function agentUsage(em: TxHost['tx'], agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = []): Promise<AgentUsage> {
+export async function agentUsage(em: TxHost['tx'], agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = [], trustedBlock: number | null = null): Promise<AgentUsage> {
   const rows: Array<{ day: string; month: string; open: string }> = await em.query(
     `SELECT COALESCE(SUM(amount) FILTER (WHERE created_at >= $2), 0)::text AS day,
             COALESCE(SUM(amount) FILTER (WHERE created_at >= $3), 0)::text AS month,
-            COALESCE(SUM(amount) FILTER (WHERE status IN ('pending', 'submitted') AND (auth_nonce IS NULL OR NOT auth_nonce = ANY($4::text[]))), 0)::text AS open
+            COALESCE(SUM(amount) FILTER (WHERE (status IN ('pending', 'submitted') OR (status = 'succeeded' AND used_block > $5::bigint))
+                                           AND (auth_nonce IS NULL OR NOT auth_nonce = ANY($4::text[]))), 0)::text AS open
        FROM payments
       WHERE agent_id = $1 AND status IN ('pending', 'submitted', 'succeeded')`,
-    [agentId, dayStart, monthStart, settledNonces],
+    [agentId, dayStart, monthStart, settledNonces, trustedBlock],
   );
   return { usedToday: BigInt(rows[0].day), usedThisMonth: BigInt(rows[0].month), open: BigInt(rows[0].open) };
 }

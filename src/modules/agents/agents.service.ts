@@ -156,7 +156,7 @@ export class AgentsService {
     const [signer, owner] = await Promise.all([readSignerBalance(this.chain, this.cursors, agent.signerAddress), this.chain.read('owner balance', () => this.chain.gateway.usdcBalance(agent.ownerAddress!))]);
     const onChain = signer.onChain;
     const { dayStart, monthStart } = policyWindows(new Date());
-    const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, signer.settledNonces ?? []);
+    const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, signer.settledNonces ?? [], signer.trustedBlock);
     const available = onChain > usage.open ? onChain - usage.open : 0n;
     return {
       address: agent.signerAddress,

@@ -26,6 +26,8 @@ export class CheckoutSession {
   @Column('timestamptz', { name: 'expires_at' }) expiresAt: Date;
   /** Which escrow id the checkout offers now: 0 at first, +1 each time a buyer's cancel reopens it (docs/architecture.md §13). */
   @Column('integer', { name: 'escrow_attempt', default: 0 }) escrowAttempt: number;
+  /** Fundings a chain reorg took off the chain (each told as checkout.funding_reversed; migrations/1795300081000-ReorgUnwind.ts). */
+  @Column('integer', { name: 'funding_reversals', default: 0 }) fundingReversals: number;
   /** The offering sold, with `quantity` (1–100); both null for a free-form checkout (docs/architecture.md §11). */
   @Column('uuid', { name: 'offering_id', nullable: true }) offeringId: string | null;
   @Column('integer', { nullable: true }) quantity: number | null;

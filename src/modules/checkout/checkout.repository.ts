@@ -122,6 +122,11 @@ export class CheckoutRepository {
     await this.repo.update({ id }, { escrowId, status, updatedAt: new Date() });
   }
 
+  /** Counts one funding a reorg took off the chain (DESIGN §22). In the caller's transaction. */
+  async countFundingReversal(id: string): Promise<void> {
+    await this.repo.increment({ id }, 'fundingReversals', 1);
+  }
+
   /**
    * Reopens a checkout whose escrow `escrowId` the buyer cancelled (docs/architecture.md §13): back
    * to `open` under the next escrow attempt, with no escrow, when it is still the checkout's escrow,

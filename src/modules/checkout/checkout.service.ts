@@ -251,6 +251,17 @@ export class CheckoutService {
   }
 
   /**
+   * A chain reorg took the checkout's funding off the chain (DESIGN §22 "Reorgs unwind"): the checkout
+   * is `open` again with no escrow, its count of reversed fundings goes up by one, and its invoice (if
+   * any) hears the status. In the caller's transaction; the caller writes `checkout.funding_reversed`.
+   * @returns the session after the change and its DTO, or null when it does not exist.
+   */
+  async fundingReversed(id: string): Promise<{ session: CheckoutSession; dto: CheckoutSessionDto } | null> {
+    await this.repo.countFundingReversal(id);
+    return this.mirrorEscrow(id, null, 'open');
+  }
+
+  /**
    * After the ledger applied a buyer's cancel of escrow `escrowId`: reopens the checkout under a new
    * escrow id while it has not expired (docs/architecture.md §13, §16; {@link CheckoutRepository.reopenAfterCancel}),
    * telling its invoice, if any. In the caller's transaction.

@@ -3,6 +3,7 @@ import { EscrowChainEvent, escrowKeyParts, idFromEscrowKey } from '@lib/chain';
 import { v7 as uuidv7 } from 'uuid';
 import { getAddress } from 'ethers';
 import { EventsService } from '../../common/outbox/events.service';
+import { WebhookEvent } from '../../common/outbox/webhook-event';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutService, inspectionWindowSeconds } from '../checkout/checkout.service';
 import { OrgsService } from '../orgs/orgs.service';
@@ -83,7 +84,8 @@ export class EscrowProjector {
           await this.events.emit(mirrored.session.organizationId, webhook, mirrored.dto, mirrored.session.webhookUrl, {
             // Transaction, escrow and action, not the log index: the same transaction re-mined after a
             // reorg may sit elsewhere in its block, and must keep its event id (docs/decisions.md).
-            sourceId: `${e.txHash.toLowerCase()}:${e.escrowKey.toLowerCase()}:${e.action}`,
+            // A funding applied after a reorg reversed one (checkout.funding_reversed) is news again: a new id.
+            sourceId: `${e.txHash.toLowerCase()}:${e.escrowKey.toLowerCase()}:${e.action}${e.action === 'funded' && mirrored.session.fundingReversals > 0 ? `:after-reversal-${mirrored.session.fundingReversals}` : ''}`,
           });
         }
         // The buyer took the money back before the seller accepted: the checkout is payable again
@@ -98,8 +100,11 @@ export class EscrowProjector {
 
   /**
    * Re-derives an escrow from its remaining applied events after a reorg removed some
-   * (docs/architecture.md §7). An escrow left with no events is deleted and its checkout is open
-   * again. Emits no events: webhooks already sent are not retracted.
+   * (docs/architecture.md §7). An escrow left with no events (its funding left the chain) is deleted
+   * and its checkout is open again; the merchant hears it as `checkout.funding_reversed` (DESIGN §22
+   * "Reorgs unwind"; an extension event, docs/decisions.md), written after the `checkout.funded` it
+   * reverses, with an id derived from the escrow key and the checkout's count of reversals. Otherwise
+   * emits no events: webhooks already sent are not retracted.
    */
   rebuild(escrowId: string): Promise<void> {
     return (this.txHost as TxHost).withTransaction(async () => {
@@ -107,7 +112,14 @@ export class EscrowProjector {
       if (!escrow) return;
       const rows = await this.repo.chainEvents(escrowId);
       if (rows.length === 0) {
-        if (escrow.checkoutSessionId && !escrow.flag) await this.checkout.mirrorEscrow(escrow.checkoutSessionId, null, 'open');
+        if (escrow.checkoutSessionId && !escrow.flag) {
+          const reopened = await this.checkout.fundingReversed(escrow.checkoutSessionId);
+          if (reopened) {
+            await this.events.emit(reopened.session.organizationId, WebhookEvent.CheckoutFundingReversed, reopened.dto, reopened.session.webhookUrl, {
+              sourceId: `${escrow.escrowKey}:funding_reversed:${reopened.session.fundingReversals}`,
+            });
+          }
+        }
         await this.repo.delete(escrow.id);
         return;
       }

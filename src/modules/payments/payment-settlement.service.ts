@@ -42,9 +42,18 @@ export class PaymentSettlement {
    * read; DESIGN §18 "Confirmations"), the pass reads again from the node's `finalized` block (head − 64
    * without the tag), so a transfer the reorg moved to a block at or below the cursor still settles its
    * payment. Re-reading is harmless: a use or cancel already recorded changes nothing.
-   * @returns the blocks read, how many payments changed, and the block the cursor was rewound to after a reorg.
+   *
+   * Reorgs unwind (DESIGN §22; issue 29 finding 4): in the transaction that applies blocks
+   * `fromBlock..toBlock`, a payment (x402 settlement) recorded as used in those blocks whose use the
+   * chain's logs of that range no longer show goes back to `submitted` (`pending`) with its transaction
+   * forgotten, before the logs are applied; after a rewind, every use recorded above the rewind block is
+   * re-derived so (a use above the confirmed head is not confirmed on the new chain). Such a payment
+   * counts against the float and the policy again; the relayer's tender resends its reorged
+   * transaction and the sweep resumes it; the pass that reads the transfer again marks it succeeded.
+   * @returns the blocks read, how many payments changed, the ids of payments and x402 settlements taken
+   *   back (`unwound`), and the block the cursor was rewound to after a reorg.
    */
-  async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number; rewoundTo?: number }> {
+  async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number; unwound: string[]; rewoundTo?: number }> {
     const gateway = this.chain.gateway;
     const tip = await this.chain.provider.getBlockNumber();
     const head = lastConfirmedBlock(tip, this.config.env.CONFIRMATIONS);
@@ -59,26 +68,47 @@ export class PaymentSettlement {
       await this.cursors.rewind(AUTHORIZATION_CURSOR, cursor);
     }
     const fromBlock = cursor + 1;
-    if (fromBlock > head) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, rewoundTo };
+    if (fromBlock > head) {
+      // Nothing confirmed to read yet; after a rewind, what the old branch recorded above it is not confirmed either.
+      const unwound = rewoundTo === undefined ? [] : await (this.txHost as TxHost).withTransaction(() => this.unwind(fromBlock, Number.MAX_SAFE_INTEGER, []));
+      return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, unwound, rewoundTo };
+    }
     const toBlock = Math.min(head, fromBlock + MAX_BLOCKS_PER_PASS - 1);
     const toHash = await gateway.getBlockHash(toBlock);
     const logs = await gateway.getAuthorizationLogs(fromBlock, toBlock);
     // A reorg while reading: leave the cursor where it was; the next pass reads the new blocks.
-    if (!toHash || (await gateway.getBlockHash(toBlock)) !== toHash) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, rewoundTo };
+    if (!toHash || (await gateway.getBlockHash(toBlock)) !== toHash) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, unwound: [], rewoundTo };
     let succeeded = 0;
     let failed = 0;
-    await (this.txHost as TxHost).withTransaction(async () => {
+    const stillUsed = logs.filter((l) => l.kind === 'used').map((l) => `${l.authorizer.toLowerCase()}:${l.nonce.toLowerCase()}`);
+    const unwound = await (this.txHost as TxHost).withTransaction(async () => {
+      const back = await this.unwind(fromBlock, rewoundTo === undefined ? toBlock : Number.MAX_SAFE_INTEGER, stillUsed);
       for (const log of logs) {
         if (log.kind === 'used') {
-          if (await this.recordUse(log.authorizer, log.nonce, log.txHash)) succeeded++;
+          if (await this.recordUse(log.authorizer, log.nonce, log.txHash, log.blockNumber)) succeeded++;
         } else {
           await this.x402.markCancelled(log.authorizer, log.nonce);
           if (await this.repo.markCanceled(log.authorizer, log.nonce)) failed++;
         }
       }
       await this.cursors.advance(AUTHORIZATION_CURSOR, toBlock, toHash);
+      return back;
     });
-    return { fromBlock, toBlock, succeeded, failed, rewoundTo };
+    return { fromBlock, toBlock, succeeded, failed, unwound, rewoundTo };
+  }
+
+  /**
+   * Takes back the uses recorded in blocks `fromBlock..toBlock` that `stillUsed` (`authorizer:nonce`,
+   * lower case: the chain's AuthorizationUsed logs of that range) no longer holds. Inside the pass's transaction.
+   * @returns the payment and x402 settlement ids taken back (logged).
+   */
+  private async unwind(fromBlock: number, toBlock: number, stillUsed: string[]): Promise<string[]> {
+    const payments = await this.repo.unwindUses(fromBlock, toBlock, stillUsed);
+    const settlements = await this.x402.unwindSettled(fromBlock, toBlock, stillUsed);
+    if (payments.length || settlements.length) {
+      this.logger.error({ fromBlock, toBlock, paymentIds: payments, x402SettlementIds: settlements }, 'recorded authorization uses no longer on chain (reorg): back to submitted/pending, to be resumed');
+    }
+    return [...payments, ...settlements];
   }
 
   /**
@@ -94,7 +124,7 @@ export class PaymentSettlement {
     const deadline = Date.now() + waitMs;
     const provider = this.chain.provider;
     for (;;) {
-      let used: string | null = null;
+      let used: { hash: string; block: number } | null = null;
       try {
         const head = await provider.getBlockNumber();
         for (const hash of txHashes) {
@@ -102,7 +132,7 @@ export class PaymentSettlement {
           if (!receipt || receipt.status !== 1 || receipt.blockNumber > head - this.config.env.CONFIRMATIONS) continue;
           const logs = await this.chain.gateway.getAuthorizationLogs(receipt.blockNumber, receipt.blockNumber, authorizer);
           if (logs.some((l) => l.kind === 'used' && l.nonce === nonce.toLowerCase() && l.txHash === hash)) {
-            used = hash;
+            used = { hash, block: receipt.blockNumber };
             break;
           }
         }
@@ -111,8 +141,8 @@ export class PaymentSettlement {
         this.logger.warn({ authorizer, nonce, error: (err as Error).message?.slice(0, 200) }, 'receipt poll failed at the node; still pending');
       }
       if (used) {
-        const hash = used;
-        await (this.txHost as TxHost).withTransaction(() => this.recordUse(authorizer, nonce, hash));
+        const { hash, block } = used;
+        await (this.txHost as TxHost).withTransaction(() => this.recordUse(authorizer, nonce, hash, block));
         return hash;
       }
       if (Date.now() >= deadline) return null;
@@ -122,12 +152,13 @@ export class PaymentSettlement {
 
   /**
    * An authorization of `authorizer` used on chain settles every record keyed by it: the agent payment
-   * (succeeded) and the x402 settlement of our own challenges (settled). Runs inside the caller's transaction.
+   * (succeeded) and the x402 settlement of our own challenges (settled), with the block that holds the
+   * use (re-derived after a reorg). Runs inside the caller's transaction.
    * @returns whether a payment changed.
    */
-  private async recordUse(authorizer: string, nonce: string, txHash: string): Promise<boolean> {
-    await this.x402.markSettled(authorizer, nonce, txHash);
-    return (await this.repo.markUsed(authorizer, nonce, txHash)) !== null;
+  private async recordUse(authorizer: string, nonce: string, txHash: string, block: number): Promise<boolean> {
+    await this.x402.markSettled(authorizer, nonce, txHash, block);
+    return (await this.repo.markUsed(authorizer, nonce, txHash, block)) !== null;
   }
 
   /** Resumes every idle pending/submitted payment once. @returns how many were looked at. */

@@ -35,6 +35,9 @@ export class Payment {
   @Column('text', { name: 'auth_signature', nullable: true }) authSignature: string | null;
   @Column('text', { name: 'relay_tx_hashes', array: true }) relayTxHashes: string[];
   @Column('text', { name: 'tx_hash', nullable: true }) txHash: string | null;
+  /** The block of `txHash` as recorded (migrations/1795300081000-ReorgUnwind.ts): re-derived when a reorg rewinds the cursor below it. */
+  @Column('bigint', { name: 'used_block', nullable: true, transformer: { to: (v: number | null) => v, from: (v: string | null) => (v === null ? null : Number(v)) } })
+  usedBlock: number | null;
   @Column('uuid', { name: 'mandate_id', nullable: true }) mandateId: string | null;
   @Column('text', { name: 'task_id', nullable: true }) taskId: string | null;
   @Column('uuid', { name: 'checkout_session_id', nullable: true }) checkoutSessionId: string | null;

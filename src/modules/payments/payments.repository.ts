@@ -92,16 +92,38 @@ export class PaymentsRepository {
   }
 
   /**
-   * The authorization `nonce` of `authorizer` was used on chain by `txHash`: its payment succeeds
-   * (also from failed-by-expiry, since the chain says it moved). Returns the payment id, if any.
+   * The authorization `nonce` of `authorizer` was used on chain by `txHash` in block `block`: its payment
+   * succeeds (also from failed-by-expiry, since the chain says it moved), or, already succeeded, takes
+   * the transaction and block the chain now shows (the same use re-mined after a reorg). Returns the
+   * payment id when it was not succeeded before, else null.
    */
-  async markUsed(authorizer: string, nonce: string, txHash: string): Promise<string | null> {
-    const rows: Array<{ id: string }> | [Array<{ id: string }>, number] = await this.em.query(
-      `UPDATE payments SET status = 'succeeded', tx_hash = $3, failure_reason = NULL, updated_at = now()
-        WHERE lower(from_address) = lower($1) AND auth_nonce = $2 AND status <> 'succeeded' RETURNING id`,
-      [authorizer, nonce.toLowerCase(), txHash],
+  async markUsed(authorizer: string, nonce: string, txHash: string, block: number): Promise<string | null> {
+    const rows: Array<{ id: string; was: string }> | [Array<{ id: string; was: string }>, number] = await this.em.query(
+      `UPDATE payments p SET status = 'succeeded', tx_hash = $3, used_block = $4, failure_reason = NULL, updated_at = now()
+         FROM (SELECT id, status AS was FROM payments WHERE lower(from_address) = lower($1) AND auth_nonce = $2 FOR UPDATE) old
+        WHERE p.id = old.id AND (p.status <> 'succeeded' OR p.used_block IS DISTINCT FROM $4 OR p.tx_hash IS DISTINCT FROM $3)
+        RETURNING p.id, old.was`,
+      [authorizer, nonce.toLowerCase(), txHash, block],
     );
-    return flat(rows)[0]?.id ?? null;
+    return flat(rows).find((r) => r.was !== 'succeeded')?.id ?? null;
+  }
+
+  /**
+   * Reorg unwind (DESIGN §22; issue 29 finding 4): the payments recorded as used in blocks
+   * `fromBlock`..`toBlock` (or above `fromBlock − 1` when `toBlock` is null) whose authorization the
+   * chain's logs of that range no longer show used (`stillUsed`: `authorizer:nonce`, lower case) go back
+   * to `submitted`, their transaction forgotten: they count against the float and the policy again and
+   * are resumed (the relayer resends the reorged transaction; the sweep resumes the payment). Runs in
+   * the indexer pass's transaction. @returns the ids taken back.
+   */
+  async unwindUses(fromBlock: number, toBlock: number, stillUsed: string[]): Promise<string[]> {
+    const rows: Array<{ id: string }> | [Array<{ id: string }>, number] = await this.em.query(
+      `UPDATE payments SET status = 'submitted', tx_hash = NULL, used_block = NULL, updated_at = now()
+        WHERE status = 'succeeded' AND used_block BETWEEN $1 AND $2
+          AND NOT (lower(from_address) || ':' || auth_nonce = ANY($3::text[])) RETURNING id`,
+      [fromBlock, toBlock, stillUsed],
+    );
+    return flat(rows).map((r) => r.id);
   }
 
   /** The authorization was cancelled on chain: its payment fails (reason cancelled). */

@@ -200,7 +200,7 @@ export class PaymentsService {
             }
           }
           const { dayStart, monthStart } = policyWindows(now);
-          const usage = await this.agents.usage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? []);
+          const usage = await this.agents.usage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? [], signerBalance.trustedBlock);
           const onChain = signerBalance.onChain;
           const refusal = evaluatePolicy(locked.policy, {
             amount,

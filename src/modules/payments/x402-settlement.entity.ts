@@ -22,6 +22,9 @@ export class X402Settlement {
   @Column('text') resource: string;
   @Column('text') status: X402SettlementStatus;
   @Column('text', { name: 'tx_hash', nullable: true }) txHash: string | null;
+  /** The block of `txHash` as recorded (migrations/1795300081000-ReorgUnwind.ts): re-derived when a reorg rewinds the cursor below it. */
+  @Column('bigint', { name: 'settled_block', nullable: true, transformer: { to: (v: number | null) => v, from: (v: string | null) => (v === null ? null : Number(v)) } })
+  settledBlock: number | null;
   @Column('text', { nullable: true }) error: string | null;
   @Column('timestamptz', { name: 'created_at' }) createdAt: Date;
   @Column('timestamptz', { name: 'updated_at' }) updatedAt: Date;

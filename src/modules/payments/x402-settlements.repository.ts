@@ -120,13 +120,36 @@ export class X402SettlementsRepository {
    * not yet settled → `settled` with `txHash`, its error cleared. Runs in the caller's transaction
    * (the payment it settles with is written in the same one); no row is no change.
    */
-  async markSettled(payer: string, nonce: string, txHash: string): Promise<void> {
+  async markSettled(payer: string, nonce: string, txHash: string, block: number): Promise<void> {
     await this.repo
       .createQueryBuilder()
       .update()
-      .set({ status: 'settled', txHash, error: null, updatedAt: () => 'now()' })
-      .where('payer = lower(:payer) AND nonce = lower(:nonce) AND status <> :settled', { payer, nonce, settled: 'settled' })
+      .set({ status: 'settled', txHash, settledBlock: block, error: null, updatedAt: () => 'now()' })
+      .where('payer = lower(:payer) AND nonce = lower(:nonce) AND (status <> :settled OR settled_block IS DISTINCT FROM :block OR tx_hash IS DISTINCT FROM :txHash)', {
+        payer,
+        nonce,
+        settled: 'settled',
+        block,
+        txHash,
+      })
       .execute();
+  }
+
+  /**
+   * Reorg unwind (DESIGN §22; issue 29 finding 4): settlements recorded as settled in blocks
+   * `fromBlock`..`toBlock` whose authorization the chain's logs of that range no longer show used
+   * (`stillUsed`: `payer:nonce`, lower case) go back to `pending`, their transaction forgotten. A 200
+   * already answered stays answered (`answered_at` is kept: the resource was served); reconciliation
+   * reports such a row until it is mined again. The sweep resumes it. @returns the ids taken back.
+   */
+  async unwindSettled(fromBlock: number, toBlock: number, stillUsed: string[]): Promise<string[]> {
+    const rows: Array<{ id: string }> | [Array<{ id: string }>, number] = await this.em.query(
+      `UPDATE x402_settlements SET status = 'pending', tx_hash = NULL, settled_block = NULL, updated_at = now()
+        WHERE status = 'settled' AND settled_block BETWEEN $1 AND $2 AND NOT (payer || ':' || nonce = ANY($3::text[])) RETURNING id`,
+      [fromBlock, toBlock, stillUsed],
+    );
+    const list = rows.length === 2 && Array.isArray(rows[0]) && typeof rows[1] === 'number' ? (rows[0] as Array<{ id: string }>) : (rows as Array<{ id: string }>);
+    return list.map((r) => r.id);
   }
 
   /**

@@ -1591,7 +1591,7 @@ export interface components {
             url: string;
             enabled: boolean;
             /** @description null = all event types */
-            events: ("checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid")[] | null;
+            events: ("checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed")[] | null;
             /**
              * @description disabled_by_merchant: PUT enabled=false; gone: it answered 410; failing: every attempt failed for 5 days. Deliveries meanwhile are held
              * @enum {string|null}
@@ -1632,7 +1632,7 @@ export interface components {
              */
             enabled?: boolean;
             /** @description Event types to send; null or omitted = all */
-            events?: ("checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid")[] | null;
+            events?: ("checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed")[] | null;
             /**
              * @description Issue a new secret (returned once); the secret it replaces keeps signing for 24 h. A rotation within those 24 h (e.g. a retried request) replaces only the newest secret: the secret from before the first rotation keeps signing until the original 24 h end
              * @default false
@@ -1651,7 +1651,7 @@ export interface components {
              * @description ping: the test event (POST /api/v1/webhook-endpoints/test)
              * @enum {string}
              */
-            eventType: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "ping";
+            eventType: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed" | "ping";
             /**
              * @description endpoint: the organisation's webhook endpoint as it is at each attempt (a replaced URL or secret applies to retries); checkout: the checkout session's own webhookUrl
              * @enum {string}
@@ -3436,7 +3436,7 @@ export interface operations {
                 starting_after?: string;
                 /** @description pending: due now; retrying: failed, next attempt at nextAttemptAt; succeeded; failed: no automatic attempts left (a manual retry is possible); held: an endpoint delivery waiting while the webhook endpoint is disabled (by the merchant or by a 410 Gone): nothing is sent until PUT /api/v1/webhook-endpoints enables it, which sends every held delivery with its original webhook-id */
                 status?: "pending" | "succeeded" | "retrying" | "failed" | "held";
-                eventType?: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "ping";
+                eventType?: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed" | "ping";
             };
             header?: never;
             path?: never;
