@@ -19,6 +19,10 @@ const TYPE_RANK: Record<WebhookEvent, number> = {
   [WebhookEvent.CheckoutCancelled]: 4,
   [WebhookEvent.CheckoutReleased]: 5,
   [WebhookEvent.CheckoutPaid]: 6,
+  [WebhookEvent.RefundCreated]: 7,
+  [WebhookEvent.RefundUpdated]: 8,
+  [WebhookEvent.RefundSucceeded]: 9,
+  [WebhookEvent.RefundFailed]: 10,
 };
 
 /**

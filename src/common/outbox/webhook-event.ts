@@ -8,5 +8,10 @@ export enum WebhookEvent {
   CheckoutCancelled = 'checkout.cancelled',
   /** Legacy name of checkout.released (docs/api.md Versioning 3); always emitted beside it. */
   CheckoutPaid = 'checkout.paid',
+  // Refunds (DESIGN §21; documented extensions beside SPEC's list).
+  RefundCreated = 'refund.created',
+  RefundUpdated = 'refund.updated',
+  RefundSucceeded = 'refund.succeeded',
+  RefundFailed = 'refund.failed',
 }
 export const WEBHOOK_EVENTS = Object.values(WebhookEvent);
