@@ -2,7 +2,9 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Wallet } from 'ethers';
 import { createTestApp, TestApp } from '../support/app';
-import { startRelayerWorker } from '../support/agents';
+import { createAgent, pay, settleUntil, startRelayerWorker } from '../support/agents';
+import { createOrg } from '../support/factories';
+import { waitFor } from '../support/wait';
 import { createCheckout, createParties, fundOnChain, getCheckout, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
 import { refundNonce, RefundsService } from '../../src/modules/refunds/refunds.service';
 
@@ -232,6 +234,55 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
       ['refund.updated', 'pending'],
       ['refund.succeeded', 'succeeded'],
     ]);
+  });
+
+  it('an instant agent payment this organisation received: its payee reads it (read-only) and refunds part by signature to the agent signer', async () => {
+    const payeeWallet = await chain.wallet();
+    const handle = `shop-${randomUUID().slice(0, 8)}`;
+    const payee: Party = { wallet: payeeWallet, org: await createOrg(t.app, { payoutAddress: payeeWallet.address, handle }) };
+    const agent = await createAgent(t, chain, { float: 50n * USDC, policy: { dailyLimit: '100.00' } });
+    const paid = await pay(t, agent, { to: handle, amount: '10.00' });
+    expect(paid.status).toBe(200);
+    const paymentId = paid.body.id as string;
+    const refundPayment = (body: object) => t.http.post(`/api/v1/payments/${paymentId}/refunds`).set('X-Api-Key', payee.org.key).set('Idempotency-Key', randomUUID()).send(body);
+    // Not received yet until it succeeded on chain (the indexer may already have seen it).
+    await settleUntil(t, async () => (await t.http.get(`/api/v1/payments/${paymentId}`).set('X-Api-Key', agent.key)).body.status === 'succeeded');
+    const seen = await t.http.get(`/api/v1/payments/${paymentId}`).set('X-Api-Key', payee.org.key);
+    expect(seen.status).toBe(200);
+    expect(seen.body).toMatchObject({ id: paymentId, status: 'succeeded', amount: '10.00', toAddress: payeeWallet.address, refundedAmount: '0.00' });
+    // Another organisation (or the payer's organisation with a merchant key) does not see it.
+    const stranger = await createOrg(t.app);
+    expect((await t.http.get(`/api/v1/payments/${paymentId}`).set('X-Api-Key', stranger.key)).status).toBe(404);
+    expect((await t.http.post(`/api/v1/payments/${paymentId}/refunds`).set('X-Api-Key', stranger.key).set('Idempotency-Key', randomUUID()).send({ amount: '1.00' })).status).toBe(404);
+
+    const refund = (await refundPayment({ amount: '4.00' }).expect(200)).body;
+    expect(refund).toMatchObject({ status: 'requires_signature', from: payeeWallet.address, to: agent.signerAddress, source: { type: 'payment', id: paymentId } });
+    expect((await refundPayment({ amount: '6.01' })).body.code).toBe('refund_exceeds_amount');
+    const signer0 = await chain.usdcBalance(agent.signerAddress);
+    const done = await submit(payee, refund.id, { signature: await sign(payeeWallet, refund.typedData) });
+    expect(done.body.status).toBe('succeeded');
+    expect((await chain.usdcBalance(agent.signerAddress)) - signer0).toBe(4n * USDC);
+    expect((await t.http.get(`/api/v1/payments/${paymentId}`).set('X-Api-Key', payee.org.key)).body.refundedAmount).toBe('4.00');
+  });
+
+  it('the watcher settles a refund from the chain whatever the API heard: the seller sends its signed authorization itself', async () => {
+    const { seller, buyer, checkout } = await released('25.00');
+    const refund = (await create(seller, checkout.id, { amount: '2.00' }).expect(200)).body;
+    const signature = await sign(seller.wallet, refund.typedData);
+    const m = refund.typedData.message;
+    const buyer0 = await chain.usdcBalance(buyer.wallet.address);
+    await chain.gateway.broadcastSignedTx(
+      await seller.wallet.signTransaction(
+        await seller.wallet.populateTransaction({
+          to: chain.gateway.usdcAddress,
+          data: chain.gateway.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(m.validBefore), nonce: m.nonce, signature }),
+        }),
+      ),
+    );
+    await waitFor(async () => (await chain.usdcBalance(buyer.wallet.address)) - buyer0 === 2n * USDC, { label: 'transfer mined' });
+    await t.app.get(RefundsService).watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect((await eventsOf(refund.id)).map(([type]) => type)).toEqual(['refund.created', 'refund.succeeded']);
   });
 
   // Last: it moves the chain's clock a day ahead.
