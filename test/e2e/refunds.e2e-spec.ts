@@ -5,6 +5,7 @@ import { createTestApp, TestApp } from '../support/app';
 import { createAgent, pay, settleUntil, startRelayerWorker } from '../support/agents';
 import { createOrg } from '../support/factories';
 import { waitFor } from '../support/wait';
+import { listenForMcp, McpClients, okTool, refusedTool } from '../support/mcp-client';
 import { createCheckout, createParties, fundOnChain, getCheckout, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
 import { refundNonce, RefundsService } from '../../src/modules/refunds/refunds.service';
 
@@ -283,6 +284,39 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     await t.app.get(RefundsService).watchOnce();
     expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
     expect((await eventsOf(refund.id)).map(([type]) => type)).toEqual(['refund.created', 'refund.succeeded']);
+  });
+
+  it('MCP: the same Idempotency-Key on REST and svc_refund_create is one refund; svc_refund_get/list/submit/cancel name the same operations', async () => {
+    const { seller, checkout } = await released('25.00');
+    const clients = new McpClients(() => mcpUrl);
+    const mcpUrl = await listenForMcp(t);
+    try {
+      const mcp = await clients.asKey(seller.org.key);
+      const key = randomUUID();
+      const rest = (await create(seller, checkout.id, { amount: '3.00', reason: 'dup' }, key).expect(200)).body;
+      const viaMcp = await okTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '3.00', reason: 'dup', idempotencyKey: key });
+      expect(viaMcp.id).toBe(rest.id);
+      const [{ n }] = await t.dataSource.query(`SELECT count(*)::int AS n FROM refunds WHERE source_id = $1`, [checkout.id]);
+      expect(n).toBe(1);
+      // The other way round: MCP first, then REST.
+      const key2 = randomUUID();
+      const first = await okTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '2.00', idempotencyKey: key2 });
+      expect((await create(seller, checkout.id, { amount: '2.00' }, key2).expect(200)).body.id).toBe(first.id);
+      // The same key with other arguments is refused on either transport.
+      await refusedTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '2.50', idempotencyKey: key2 }, 'idempotency_conflict');
+      await refusedTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '2.00' }, 'idempotency_required');
+      await refusedTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '21.00', idempotencyKey: randomUUID() }, 'refund_exceeds_amount');
+
+      expect((await okTool(mcp, 'svc_refund_get', { id: rest.id })).status).toBe('requires_signature');
+      expect(((await okTool(mcp, 'svc_refund_list', { limit: 10 })).data as unknown[]).length).toBe(2);
+      expect((await okTool(mcp, 'svc_refund_cancel', { id: first.id })).status).toBe('cancelled');
+      await refusedTool(mcp, 'svc_refund_cancel', { id: first.id }, 'invalid_request');
+      const signature = await sign(seller.wallet, rest.typedData);
+      expect((await okTool(mcp, 'svc_refund_submit', { id: rest.id, signature, idempotencyKey: randomUUID() })).status).toBe('succeeded');
+      expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ refundedAmount: '3.00' });
+    } finally {
+      await clients.closeAll();
+    }
   });
 
   // Last: it moves the chain's clock a day ahead.
