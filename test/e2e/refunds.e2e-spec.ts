@@ -319,6 +319,30 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     }
   });
 
+  it('a submit re-checks the bound under the source lock: after a reorg removed the release, a valid signature is refused 409 not_refundable and nothing moves', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount: '10.00' });
+    await fundOnChain(t, chain, checkout.id, buyer.wallet);
+    const funded = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    const escrow = (await t.http.get(`/api/v1/escrows/${funded.escrowId as string}`).set('X-Api-Key', seller.org.key)).body;
+    const snapshot = await chain.snapshot();
+    await chain.act(buyer.wallet, 'release', escrow.chain.escrowKey as string);
+    await indexUntilStatus(t, seller.org, checkout.id, 'released');
+    const refund = (await create(seller, checkout.id, { amount: '10.00' }).expect(200)).body;
+    const signature = await sign(seller.wallet, refund.typedData);
+    await chain.revert(snapshot);
+    // The fault happened: the seller no longer holds the released money; the indexer unwinds the release.
+    expect(await chain.usdcBalance(seller.wallet.address)).toBe(0n);
+    await chain.mine(2);
+    await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    // Other money in the seller's wallet makes the authorization itself usable on chain: only the bound refuses it.
+    await chain.mintUsdc(seller.wallet.address, 10n * USDC);
+    const res = await submit(seller, refund.id, { signature });
+    expect([res.status, res.body.code, res.body.details?.status]).toEqual([409, 'not_refundable', 'funded']);
+    expect((await getRefund(seller, refund.id)).status).toBe('requires_signature');
+    expect(await chain.usdcBalance(seller.wallet.address)).toBe(10n * USDC);
+  });
+
   // Last: it moves the chain's clock a day ahead.
   it('an authorization that expires unused ends failed (refund.failed) and frees its amount; its signature is then refused', async () => {
     const { seller, checkout } = await released('25.00');
