@@ -167,18 +167,19 @@ export class RefundsRepository {
   }
 
   /**
-   * What the watcher looks at in one pass (bounded): open refunds (requires_signature, pending),
-   * least recently looked at first, and succeeded refunds mined at or above `sinceBlock` (a reorg
+   * What the watcher looks at in one pass (bounded): up to `limit` open refunds (requires_signature,
+   * pending) in id order after `afterId` (wrapping round to the first), and succeeded refunds mined at or above `sinceBlock` (a reorg
    * may still remove them).
    */
-  async watchBatch(limit: number, sinceBlock: number): Promise<Refund[]> {
-    const open = await this.em
-      .getRepository(Refund)
-      .createQueryBuilder('r')
-      .where("r.status IN ('requires_signature', 'pending')")
-      .orderBy('r.updated_at', 'ASC')
-      .take(limit)
-      .getMany();
+  async watchBatch(limit: number, sinceBlock: number, afterId: string | null): Promise<Refund[]> {
+    const openFrom = (after: string | null) => {
+      const qb = this.em.getRepository(Refund).createQueryBuilder('r').where("r.status IN ('requires_signature', 'pending')");
+      if (after) qb.andWhere('r.id > :after', { after });
+      return qb.orderBy('r.id', 'ASC').take(limit).getMany();
+    };
+    let open = await openFrom(afterId);
+    // Past the last open refund: start again from the first, so every open refund gets its turn.
+    if (open.length < limit && afterId) open = [...open, ...(await openFrom(null)).filter((r) => !open.some((o) => o.id === r.id))].slice(0, limit);
     const recent = await this.em
       .getRepository(Refund)
       .createQueryBuilder('r')

@@ -64,6 +64,8 @@ const OPEN: readonly RefundStatus[] = ['requires_signature', 'pending'];
 @Injectable()
 export class RefundsService {
   private readonly logger = new Logger('Refunds');
+  /** Where the watcher's next pass continues among open refunds (process-local; null = from the first). */
+  private watchCursor: string | null = null;
 
   constructor(
     private readonly repo: RefundsRepository,
@@ -429,7 +431,9 @@ export class RefundsService {
    */
   async watchOnce(limit = 200, reorgWindow = 64): Promise<number> {
     const head = await this.chain.provider.getBlockNumber();
-    const batch = await this.repo.watchBatch(limit, Math.max(0, head - reorgWindow));
+    const batch = await this.repo.watchBatch(limit, Math.max(0, head - reorgWindow), this.watchCursor);
+    const open = batch.filter((r) => OPEN.includes(r.status));
+    this.watchCursor = open.length >= limit ? open[open.length - 1].id : null;
     for (const r of batch) {
       try {
         const after = await this.settle(r);
