@@ -21,6 +21,7 @@ import { ApiKeyLastUsed1795300077000 } from './1795300077000-ApiKeyLastUsed';
 import { ChainCursorHash1795300077500 } from './1795300077500-ChainCursorHash';
 import { ReorgUnwind1795300081000 } from './1795300081000-ReorgUnwind';
 import { ReconcileCancellations1795300081100 } from './1795300081100-ReconcileCancellations';
+import { Refunds1795300085000 } from './1795300085000-Refunds';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   ChainCursorHash1795300077500,
   ReorgUnwind1795300081000,
   ReconcileCancellations1795300081100,
+  Refunds1795300085000,
 ];

@@ -22,6 +22,7 @@ import { RelayerWorkerModule } from './chain/relayer/relayer.worker.module';
 import { INVOICES_QUEUE, InvoicesWorkerModule } from './modules/invoices/invoices.processor';
 import { RECONCILE_QUEUE, ReconciliationWorkerModule } from './chain/reconciliation/reconciliation.worker.module';
 import { X402_QUEUE, X402SettlementsWorkerModule } from './modules/payments/x402-settlements.worker.module';
+import { REFUNDS_QUEUE, RefundsWorkerModule } from './modules/refunds/refunds.worker.module';
 
 /**
  * Where Bull Board is served on the worker's port. (The adapter cast: @bull-board/express 9.10.1
@@ -58,6 +59,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
     InvoicesWorkerModule,
     ReconciliationWorkerModule,
     X402SettlementsWorkerModule,
+    RefundsWorkerModule,
     HealthModule,
     BullBoardModule.forRootAsync({
       imports: [OperatorCredentialModule],
@@ -80,6 +82,7 @@ export const BULL_BOARD_ROUTE = '/admin/queues';
       { name: INVOICES_QUEUE, adapter: BullMQAdapter },
       { name: RECONCILE_QUEUE, adapter: BullMQAdapter },
       { name: X402_QUEUE, adapter: BullMQAdapter },
+      { name: REFUNDS_QUEUE, adapter: BullMQAdapter },
     ),
   ],
   providers: [WebhookDeliveryProcessor, OutboxRelayProcessor],

@@ -34,13 +34,14 @@ describe('checkout sessions', () => {
       expect(Object.keys(s).sort()).toEqual(
         [
           'amount', 'createdAt', 'description', 'escrowId', 'escrowTemplateId', 'expiresAt', 'fee', 'id', 'metadata', 'orderId',
-          'payUrl', 'redirectUrl', 'settlement', 'shopDomain', 'status', 'updatedAt', 'offeringId', 'quantity', 'invoiceId',
+          'payUrl', 'redirectUrl', 'settlement', 'shopDomain', 'status', 'updatedAt', 'offeringId', 'quantity', 'invoiceId', 'refundedAmount',
         ].sort(),
       );
       expect(s.id).toMatch(UUID);
       expect(s).toEqual({
         id: s.id,
         amount: '12.50',
+        refundedAmount: '0.00',
         description: 'Blue mug',
         status: 'open',
         settlement: 'escrow',

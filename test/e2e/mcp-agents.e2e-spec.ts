@@ -88,8 +88,10 @@ describe('MCP agent tools (official client)', () => {
       expect(agentGet.body.code).toBe('forbidden');
       const id = randomUUID();
       const status = await refused(client, 'svc_get_payment_status', { paymentId: id }, 'missing_scope');
+      expect((status.details as Body).required).toEqual(['agent:pay', 'agent:balance:read']);
+      // GET /payments/{id} also answers a payee organisation (refund:read, DESIGN §21): a payment it did not receive is not found.
       const statusRest = await t.http.get(`/api/v1/payments/${id}`).set('X-Api-Key', merchant.key);
-      expect([statusRest.body.code, statusRest.body.details.required]).toEqual(['missing_scope', (status.details as Body).required]);
+      expect([statusRest.status, statusRest.body.code]).toEqual([404, 'not_found']);
       const noScope = await createAgent(t, chain, { scopes: ['agent:escrow:fund'] });
       await refused(await asKey(noScope.key), 'svc_get_payment_status', { paymentId: randomUUID() }, 'missing_scope');
     });

@@ -104,6 +104,7 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
           'svc_verification_get', 'svc_verification_checkout', 'svc_verification_confirm', 'svc_verification_start',
           'svc_offering_create', 'svc_offering_get', 'svc_offering_list', 'svc_offering_update',
           'svc_invoice_create', 'svc_invoice_get', 'svc_invoice_list', 'svc_invoice_send',
+          'svc_refund_create', 'svc_refund_get', 'svc_refund_list', 'svc_refund_submit', 'svc_refund_cancel',
         ].sort(),
       );
       const release = tools.find((x) => x.name === 'svc_escrow_release')!;

@@ -417,6 +417,29 @@ export class EscrowGateway {
       }));
   }
 
+  /**
+   * The USDC `Transfer` logs of transaction `txHash` (refund verification, DESIGN §21), with its
+   * receipt's status and block; null when the node has no receipt (not mined, or removed by a reorg).
+   * Only logs emitted by this gateway's USDC contract are listed; `from`/`to` checksummed, `value` base units.
+   */
+  async getUsdcTransfers(txHash: string): Promise<{
+    status: number;
+    blockNumber: number;
+    blockHash: string;
+    transfers: Array<{ logIndex: number; from: string; to: string; value: bigint }>;
+  } | null> {
+    const receipt = await this.provider.getTransactionReceipt(txHash);
+    if (!receipt) return null;
+    const topic = USDC_IFACE.getEvent('Transfer')!.topicHash;
+    const transfers = receipt.logs
+      .filter((l) => l.address.toLowerCase() === this.usdcAddress.toLowerCase() && l.topics[0] === topic)
+      .map((l) => {
+        const parsed = USDC_IFACE.parseLog({ topics: [...l.topics], data: l.data })!;
+        return { logIndex: l.index, from: getAddress(parsed.args.from as string), to: getAddress(parsed.args.to as string), value: parsed.args.value as bigint };
+      });
+    return { status: receipt.status ?? 0, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash, transfers };
+  }
+
   /** Calldata of a plain USDC transfer (local-chain top-ups). */
   encodeUsdcTransfer(to: string, amount: bigint): string {
     return USDC_IFACE.encodeFunctionData('transfer', [getAddress(to), amount]);

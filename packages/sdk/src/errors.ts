@@ -33,7 +33,7 @@ export class PcpError extends Error {
   }
 }
 
-/** 400 `invalid_request`, `confirm_required`, `idempotency_required`; 409 `invalid_request` when the resource's state forbids the action. */
+/** 400 `invalid_request`, `confirm_required`, `idempotency_required`; 409 `invalid_request` when the resource's state forbids the action, and the refund refusals `refund_exceeds_amount`, `not_refundable`. */
 export class InvalidRequestError extends PcpError {
   override readonly name = 'InvalidRequestError';
 }
@@ -78,6 +78,8 @@ const FAMILIES: Record<string, new (init: ConstructorParameters<typeof PcpError>
   invalid_request: InvalidRequestError,
   confirm_required: InvalidRequestError,
   idempotency_required: InvalidRequestError,
+  refund_exceeds_amount: InvalidRequestError,
+  not_refundable: InvalidRequestError,
   unauthorized: AuthenticationError,
   forbidden: PermissionError,
   missing_scope: PermissionError,

@@ -20,6 +20,9 @@ export const ERROR_STATUS = {
   agent_paused: 403,
   agents_disabled: 403,
   unavailable: 503,
+  // Refunds (DESIGN §21): the amount is more than is left to refund; the source is not (or no longer) received.
+  refund_exceeds_amount: 409,
+  not_refundable: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -20,6 +20,10 @@ const TYPE_RANK: Record<WebhookEvent, number> = {
   [WebhookEvent.CheckoutReleased]: 5,
   [WebhookEvent.CheckoutPaid]: 6,
   [WebhookEvent.CheckoutFundingReversed]: 7,
+  [WebhookEvent.RefundCreated]: 8,
+  [WebhookEvent.RefundUpdated]: 9,
+  [WebhookEvent.RefundSucceeded]: 10,
+  [WebhookEvent.RefundFailed]: 11,
 };
 
 /**

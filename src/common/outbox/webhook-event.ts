@@ -10,5 +10,10 @@ export enum WebhookEvent {
   CheckoutPaid = 'checkout.paid',
   /** Extension (docs/decisions.md "Reorgs unwind"): a chain reorg took the funding off the chain; the checkout is open again. */
   CheckoutFundingReversed = 'checkout.funding_reversed',
+  // Refunds (DESIGN §21; documented extensions beside SPEC's list).
+  RefundCreated = 'refund.created',
+  RefundUpdated = 'refund.updated',
+  RefundSucceeded = 'refund.succeeded',
+  RefundFailed = 'refund.failed',
 }
 export const WEBHOOK_EVENTS = Object.values(WebhookEvent);

@@ -3,6 +3,7 @@ export const SCOPES = [
   'checkout:read', 'checkout:write', 'invoices:read', 'invoices:write', 'offerings:read', 'offerings:write',
   'escrow:read', 'escrow:write', 'verification:read', 'verification:write', 'webhooks:read', 'webhooks:write',
   'agent:balance:read', 'agent:pay', 'agent:escrow:fund', 'agent:mandate',
+  'refund:read', 'refund:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -33,6 +33,8 @@ export class CheckoutSession {
   @Column('integer', { nullable: true }) quantity: number | null;
   /** The invoice this session pays, minted by the invoice page (docs/architecture.md §11). */
   @Column('uuid', { name: 'invoice_id', nullable: true }) invoiceId: string | null;
+  /** Base units of succeeded refunds of this checkout (DESIGN §21; written by the refunds module under this row's lock). */
+  @Column('numeric', { name: 'refunded_units', transformer: bigintTransformer, default: 0 }) refundedUnits: bigint;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

@@ -20,6 +20,7 @@ export class CheckoutMapper {
     return {
       id: s.id,
       amount: formatAmount(s.amountUnits),
+      refundedAmount: formatAmount(s.refundedUnits ?? 0n),
       description: s.description,
       status: effectiveStatus(s, now),
       settlement: 'escrow',

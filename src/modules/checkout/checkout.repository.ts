@@ -4,7 +4,7 @@ import { queryRows, TransactionHost, TxHost } from '../../database/transaction';
 import { CheckoutSession } from './checkout.entity';
 
 const COLUMNS =
-  'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, escrow_attempt, expires_at, offering_id, quantity, invoice_id, created_at, updated_at';
+  'id, organization_id, amount_units, description, status, order_id, shop_domain, redirect_url, webhook_url, escrow_template_id, metadata, escrow_id, escrow_attempt, expires_at, offering_id, quantity, invoice_id, refunded_units, created_at, updated_at';
 
 /** The columns a new session is inserted with ({@link sessionParams} gives their values). */
 const INSERT_COLUMNS =
@@ -28,6 +28,7 @@ interface SessionRow {
   offering_id: string | null;
   quantity: number | null;
   invoice_id: string | null;
+  refunded_units?: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -51,6 +52,7 @@ function fromRow(r: SessionRow): CheckoutSession {
     offeringId: r.offering_id,
     quantity: r.quantity,
     invoiceId: r.invoice_id,
+    refundedUnits: BigInt(r.refunded_units ?? '0'),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   });

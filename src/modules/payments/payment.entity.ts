@@ -42,6 +42,8 @@ export class Payment {
   @Column('text', { name: 'task_id', nullable: true }) taskId: string | null;
   @Column('uuid', { name: 'checkout_session_id', nullable: true }) checkoutSessionId: string | null;
   @Column('text', { name: 'failure_reason', nullable: true }) failureReason: string | null;
+  /** Base units of succeeded refunds of this payment by its payee (DESIGN §21; written by the refunds module). */
+  @Column('numeric', { name: 'refunded_units', precision: 78, scale: 0, default: 0, transformer: bigintTransformer }) refundedUnits?: bigint;
   @Column('timestamptz', { name: 'created_at' }) createdAt: Date;
   @Column('timestamptz', { name: 'updated_at' }) updatedAt: Date;
 }

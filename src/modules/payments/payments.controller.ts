@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
-import { CurrentPrincipal, RequireAgentKey } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal, RequireAgentKey, RequireScopes } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
@@ -52,8 +52,8 @@ export class PaymentsController {
   }
 
   @Get(':id')
-  @RequireAgentKey('agent:pay', 'agent:balance:read')
-  @ApiOperation({ summary: 'One payment of the agent (extension)' })
+  @RequireScopes('agent:pay', 'agent:balance:read', 'refund:read')
+  @ApiOperation({ summary: 'One payment of the agent, or (read-only, refund:read) one this organisation received (extension)' })
   @ApiOkResponse({ type: PaymentDto })
   @ApiStandardErrors({ notFound: true })
   get(@CurrentPrincipal() p: Principal, @Param('id', paymentId) id: string): Promise<PaymentDto> {

@@ -25,6 +25,12 @@ export class PaymentsRepository {
     return this.em.getRepository(Payment).findOneBy({ id });
   }
 
+  /** A payment `organizationId` received (its payee handle is the organisation's; DESIGN §21), or null. */
+  async findReceived(id: string, organizationId: string): Promise<Payment | null> {
+    const hit = (await this.em.query(`SELECT p.id FROM payments p JOIN organizations o ON o.handle = p.to_handle WHERE p.id = $1 AND o.id = $2`, [id, organizationId])) as unknown[];
+    return hit.length ? this.findById(id) : null;
+  }
+
   async insert(p: Payment): Promise<void> {
     await this.em.getRepository(Payment).insert(p);
   }

@@ -274,10 +274,14 @@ export class PaymentsService {
     return this.repo.list(agentId, q);
   }
 
-  /** GET /payments/{id} for the paying agent. @throws AppError not_found. */
+  /**
+   * GET /payments/{id}: for the paying agent, or (read-only, DESIGN §21) for the organisation that
+   * received it (a merchant credential with refund:read), so its payee can refund it.
+   * @throws AppError not_found.
+   */
   async get(principal: Principal, id: string): Promise<PaymentDto> {
-    const p = await this.repo.findById(id);
-    if (!p || p.agentId !== principal.agentId) throw AppError.notFound('payment');
+    const p = principal.agentId ? await this.repo.findById(id) : await this.repo.findReceived(id, principal.organizationId);
+    if (!p || (principal.agentId && p.agentId !== principal.agentId)) throw AppError.notFound('payment');
     return this.toDto(p);
   }
 
@@ -442,6 +446,7 @@ export class PaymentsService {
       mandateId: p.mandateId,
       taskId: p.taskId,
       failureReason: p.failureReason,
+      refundedAmount: formatAmount(p.refundedUnits ?? 0n),
       createdAt: p.createdAt.toISOString(),
       updatedAt: p.updatedAt.toISOString(),
     };

@@ -11,6 +11,7 @@ import { InvoicesModule } from '../../modules/invoices/invoices.module';
 import { AgentsModule } from '../../modules/agents/agents.module';
 import { PaymentsModule } from '../../modules/payments/payments.module';
 import { AgentEscrowsModule } from '../../modules/agent-escrows/agent-escrows.module';
+import { RefundsModule } from '../../modules/refunds/refunds.module';
 import { McpService } from './mcp.service';
 import { TOOL_PROVIDERS } from './tools';
 
@@ -20,7 +21,7 @@ import { TOOL_PROVIDERS } from './tools';
  * the api port.
  */
 @Module({
-  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule, AgentsModule, PaymentsModule, AgentEscrowsModule, MandatesModule],
+  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule, AgentsModule, PaymentsModule, AgentEscrowsModule, MandatesModule, RefundsModule],
   providers: [McpService, ...TOOL_PROVIDERS],
   exports: [McpService],
 })

@@ -636,7 +636,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One payment of the agent (extension) */
+        /** One payment of the agent, or (read-only, refund:read) one this organisation received (extension) */
         get: operations["PaymentsController_get"];
         put?: never;
         post?: never;
@@ -1391,6 +1391,137 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/checkout-sessions/{checkoutSessionId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a released checkout (all or part; several times)
+         * @description Creates a refund `requires_signature` for money this organisation received: the active refunds (requires_signature, pending, succeeded) never exceed the amount received. Then submit it with the receiving wallet's signature of `typedData` (relayed gaslessly) or the txHash of a USDC transfer you sent yourself.
+         */
+        post: operations["RefundsController_refundCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/payments/{paymentId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund an agent payment this organisation received
+         * @description Creates a refund `requires_signature` for money this organisation received: the active refunds (requires_signature, pending, succeeded) never exceed the amount received. Then submit it with the receiving wallet's signature of `typedData` (relayed gaslessly) or the txHash of a USDC transfer you sent yourself.
+         */
+        post: operations["RefundsController_refundPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/x402-settlements/{x402SettlementId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund an x402 settlement this organisation received as a resource server
+         * @description Creates a refund `requires_signature` for money this organisation received: the active refunds (requires_signature, pending, succeeded) never exceed the amount received. Then submit it with the receiving wallet's signature of `typedData` (relayed gaslessly) or the txHash of a USDC transfer you sent yourself.
+         */
+        post: operations["RefundsController_refundX402"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List refunds, newest first */
+        get: operations["RefundsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/refunds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a refund */
+        get: operations["RefundsController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/refunds/{id}/submit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit a refund: the signature of its typedData (relayed gaslessly) or the txHash of your own USDC transfer
+         * @description Exactly one of signature and txHash. A txHash is verified on chain (token, from, to, amount; one refund per transfer log).
+         */
+        post: operations["RefundsController_submit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/refunds/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a refund while it requires a signature (409 otherwise) */
+        post: operations["RefundsController_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1419,7 +1550,7 @@ export interface components {
              * @example invalid_request
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "rate_limited" | "idempotency_conflict" | "kyb_rejected" | "missing_scope" | "confirm_required" | "idempotency_required" | "internal" | "policy_denied" | "mandate_required" | "signer_required" | "agent_paused" | "agents_disabled" | "unavailable";
+            code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "rate_limited" | "idempotency_conflict" | "kyb_rejected" | "missing_scope" | "confirm_required" | "idempotency_required" | "internal" | "policy_denied" | "mandate_required" | "signer_required" | "agent_paused" | "agents_disabled" | "unavailable" | "refund_exceeds_amount" | "not_refundable";
             /** @example req_0193a0f2-5b1c-7cc4-9d7e-1f2a3b4c5d6e */
             requestId: string;
             /** @description Code-specific detail, e.g. fields[] for validation errors */
@@ -1539,6 +1670,11 @@ export interface components {
              * @example 12.50
              */
             amount: string;
+            /**
+             * @description Succeeded refunds of this checkout (DESIGN §21); a refunded checkout stays released
+             * @example 0.00
+             */
+            refundedAmount: string;
             description: string;
             /** @enum {string} */
             status: "open" | "funded" | "accepted" | "delivered" | "released" | "disputed" | "refunded" | "cancelled" | "expired";
@@ -1591,7 +1727,7 @@ export interface components {
             url: string;
             enabled: boolean;
             /** @description null = all event types */
-            events: ("checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed")[] | null;
+            events: ("checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed" | "refund.created" | "refund.updated" | "refund.succeeded" | "refund.failed")[] | null;
             /**
              * @description disabled_by_merchant: PUT enabled=false; gone: it answered 410; failing: every attempt failed for 5 days. Deliveries meanwhile are held
              * @enum {string|null}
@@ -1632,7 +1768,7 @@ export interface components {
              */
             enabled?: boolean;
             /** @description Event types to send; null or omitted = all */
-            events?: ("checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed")[] | null;
+            events?: ("checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed" | "refund.created" | "refund.updated" | "refund.succeeded" | "refund.failed")[] | null;
             /**
              * @description Issue a new secret (returned once); the secret it replaces keeps signing for 24 h. A rotation within those 24 h (e.g. a retried request) replaces only the newest secret: the secret from before the first rotation keeps signing until the original 24 h end
              * @default false
@@ -1651,7 +1787,7 @@ export interface components {
              * @description ping: the test event (POST /api/v1/webhook-endpoints/test)
              * @enum {string}
              */
-            eventType: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed" | "ping";
+            eventType: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed" | "refund.created" | "refund.updated" | "refund.succeeded" | "refund.failed" | "ping";
             /**
              * @description endpoint: the organisation's webhook endpoint as it is at each attempt (a replaced URL or secret applies to retries); checkout: the checkout session's own webhookUrl
              * @enum {string}
@@ -2184,6 +2320,11 @@ export interface components {
             taskId: string | null;
             /** @description Why a failed payment failed (expired, cancelled, agents_disabled) */
             failureReason: string | null;
+            /**
+             * @description Succeeded refunds of this payment by its payee (DESIGN §21)
+             * @example 0.00
+             */
+            refundedAmount: string;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -2792,6 +2933,81 @@ export interface components {
             mode?: "autonomous" | "mandate";
             validFrom?: string;
             expiresAt?: string;
+        };
+        CreateRefundDto: {
+            /**
+             * @description Amount to give back in USDC as decimal text, e.g. "5.00"; with the other active refunds at most the amount received
+             * @example 12.50
+             */
+            amount: string;
+            /** @description Why the money goes back (free text, shown to you only) */
+            reason?: string;
+            /** @description Up to 50 keys, 8 kB as JSON */
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        RefundSourceDto: {
+            /** @enum {string} */
+            type: "checkout_session" | "payment" | "x402_settlement";
+            /** Format: uuid */
+            id: string;
+        };
+        RefundTypedDataDto: {
+            /** @description USDC's EIP-712 domain {name, version, chainId, verifyingContract} */
+            domain: {
+                [key: string]: unknown;
+            };
+            types: {
+                [key: string]: unknown;
+            };
+            /** @example TransferWithAuthorization */
+            primaryType: string;
+            /** @description {from, to, value (base units), validAfter, validBefore (unix s), nonce} */
+            message: {
+                [key: string]: unknown;
+            };
+        };
+        RefundDto: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            status: "requires_signature" | "pending" | "succeeded" | "failed" | "cancelled";
+            /** @example 5.00 */
+            amount: string;
+            /** @example USDC */
+            currency: string;
+            reason: string | null;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The address that received the money and sends it back */
+            from: string;
+            /** @description The payer the money goes back to */
+            to: string;
+            source: components["schemas"]["RefundSourceDto"];
+            /** @description What the receiving wallet signs (absent once refunded by txHash) */
+            typedData?: components["schemas"]["RefundTypedDataDto"] | null;
+            /** @description The transfer that moved the money (or the relayed one, while pending) */
+            txHash: string | null;
+            /** @description Why it failed: expired, cancelled, reverted, reorged */
+            failureReason: string | null;
+            /** @description When the signed authorization stops being usable (ISO-8601) */
+            expiresAt: string;
+            createdAt: string;
+            updatedAt: string;
+        };
+        RefundListDto: {
+            hasMore: boolean;
+            /** @description Pass as starting_after to get the next page */
+            nextCursor: string | null;
+            data: components["schemas"]["RefundDto"][];
+        };
+        SubmitRefundDto: {
+            /** @description The receiving wallet's EIP-712 signature of the refund's typedData (EIP-3009 TransferWithAuthorization); the relayer sends it gaslessly */
+            signature?: string;
+            /** @description Hash of a USDC transfer you sent yourself (from the receiving address to the payer, exactly the amount) */
+            txHash?: string;
         };
     };
     responses: never;
@@ -3436,7 +3652,7 @@ export interface operations {
                 starting_after?: string;
                 /** @description pending: due now; retrying: failed, next attempt at nextAttemptAt; succeeded; failed: no automatic attempts left (a manual retry is possible); held: an endpoint delivery waiting while the webhook endpoint is disabled (by the merchant or by a 410 Gone): nothing is sent until PUT /api/v1/webhook-endpoints enables it, which sends every held delivery with its original webhook-id */
                 status?: "pending" | "succeeded" | "retrying" | "failed" | "held";
-                eventType?: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed" | "ping";
+                eventType?: "checkout.funded" | "checkout.accepted" | "checkout.released" | "checkout.disputed" | "checkout.refunded" | "checkout.cancelled" | "checkout.paid" | "checkout.funding_reversed" | "refund.created" | "refund.updated" | "refund.succeeded" | "refund.failed" | "ping";
             };
             header?: never;
             path?: never;
@@ -5475,7 +5691,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description missing_scope: needs agent:pay or agent:balance:read */
+            /** @description missing_scope: needs agent:pay or agent:balance:read or refund:read */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8878,6 +9094,612 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    RefundsController_refundCheckout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1–128 printable ASCII characters; a retry with the same key returns the first outcome for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                checkoutSessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRefundDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs refund:write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description refund_exceeds_amount (more than is left to refund) or not_refundable (the money was not received, or is no longer)
+             *
+             *     idempotency_conflict: a request with this key is still in flight
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description idempotency_conflict: this key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    RefundsController_refundPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1–128 printable ASCII characters; a retry with the same key returns the first outcome for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRefundDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs refund:write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description refund_exceeds_amount (more than is left to refund) or not_refundable (the money was not received, or is no longer)
+             *
+             *     idempotency_conflict: a request with this key is still in flight
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description idempotency_conflict: this key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    RefundsController_refundX402: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1–128 printable ASCII characters; a retry with the same key returns the first outcome for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                x402SettlementId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRefundDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs refund:write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description refund_exceeds_amount (more than is left to refund) or not_refundable (the money was not received, or is no longer)
+             *
+             *     idempotency_conflict: a request with this key is still in flight
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description idempotency_conflict: this key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    RefundsController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Id of the last item of the previous page (its nextCursor) */
+                starting_after?: string;
+                status?: "requires_signature" | "pending" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundListDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs refund:read */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    RefundsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs refund:read */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    RefundsController_submit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1–128 printable ASCII characters; a retry with the same key returns the first outcome for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubmitRefundDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs refund:write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description refund_exceeds_amount (more than is left to refund) or not_refundable (the money was not received, or is no longer)
+             *
+             *     idempotency_conflict: a request with this key is still in flight
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description idempotency_conflict: this key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    RefundsController_cancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1–128 printable ASCII characters; a retry with the same key returns the first outcome for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs refund:write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description invalid_request: the refund is no longer requires_signature
+             *
+             *     idempotency_conflict: a request with this key is still in flight
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description idempotency_conflict: this key was used for a different request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,6 +7,7 @@ import { CHECKOUT_STATUSES, ESCROW_TEMPLATES } from '../checkout.entity';
 export class CheckoutSessionDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ example: '12.50', description: 'Decimal USDC amount as text' }) amount: string;
+  @ApiProperty({ example: '0.00', description: 'Succeeded refunds of this checkout (DESIGN §21); a refunded checkout stays released' }) refundedAmount: string;
   @ApiProperty() description: string;
   @ApiProperty({ enum: CHECKOUT_STATUSES }) status: string;
   @ApiProperty({ enum: ['escrow'] }) settlement: 'escrow';

@@ -29,6 +29,7 @@ export class PaymentDto {
   @ApiProperty({ type: String, nullable: true }) mandateId: string | null;
   @ApiProperty({ type: String, nullable: true }) taskId: string | null;
   @ApiProperty({ type: String, nullable: true, description: 'Why a failed payment failed (expired, cancelled, agents_disabled)' }) failureReason: string | null;
+  @ApiProperty({ example: '0.00', description: 'Succeeded refunds of this payment by its payee (DESIGN §21)' }) refundedAmount?: string;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }

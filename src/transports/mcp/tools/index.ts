@@ -11,6 +11,7 @@ import { ListMandatesTool } from './mandates.tool';
 import { MeTool } from './me.tool';
 import { OfferingCreateTool, OfferingGetTool, OfferingListTool, OfferingUpdateTool } from './offering.tool';
 import { PaymentStatusTool } from './payment-status.tool';
+import { RefundCancelTool, RefundCreateTool, RefundGetTool, RefundListTool, RefundSubmitTool } from './refund.tool';
 import { VerificationCheckoutTool } from './verification-checkout.tool';
 import { VerificationConfirmTool } from './verification-confirm.tool';
 import { VerificationGetTool } from './verification-get.tool';
@@ -58,6 +59,11 @@ export const TOOL_CLASSES = [
   PayTool,
   CreateEscrowTool,
   ListMandatesTool,
+  RefundCreateTool,
+  RefundGetTool,
+  RefundListTool,
+  RefundSubmitTool,
+  RefundCancelTool,
 ];
 
 /** Providers: each tool, and MCP_TOOLS = all of them. */

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { RelayerModule } from '../../chain/relayer/relayer.module';
+import { Refund } from './refund.entity';
+import { RefundsOperations } from './refunds.operations';
+import { RefundsRepository } from './refunds.repository';
+import { RefundsService } from './refunds.service';
+
+/** Refunds (DESIGN §21): services and operations only; routes in RefundsHttpModule, the watcher in RefundsWorkerModule. */
+@Module({
+  imports: [TypeOrmModule.forFeature([Refund]), RelayerModule],
+  providers: [RefundsRepository, RefundsService, RefundsOperations],
+  exports: [RefundsService, RefundsOperations],
+})
+export class RefundsModule {}

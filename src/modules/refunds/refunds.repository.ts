@@ -1,0 +1,192 @@
+import { Injectable } from '@nestjs/common';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { keysetPage } from '../../common/http/keyset';
+import { TransactionHost, TxHost } from '../../database/transaction';
+import { ACTIVE_REFUND_STATUSES, Refund, RefundSourceType, RefundStatus } from './refund.entity';
+
+/**
+ * A refund's source as the bound needs it, read under the source's row lock: who may refund it,
+ * whether it is refundable now, the amount received (base units) and the addresses the money moves
+ * between (DESIGN §21: from the address that received it, to the payer).
+ */
+export interface RefundSourceRow {
+  id: string;
+  organizationId: string;
+  /** Null when the source is refundable; else why not (e.g. `escrow_not_released`). */
+  notRefundable: string | null;
+  /** The source's own status, for the 409's details. */
+  status: string;
+  received: bigint;
+  fromAddress: string | null;
+  toAddress: string | null;
+}
+
+/** The table of each source (where its `refunded_units` lives). */
+const SOURCE_TABLE: Record<RefundSourceType, string> = {
+  checkout_session: 'checkout_sessions',
+  payment: 'payments',
+  x402_settlement: 'x402_settlements',
+};
+
+/** All I/O of refunds, and the row locks and `refunded_units` of their sources (DESIGN §21). */
+@Injectable()
+export class RefundsRepository {
+  constructor(private readonly txHost: TransactionHost) {}
+
+  private get em() {
+    return (this.txHost as TxHost).tx;
+  }
+
+  /**
+   * The source `id` of `type` visible to `organizationId` as the party that received the money, locked
+   * FOR UPDATE (the bound's lock, DESIGN §21); null when there is none. Must run in a transaction.
+   * - checkout_session: the organisation's checkout; refundable once its escrow is `released` (unflagged);
+   *   received = the escrow's amount, from = the escrow's seller, to = its buyer.
+   */
+  async lockSource(type: RefundSourceType, id: string, organizationId: string): Promise<RefundSourceRow | null> {
+    if (type === 'checkout_session') {
+      const rows = (await this.em.query(
+        `SELECT cs.id, cs.organization_id, cs.status, e.status AS escrow_status, e.flag, e.amount_units, e.seller_address, e.buyer_address
+           FROM checkout_sessions cs LEFT JOIN escrows e ON e.id = cs.escrow_id
+          WHERE cs.id = $1 AND cs.organization_id = $2
+          FOR UPDATE OF cs`,
+        [id, organizationId],
+      )) as Array<Record<string, string | null>>;
+      const r = rows[0];
+      if (!r) return null;
+      const released = r.escrow_status === 'released' && !r.flag;
+      return {
+        id: r.id!,
+        organizationId: r.organization_id!,
+        notRefundable: released ? null : 'not_released',
+        status: r.status!,
+        received: released ? BigInt(r.amount_units!) : 0n,
+        fromAddress: r.seller_address,
+        toAddress: r.buyer_address,
+      };
+    }
+    return this.lockReceived(type, id, organizationId);
+  }
+
+  /** Payments and x402 settlements received by `organizationId` (see {@link lockSource}). */
+  private async lockReceived(type: RefundSourceType, id: string, organizationId: string): Promise<RefundSourceRow | null> {
+    if (type === 'payment') {
+      const rows = (await this.em.query(
+        `SELECT p.id, p.status, p.amount, p.to_address, p.from_address
+           FROM payments p JOIN organizations o ON o.handle = p.to_handle
+          WHERE p.id = $1 AND o.id = $2
+          FOR UPDATE OF p`,
+        [id, organizationId],
+      )) as Array<Record<string, string | null>>;
+      const r = rows[0];
+      if (!r) return null;
+      const ok = r.status === 'succeeded';
+      return { id: r.id!, organizationId, notRefundable: ok ? null : 'not_received', status: r.status!, received: ok ? BigInt(r.amount!) : 0n, fromAddress: r.to_address, toAddress: r.from_address };
+    }
+    const rows = (await this.em.query(
+      `SELECT s.id, s.status, s.amount, s.pay_to, s.payer
+         FROM x402_settlements s JOIN organizations o ON o.handle = s.payee_handle
+        WHERE s.id = $1 AND o.id = $2
+        FOR UPDATE OF s`,
+      [id, organizationId],
+    )) as Array<Record<string, string | null>>;
+    const r = rows[0];
+    if (!r) return null;
+    const ok = r.status === 'settled';
+    return { id: r.id!, organizationId, notRefundable: ok ? null : 'not_received', status: r.status!, received: ok ? BigInt(r.amount!) : 0n, fromAddress: r.pay_to, toAddress: r.payer };
+  }
+
+  /** Sum (base units) of the source's refunds that count toward the bound (requires_signature + pending + succeeded), but `exceptId`. */
+  async activeSum(type: RefundSourceType, sourceId: string, exceptId?: string): Promise<bigint> {
+    const rows = (await this.em.query(
+      `SELECT COALESCE(SUM(amount_units), 0)::text AS total FROM refunds
+        WHERE source_type = $1 AND source_id = $2 AND status = ANY($3) AND ($4::uuid IS NULL OR id <> $4)`,
+      [type, sourceId, ACTIVE_REFUND_STATUSES, exceptId ?? null],
+    )) as Array<{ total: string }>;
+    return BigInt(rows[0].total);
+  }
+
+  /** Adds `delta` base units (negative after a reorg) to the source's `refunded_units`, in the caller's transaction. */
+  async addRefunded(type: RefundSourceType, sourceId: string, delta: bigint): Promise<void> {
+    await this.em.query(`UPDATE ${SOURCE_TABLE[type]} SET refunded_units = refunded_units + $2 WHERE id = $1`, [sourceId, delta.toString()]);
+  }
+
+  /** The source's `refunded_units` (base units; 0 when it has none). */
+  async refunded(type: RefundSourceType, sourceId: string): Promise<bigint> {
+    const rows = (await this.em.query(`SELECT refunded_units::text AS r FROM ${SOURCE_TABLE[type]} WHERE id = $1`, [sourceId])) as Array<{ r: string }>;
+    return rows[0] ? BigInt(rows[0].r) : 0n;
+  }
+
+  async insert(refund: Refund): Promise<void> {
+    await this.em.getRepository(Refund).insert(refund as QueryDeepPartialEntity<Refund>);
+  }
+
+  findById(id: string): Promise<Refund | null> {
+    return this.em.getRepository(Refund).findOneBy({ id });
+  }
+
+  findForOrganization(organizationId: string, id: string): Promise<Refund | null> {
+    return this.em.getRepository(Refund).findOneBy({ id, organizationId });
+  }
+
+  /** The refund locked FOR UPDATE (in the caller's transaction, after its source's lock). */
+  lock(id: string): Promise<Refund | null> {
+    return this.em.getRepository(Refund).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /** Applies `patch` and bumps updated_at; returns the row as it is afterwards. */
+  async update(id: string, patch: Partial<Refund>): Promise<Refund> {
+    await this.em.getRepository(Refund).update({ id }, { ...patch, updatedAt: new Date() } as QueryDeepPartialEntity<Refund>);
+    return (await this.findById(id))!;
+  }
+
+  /** Refunds (not failed or cancelled) that claim a log of `txHash` (one refund per transfer log), but `exceptId`. */
+  async claimsOf(txHash: string, exceptId: string): Promise<Refund[]> {
+    return this.em
+      .getRepository(Refund)
+      .createQueryBuilder('r')
+      .where('r.tx_hash = :txHash AND r.id <> :exceptId', { txHash: txHash.toLowerCase(), exceptId })
+      .andWhere("r.status NOT IN ('failed', 'cancelled')")
+      .getMany();
+  }
+
+  /** The organisation's refunds, newest first (keyset on created_at, id), optionally of one source or status. */
+  list(organizationId: string, opts: { limit: number; startingAfter?: string; status?: RefundStatus; sourceType?: RefundSourceType; sourceId?: string }): Promise<Refund[]> {
+    return keysetPage(
+      () => this.em.getRepository(Refund).createQueryBuilder('r'),
+      'r',
+      { sql: 'r.organization_id = :org', params: { org: organizationId } },
+      opts.limit,
+      opts.startingAfter,
+      (qb) => {
+        if (opts.status) qb.andWhere('r.status = :status', { status: opts.status });
+        if (opts.sourceType) qb.andWhere('r.source_type = :sourceType', { sourceType: opts.sourceType });
+        if (opts.sourceId) qb.andWhere('r.source_id = :sourceId', { sourceId: opts.sourceId });
+      },
+    );
+  }
+
+  /**
+   * What the watcher looks at in one pass (bounded): up to `limit` open refunds (requires_signature,
+   * pending) in id order after `afterId` (wrapping round to the first), and succeeded refunds mined at or above `sinceBlock` (a reorg
+   * may still remove them).
+   */
+  async watchBatch(limit: number, sinceBlock: number, afterId: string | null): Promise<Refund[]> {
+    const openFrom = (after: string | null) => {
+      const qb = this.em.getRepository(Refund).createQueryBuilder('r').where("r.status IN ('requires_signature', 'pending')");
+      if (after) qb.andWhere('r.id > :after', { after });
+      return qb.orderBy('r.id', 'ASC').take(limit).getMany();
+    };
+    let open = await openFrom(afterId);
+    // Past the last open refund: start again from the first, so every open refund gets its turn.
+    if (open.length < limit && afterId) open = [...open, ...(await openFrom(null)).filter((r) => !open.some((o) => o.id === r.id))].slice(0, limit);
+    const recent = await this.em
+      .getRepository(Refund)
+      .createQueryBuilder('r')
+      .where("r.status = 'succeeded' AND r.block_number >= :sinceBlock", { sinceBlock })
+      .orderBy('r.block_number', 'DESC')
+      .take(limit)
+      .getMany();
+    return [...open, ...recent];
+  }
+}

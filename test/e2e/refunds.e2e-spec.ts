@@ -1,0 +1,363 @@
+import type { INestApplicationContext } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { Wallet } from 'ethers';
+import { createTestApp, TestApp } from '../support/app';
+import { createAgent, pay, settleUntil, startRelayerWorker } from '../support/agents';
+import { createOrg } from '../support/factories';
+import { waitFor } from '../support/wait';
+import { listenForMcp, McpClients, okTool, refusedTool } from '../support/mcp-client';
+import { createCheckout, createParties, fundOnChain, getCheckout, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
+import { refundNonce, RefundsService } from '../../src/modules/refunds/refunds.service';
+
+jest.setTimeout(180_000);
+
+/**
+ * Refunds of a released checkout (DESIGN §21), on the run's anvil with a relayer worker in this
+ * process: the seller's signature path (relayed gaslessly) and its own transfer (txHash path), the
+ * bound under concurrency, cancel, a reused or non-matching txHash, a reorg that removes a refund's
+ * transfer, and an authorization that expires unused (last: it moves chain time a day ahead).
+ */
+describe('refunds of a released checkout (DESIGN §21)', () => {
+  let t: TestApp;
+  let chain: TestChain;
+  let worker: INestApplicationContext;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    chain = new TestChain();
+    worker = await startRelayerWorker();
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await t?.close();
+    chain?.close();
+  });
+
+  /** Fresh parties and a checkout of `amount` funded and released on chain, indexed `released`. */
+  async function released(amount = '25.00') {
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount });
+    await fundOnChain(t, chain, checkout.id, buyer.wallet);
+    const funded = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    const escrow = (await t.http.get(`/api/v1/escrows/${funded.escrowId as string}`).set('X-Api-Key', seller.org.key)).body;
+    await chain.act(buyer.wallet, 'release', escrow.chain.escrowKey as string);
+    await indexUntilStatus(t, seller.org, checkout.id, 'released');
+    return { seller, buyer, checkout };
+  }
+
+  const create = (seller: Party, checkoutId: string, body: object, key: string | null = randomUUID()) => {
+    const req = t.http.post(`/api/v1/checkout-sessions/${checkoutId}/refunds`).set('X-Api-Key', seller.org.key);
+    if (key) req.set('Idempotency-Key', key);
+    return req.send(body);
+  };
+  const submit = (seller: Party, refundId: string, body: object, key = randomUUID()) =>
+    t.http.post(`/api/v1/refunds/${refundId}/submit`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', key).send(body);
+  const getRefund = async (seller: Party, id: string) => (await t.http.get(`/api/v1/refunds/${id}`).set('X-Api-Key', seller.org.key).expect(200)).body;
+  const sign = (wallet: Wallet, typedData: { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; message: Record<string, string> }) =>
+    wallet.signTypedData(typedData.domain, typedData.types, typedData.message);
+  const eventsOf = async (refundId: string) =>
+    (
+      (await t.dataSource.query(`SELECT type, data FROM outbox_events WHERE data->'object'->>'id' = $1 ORDER BY created_at, id`, [refundId])) as Array<{
+        type: string;
+        data: { object: { status: string } };
+      }>
+    ).map((e) => [e.type, e.data.object.status]);
+
+  it('full refund by signature: typed data from the seller to the buyer, relayed gaslessly, succeeded; the buyer gets exactly 25.00 and the checkout stays released', async () => {
+    const { seller, buyer, checkout } = await released('25.00');
+    expect(await create(seller, checkout.id, { amount: '25.00' }, null).then((r) => [r.status, r.body.code])).toEqual([400, 'idempotency_required']);
+    const res = await create(seller, checkout.id, { amount: '25', reason: 'customer asked', metadata: { ticket: 'T-1' } });
+    expect(res.status).toBe(200);
+    const refund = res.body;
+    expect(refund).toMatchObject({
+      status: 'requires_signature',
+      amount: '25.00',
+      currency: 'USDC',
+      reason: 'customer asked',
+      metadata: { ticket: 'T-1' },
+      from: seller.wallet.address,
+      to: buyer.wallet.address,
+      source: { type: 'checkout_session', id: checkout.id },
+      txHash: null,
+    });
+    const head = await chain.headTimestamp();
+    expect(refund.typedData).toMatchObject({
+      primaryType: 'TransferWithAuthorization',
+      domain: { verifyingContract: chain.gateway.usdcAddress, chainId: Number(process.env.CHAIN_ID) },
+      message: { from: seller.wallet.address, to: buyer.wallet.address, value: '25000000', validAfter: '0' },
+    });
+    const validBefore = Number(refund.typedData.message.validBefore);
+    expect(validBefore).toBeGreaterThan(head + 24 * 3600 - 120);
+    expect(validBefore).toBeLessThanOrEqual(head + 24 * 3600);
+    // The nonce is derived from the refund id.
+    expect(refund.typedData.message.nonce).toBe(refundNonce(refund.id));
+
+    // Nothing more can be created while it is outstanding (it counts before it is signed).
+    const over = await create(seller, checkout.id, { amount: '0.01' });
+    expect([over.status, over.body.code]).toEqual([409, 'refund_exceeds_amount']);
+    expect(over.body.details).toMatchObject({ requested: '0.01', refundable: '0.00', received: '25.00' });
+
+    // A signature by another wallet is refused before anything is stored.
+    const stranger = await chain.wallet();
+    const wrong = await submit(seller, refund.id, { signature: await sign(stranger, refund.typedData) });
+    expect([wrong.status, wrong.body.code, wrong.body.details.reason]).toEqual([400, 'invalid_request', 'authorization_rejected']);
+    expect((await getRefund(seller, refund.id)).status).toBe('requires_signature');
+
+    const [buyer0, seller0] = await chain.balances(buyer.wallet.address, seller.wallet.address);
+    const sellerEth0 = await chain.provider.getBalance(seller.wallet.address);
+    const key = randomUUID();
+    const signature = await sign(seller.wallet, refund.typedData);
+    const done = await submit(seller, refund.id, { signature }, key);
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ id: refund.id, status: 'succeeded', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    const [buyer1, seller1] = await chain.balances(buyer.wallet.address, seller.wallet.address);
+    expect(buyer1 - buyer0).toBe(25n * USDC);
+    expect(seller0 - seller1).toBe(25n * USDC);
+    expect(await chain.provider.getBalance(seller.wallet.address)).toBe(sellerEth0); // gasless for the seller
+    const receipt = await chain.provider.getTransactionReceipt(done.body.txHash);
+    expect(receipt?.status).toBe(1);
+
+    // The same key replays; the checkout shows the refunded amount and stays released.
+    const replay = await submit(seller, refund.id, { signature }, key);
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ status: 'released', refundedAmount: '25.00' });
+    expect(await eventsOf(refund.id)).toEqual([
+      ['refund.created', 'requires_signature'],
+      ['refund.updated', 'pending'],
+      ['refund.succeeded', 'succeeded'],
+    ]);
+    // A succeeded refund cannot be cancelled.
+    const cancel = await t.http.post(`/api/v1/refunds/${refund.id}/cancel`).set('X-Api-Key', seller.org.key).send();
+    expect([cancel.status, cancel.body.details?.status]).toEqual([409, 'succeeded']);
+    // Another organisation sees nothing.
+    const other = (await createParties(t, chain)).seller;
+    expect((await t.http.get(`/api/v1/refunds/${refund.id}`).set('X-Api-Key', other.org.key)).status).toBe(404);
+    expect((await create(other, checkout.id, { amount: '1.00' })).status).toBe(404);
+  });
+
+  it('partial refunds by txHash: the seller sends its own transfers; each verified on chain; a reused or non-matching txHash is 400; cancel only while requires_signature', async () => {
+    const { seller, buyer, checkout } = await released('25.00');
+    const a = (await create(seller, checkout.id, { amount: '5.00' }).expect(200)).body;
+    const b = (await create(seller, checkout.id, { amount: '7.50' }).expect(200)).body;
+    const buyer0 = await chain.usdcBalance(buyer.wallet.address);
+
+    // A transfer of the wrong amount, and one to someone else, do not match.
+    const wrongAmount = await chain.usdcTransfer(seller.wallet, buyer.wallet.address, 4n * USDC);
+    const bad = await submit(seller, a.id, { txHash: wrongAmount });
+    expect([bad.status, bad.body.code, bad.body.details.reason]).toEqual([400, 'invalid_request', 'no_matching_transfer']);
+    const notUsdc = (await (await seller.wallet.sendTransaction({ to: buyer.wallet.address, value: 1n })).wait())!.hash;
+    expect((await submit(seller, a.id, { txHash: notUsdc })).body.details.reason).toBe('wrong_token');
+    expect((await submit(seller, a.id, { txHash: '0x' + 'ab'.repeat(32) })).body.details.reason).toBe('not_found');
+    expect((await submit(seller, a.id, {})).status).toBe(400);
+
+    const tx = await chain.usdcTransfer(seller.wallet, buyer.wallet.address, 5n * USDC);
+    const ok = await submit(seller, a.id, { txHash: tx });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ status: 'succeeded', txHash: tx.toLowerCase(), typedData: null });
+    // The same transfer for a second refund of the same amount is refused.
+    const c = (await create(seller, checkout.id, { amount: '5.00' }).expect(200)).body;
+    const reused = await submit(seller, c.id, { txHash: tx });
+    expect([reused.status, reused.body.code, reused.body.details.reason]).toEqual([400, 'invalid_request', 'tx_already_used']);
+
+    const tx2 = await chain.usdcTransfer(seller.wallet, buyer.wallet.address, 7_500_000n);
+    expect((await submit(seller, b.id, { txHash: tx2 })).body.status).toBe('succeeded');
+    expect((await chain.usdcBalance(buyer.wallet.address)) - buyer0).toBe(12_500_000n + 4n * USDC);
+
+    // c is still requires_signature: it can be cancelled once, which frees its 5.00.
+    const cancel = await t.http.post(`/api/v1/refunds/${c.id}/cancel`).set('X-Api-Key', seller.org.key).send();
+    expect(cancel.status).toBe(200);
+    expect(cancel.body.status).toBe('cancelled');
+    const again = await t.http.post(`/api/v1/refunds/${c.id}/cancel`).set('X-Api-Key', seller.org.key).send();
+    expect([again.status, again.body.details.status, again.body.details.allowed]).toEqual([409, 'cancelled', ['requires_signature']]);
+    expect((await submit(seller, c.id, { txHash: tx2 })).status).toBe(409);
+    // What is left: 25.00 − 12.50 = 12.50, exactly.
+    expect((await create(seller, checkout.id, { amount: '12.51' })).body.code).toBe('refund_exceeds_amount');
+    expect((await create(seller, checkout.id, { amount: '12.50' })).status).toBe(200);
+    expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ status: 'released', refundedAmount: '12.50' });
+
+    const list = await t.http.get('/api/v1/refunds').query({ limit: 2 }).set('X-Api-Key', seller.org.key).expect(200);
+    expect(list.body.data).toHaveLength(2);
+    expect(list.body.hasMore).toBe(true);
+    const rest = await t.http.get('/api/v1/refunds').query({ starting_after: list.body.nextCursor }).set('X-Api-Key', seller.org.key).expect(200);
+    expect([...list.body.data, ...rest.body.data].map((r: { id: string }) => r.id)).toHaveLength(4);
+    expect((await t.http.get('/api/v1/refunds').query({ status: 'succeeded' }).set('X-Api-Key', seller.org.key)).body.data.map((r: { id: string }) => r.id).sort()).toEqual(
+      [a.id, b.id].sort(),
+    );
+  });
+
+  it('only a released checkout is refundable (409 not_refundable)', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount: '10.00' });
+    expect((await create(seller, checkout.id, { amount: '1.00' })).body).toMatchObject({ code: 'not_refundable', details: { status: 'open' } });
+    await fundOnChain(t, chain, checkout.id, buyer.wallet);
+    await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    const res = await create(seller, checkout.id, { amount: '1.00' });
+    expect([res.status, res.body.code, res.body.details.status]).toEqual([409, 'not_refundable', 'funded']);
+  });
+
+  it('20 concurrent creates of 2.00 on a 25.00 checkout: exactly 12 are created, 8 refused refund_exceeds_amount', async () => {
+    const { seller, checkout } = await released('25.00');
+    const results = await Promise.all(Array.from({ length: 20 }, () => create(seller, checkout.id, { amount: '2.00' })));
+    const created = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 409);
+    expect(created).toHaveLength(12);
+    expect(refused).toHaveLength(8);
+    for (const r of refused) expect(r.body.code).toBe('refund_exceeds_amount');
+    const [{ total }] = await t.dataSource.query(`SELECT sum(amount_units)::text AS total FROM refunds WHERE source_id = $1`, [checkout.id]);
+    expect(total).toBe('24000000');
+  });
+
+  it('a reorg that removes a refund transfer takes the refund back to pending (refund.updated); it succeeds again once the transfer is mined again', async () => {
+    const { seller, buyer, checkout } = await released('25.00');
+    const refund = (await create(seller, checkout.id, { amount: '3.00' }).expect(200)).body;
+    const snapshot = await chain.snapshot();
+    // The seller signs its transfer once, so the same bytes can be mined again after the reorg.
+    const raw = await seller.wallet.signTransaction(await seller.wallet.populateTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeUsdcTransfer(buyer.wallet.address, 3n * USDC) }));
+    const tx = await chain.provider.broadcastTransaction(raw).then((r) => r.hash);
+    await chain.provider.waitForTransaction(tx);
+    expect((await submit(seller, refund.id, { txHash: tx })).body.status).toBe('succeeded');
+    await chain.revert(snapshot);
+    // The fault happened: the node no longer has the transfer.
+    expect(await chain.provider.getTransactionReceipt(tx)).toBeNull();
+    await t.app.get(RefundsService).watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'pending', txHash: tx.toLowerCase() });
+    expect((await getCheckout(t, seller.org, checkout.id)).refundedAmount).toBe('0.00');
+    // The same signed transfer is mined again (a new block).
+    await chain.provider.broadcastTransaction(raw);
+    await chain.provider.waitForTransaction(tx);
+    await t.app.get(RefundsService).watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: tx.toLowerCase() });
+    expect((await getCheckout(t, seller.org, checkout.id)).refundedAmount).toBe('3.00');
+    expect(await eventsOf(refund.id)).toEqual([
+      ['refund.created', 'requires_signature'],
+      ['refund.succeeded', 'succeeded'],
+      ['refund.updated', 'pending'],
+      ['refund.succeeded', 'succeeded'],
+    ]);
+  });
+
+  it('an instant agent payment this organisation received: its payee reads it (read-only) and refunds part by signature to the agent signer', async () => {
+    const payeeWallet = await chain.wallet();
+    const handle = `shop-${randomUUID().slice(0, 8)}`;
+    const payee: Party = { wallet: payeeWallet, org: await createOrg(t.app, { payoutAddress: payeeWallet.address, handle }) };
+    const agent = await createAgent(t, chain, { float: 50n * USDC, policy: { dailyLimit: '100.00' } });
+    const paid = await pay(t, agent, { to: handle, amount: '10.00' });
+    expect(paid.status).toBe(200);
+    const paymentId = paid.body.id as string;
+    const refundPayment = (body: object) => t.http.post(`/api/v1/payments/${paymentId}/refunds`).set('X-Api-Key', payee.org.key).set('Idempotency-Key', randomUUID()).send(body);
+    // Not received yet until it succeeded on chain (the indexer may already have seen it).
+    await settleUntil(t, async () => (await t.http.get(`/api/v1/payments/${paymentId}`).set('X-Api-Key', agent.key)).body.status === 'succeeded');
+    const seen = await t.http.get(`/api/v1/payments/${paymentId}`).set('X-Api-Key', payee.org.key);
+    expect(seen.status).toBe(200);
+    expect(seen.body).toMatchObject({ id: paymentId, status: 'succeeded', amount: '10.00', toAddress: payeeWallet.address, refundedAmount: '0.00' });
+    // Another organisation (or the payer's organisation with a merchant key) does not see it.
+    const stranger = await createOrg(t.app);
+    expect((await t.http.get(`/api/v1/payments/${paymentId}`).set('X-Api-Key', stranger.key)).status).toBe(404);
+    expect((await t.http.post(`/api/v1/payments/${paymentId}/refunds`).set('X-Api-Key', stranger.key).set('Idempotency-Key', randomUUID()).send({ amount: '1.00' })).status).toBe(404);
+
+    const refund = (await refundPayment({ amount: '4.00' }).expect(200)).body;
+    expect(refund).toMatchObject({ status: 'requires_signature', from: payeeWallet.address, to: agent.signerAddress, source: { type: 'payment', id: paymentId } });
+    expect((await refundPayment({ amount: '6.01' })).body.code).toBe('refund_exceeds_amount');
+    const signer0 = await chain.usdcBalance(agent.signerAddress);
+    const done = await submit(payee, refund.id, { signature: await sign(payeeWallet, refund.typedData) });
+    expect(done.body.status).toBe('succeeded');
+    expect((await chain.usdcBalance(agent.signerAddress)) - signer0).toBe(4n * USDC);
+    expect((await t.http.get(`/api/v1/payments/${paymentId}`).set('X-Api-Key', payee.org.key)).body.refundedAmount).toBe('4.00');
+  });
+
+  it('the watcher settles a refund from the chain whatever the API heard: the seller sends its signed authorization itself', async () => {
+    const { seller, buyer, checkout } = await released('25.00');
+    const refund = (await create(seller, checkout.id, { amount: '2.00' }).expect(200)).body;
+    const signature = await sign(seller.wallet, refund.typedData);
+    const m = refund.typedData.message;
+    const buyer0 = await chain.usdcBalance(buyer.wallet.address);
+    await chain.gateway.broadcastSignedTx(
+      await seller.wallet.signTransaction(
+        await seller.wallet.populateTransaction({
+          to: chain.gateway.usdcAddress,
+          data: chain.gateway.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(m.validBefore), nonce: m.nonce, signature }),
+        }),
+      ),
+    );
+    await waitFor(async () => (await chain.usdcBalance(buyer.wallet.address)) - buyer0 === 2n * USDC, { label: 'transfer mined' });
+    await t.app.get(RefundsService).watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect((await eventsOf(refund.id)).map(([type]) => type)).toEqual(['refund.created', 'refund.succeeded']);
+  });
+
+  it('MCP: the same Idempotency-Key on REST and svc_refund_create is one refund; svc_refund_get/list/submit/cancel name the same operations', async () => {
+    const { seller, checkout } = await released('25.00');
+    const clients = new McpClients(() => mcpUrl);
+    const mcpUrl = await listenForMcp(t);
+    try {
+      const mcp = await clients.asKey(seller.org.key);
+      const key = randomUUID();
+      const rest = (await create(seller, checkout.id, { amount: '3.00', reason: 'dup' }, key).expect(200)).body;
+      const viaMcp = await okTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '3.00', reason: 'dup', idempotencyKey: key });
+      expect(viaMcp.id).toBe(rest.id);
+      const [{ n }] = await t.dataSource.query(`SELECT count(*)::int AS n FROM refunds WHERE source_id = $1`, [checkout.id]);
+      expect(n).toBe(1);
+      // The other way round: MCP first, then REST.
+      const key2 = randomUUID();
+      const first = await okTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '2.00', idempotencyKey: key2 });
+      expect((await create(seller, checkout.id, { amount: '2.00' }, key2).expect(200)).body.id).toBe(first.id);
+      // The same key with other arguments is refused on either transport.
+      await refusedTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '2.50', idempotencyKey: key2 }, 'idempotency_conflict');
+      await refusedTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '2.00' }, 'idempotency_required');
+      await refusedTool(mcp, 'svc_refund_create', { checkoutSessionId: checkout.id, amount: '21.00', idempotencyKey: randomUUID() }, 'refund_exceeds_amount');
+
+      expect((await okTool(mcp, 'svc_refund_get', { id: rest.id })).status).toBe('requires_signature');
+      expect(((await okTool(mcp, 'svc_refund_list', { limit: 10 })).data as unknown[]).length).toBe(2);
+      expect((await okTool(mcp, 'svc_refund_cancel', { id: first.id })).status).toBe('cancelled');
+      await refusedTool(mcp, 'svc_refund_cancel', { id: first.id }, 'invalid_request');
+      const signature = await sign(seller.wallet, rest.typedData);
+      expect((await okTool(mcp, 'svc_refund_submit', { id: rest.id, signature, idempotencyKey: randomUUID() })).status).toBe('succeeded');
+      expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ refundedAmount: '3.00' });
+    } finally {
+      await clients.closeAll();
+    }
+  });
+
+  it('a submit re-checks the bound under the source lock: after a reorg removed the release, a valid signature is refused 409 not_refundable and nothing moves', async () => {
+    const { seller, buyer } = await createParties(t, chain);
+    const checkout = await createCheckout(t, seller.org, { amount: '10.00' });
+    await fundOnChain(t, chain, checkout.id, buyer.wallet);
+    const funded = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    const escrow = (await t.http.get(`/api/v1/escrows/${funded.escrowId as string}`).set('X-Api-Key', seller.org.key)).body;
+    const snapshot = await chain.snapshot();
+    await chain.act(buyer.wallet, 'release', escrow.chain.escrowKey as string);
+    await indexUntilStatus(t, seller.org, checkout.id, 'released');
+    const refund = (await create(seller, checkout.id, { amount: '10.00' }).expect(200)).body;
+    const signature = await sign(seller.wallet, refund.typedData);
+    await chain.revert(snapshot);
+    // The fault happened: the seller no longer holds the released money; the indexer unwinds the release.
+    expect(await chain.usdcBalance(seller.wallet.address)).toBe(0n);
+    await chain.mine(2);
+    await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    // Other money in the seller's wallet makes the authorization itself usable on chain: only the bound refuses it.
+    await chain.mintUsdc(seller.wallet.address, 10n * USDC);
+    const res = await submit(seller, refund.id, { signature });
+    expect([res.status, res.body.code, res.body.details?.status]).toEqual([409, 'not_refundable', 'funded']);
+    expect((await getRefund(seller, refund.id)).status).toBe('requires_signature');
+    expect(await chain.usdcBalance(seller.wallet.address)).toBe(10n * USDC);
+  });
+
+  // Last: it moves the chain's clock a day ahead.
+  it('an authorization that expires unused ends failed (refund.failed) and frees its amount; its signature is then refused', async () => {
+    const { seller, checkout } = await released('25.00');
+    const refund = (await create(seller, checkout.id, { amount: '25.00' }).expect(200)).body;
+    const signature = await sign(seller.wallet, refund.typedData);
+    expect((await create(seller, checkout.id, { amount: '1.00' })).body.code).toBe('refund_exceeds_amount');
+    const watcher = t.app.get(RefundsService);
+    await watcher.watchOnce();
+    expect((await getRefund(seller, refund.id)).status).toBe('requires_signature');
+    await chain.increaseTime(24 * 3600 + 60);
+    await watcher.watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'failed', failureReason: 'expired' });
+    expect((await eventsOf(refund.id)).at(-1)).toEqual(['refund.failed', 'failed']);
+    const late = await submit(seller, refund.id, { signature });
+    expect([late.status, late.body.details.status]).toEqual([409, 'failed']);
+    expect((await create(seller, checkout.id, { amount: '25.00' })).status).toBe(200);
+  });
+});
