@@ -214,7 +214,7 @@ export class OrgsService extends PrincipalResolver {
    * @returns the key row and its plaintext secret (`bk_live_…` / `bk_agent_live_…`), shown once.
    * @throws AppError invalid_request for unknown scopes or scopes the key kind may not hold.
    */
-  async createApiKey(input: { organizationId: string; kind: 'merchant' | 'agent'; agentId?: string; scopes: string[] }) {
+  async createApiKey(input: { organizationId: string; kind: 'merchant' | 'agent'; agentId?: string; scopes: string[]; createdBy?: string }) {
     await this.requireOrganization(input.organizationId);
     this.checkScopes(input.scopes, input.kind === 'agent' ? AGENT_SCOPES : MERCHANT_SCOPES);
     if (input.kind === 'agent') {
@@ -231,6 +231,7 @@ export class OrgsService extends PrincipalResolver {
       secretHash: hashSecret(secret),
       scopes: input.scopes,
       revokedAt: null,
+      createdBy: input.createdBy ?? 'operator',
     });
     await this.repo.insertApiKey(key);
     return { key, secret };
