@@ -152,7 +152,7 @@ export class Wallet {
     } as unknown as TypedDataDefinition;
     validateTypedData(definition);
     try {
-      return (await this.provider.request({ method: 'eth_signTypedData_v4', params: [account, serializeTypedData(definition)] })) as `0x${string}`;
+      return (await this.provider.request({ method: 'eth_signTypedData_v4', params: [account as `0x${string}`, serializeTypedData(definition)] })) as `0x${string}`;
     } catch (err) {
       if (rpcCode(err) === 4001) throw new WalletError('rejected', 'You rejected the signature in your wallet. Nothing was paid or changed.');
       throw new WalletError('other', `Your wallet could not sign: ${(err as Error).message.split('\n')[0]}`);
