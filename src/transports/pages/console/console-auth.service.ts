@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { getAddress } from 'ethers';
+import { getAddress, verifyMessage } from 'ethers';
 import { SiweMessage } from 'siwe';
 import { v7 as uuidv7 } from 'uuid';
 import { hashSecret, randomBase62 } from '../../../kernel/auth/secrets';
@@ -21,6 +21,15 @@ export const CSRF_HEADER = 'x-csrf-token';
 export const ORGANIZATION_HEADER = 'x-console-organization';
 /** The header naming the agent a console request acts for, when the address owns the agent but not its organisation. */
 export const AGENT_HEADER = 'x-console-agent';
+
+/** Whether `signature` (EIP-191) over the SIWE message recovers to the address it names. CPU only. */
+function signedBy(siwe: SiweMessage, signature: string): boolean {
+  try {
+    return getAddress(verifyMessage(siwe.prepareMessage(), signature)) === getAddress(siwe.address);
+  } catch {
+    return false;
+  }
+}
 
 /** A new session: the cookie token and the CSRF token (both shown to this client once). */
 export interface IssuedSession {
@@ -71,7 +80,8 @@ export class ConsoleAuthService {
    * @throws AppError unauthorized (`details.reason`: `malformed_message`, `wrong_domain`, `wrong_uri`,
    *   `wrong_chain`, `expiration_required`, `expired`, `not_yet_valid`, `bad_signature`, `nonce_invalid`
    *   (unknown, expired or already used)); 429 rate_limited once the address in the message has
-   *   spent its allowance of failed sign-ins (the client address's allowance is the route's).
+   *   spent its allowance of failed sign-ins — only refusals of messages it signed count there; every
+   *   refusal counts against the client address (the route's allowance).
    */
   async signIn(message: string, signature: string, clientAddress: string): Promise<IssuedSession> {
     const refuse = (reason: string, text: string) => new AppError('unauthorized', `Sign-in refused: ${text}`, { reason });
@@ -81,6 +91,10 @@ export class ConsoleAuthService {
     } catch {
       throw refuse('malformed_message', 'not an EIP-4361 message');
     }
+    // A refusal counts against the named address only when the signature is that address's
+    // (issue 28): else anyone could spend its allowance with forged messages. Every refusal counts
+    // against the client address (the route's allowance, AuthGuard).
+    if (!signedBy(siwe, signature)) throw refuse('bad_signature', 'the signature does not match the message');
     const attempt = await this.limiter.admit(`siwe:${siwe.address.toLowerCase()}`);
     try {
       const session = await this.verifyAndOpen(siwe, signature, clientAddress, refuse);
