@@ -5,6 +5,7 @@ import type { Principal } from '../../../kernel/auth/principal';
 import { AGENT_SCOPES } from '../../../kernel/auth/scopes';
 import { AppError } from '../../../common/errors/app-error';
 import { ApiStandardErrors } from '../../../common/http/api-errors.decorator';
+import { NoStore } from '../../../common/http/no-store.decorator';
 import { Idempotent } from '../../../kernel/idempotency/idempotent.decorator';
 import { AgentsService, ConsoleActor } from '../../../modules/agents/agents.service';
 import { AgentDto, BalanceDto } from '../../../modules/agents/dto/agent.dto';
@@ -101,6 +102,7 @@ export class ConsoleAdminController {
 
   @Post('api-keys')
   @HttpCode(200)
+  @NoStore()
   @RequireConsole()
   @ApiOperation({ summary: 'Create a merchant key; the secret is in this response only' })
   @ApiOkResponse({ type: CreatedApiKeyDto })
@@ -132,6 +134,7 @@ export class ConsoleAdminController {
 
   @Post('oauth-clients')
   @HttpCode(200)
+  @NoStore()
   @RequireConsole()
   @ApiOperation({ summary: 'Create an OAuth client (client-credentials grant, merchant scopes); the secret is in this response only' })
   @ApiOkResponse({ type: CreatedOAuthClientDto })
@@ -235,6 +238,7 @@ export class ConsoleAdminController {
 
   @Post('agents/:id/keys')
   @HttpCode(200)
+  @NoStore()
   @RequireConsole({ agentOwner: true })
   @ApiOperation({
     summary: 'Create an agent key (agent scopes); the secret is in this response only',

@@ -13,8 +13,10 @@ import { ConsoleRepository, ConsoleSessionRow } from './console.repository';
 export const NONCE_TTL_MS = 5 * 60_000;
 /** A console session lives 12 hours (docs/architecture.md §19). */
 export const SESSION_TTL_MS = 12 * 3600_000;
-/** The session cookie's name; its value is the session token (base62). */
+/** The session cookie's name on http localhost (the demo); its value is the session token (base62). */
 export const SESSION_COOKIE = 'pcp_console';
+/** The session cookie's name over HTTPS: `__Host-` (RFC 6265bis §4.1.3.2: Secure, Path=/, no Domain, so no sibling host can set it). */
+export const HOST_SESSION_COOKIE = '__Host-pcp_console';
 /** The header that carries the session's CSRF token on every console API request. */
 export const CSRF_HEADER = 'x-csrf-token';
 /** The header naming the organisation a console request acts for. */
@@ -65,6 +67,11 @@ export class ConsoleAuthService {
   get insecureCookies(): boolean {
     const base = new URL(this.config.env.API_BASE_URL);
     return base.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(base.hostname);
+  }
+
+  /** The session cookie's name: `__Host-pcp_console`, except on http localhost (`pcp_console`). */
+  get cookieName(): string {
+    return this.insecureCookies ? SESSION_COOKIE : HOST_SESSION_COOKIE;
   }
 
   /** A fresh single-use nonce (EIP-4361: ≥ 8 alphanumerics; here 24 base62) valid 5 minutes. */

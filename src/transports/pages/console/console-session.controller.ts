@@ -6,7 +6,7 @@ import { clientAddress } from '../../../kernel/auth/auth.guard';
 import type { Principal } from '../../../kernel/auth/principal';
 import { ApiStandardErrors } from '../../../common/http/api-errors.decorator';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
-import { ConsoleAuthService, SESSION_COOKIE, SESSION_TTL_MS } from './console-auth.service';
+import { ConsoleAuthService, SESSION_TTL_MS } from './console-auth.service';
 import { sessionCookie } from './console-session.authenticator';
 import { ConsoleNonceDto, ConsoleOrganizationDto, ConsoleSessionDto, CreateOrganizationDto, SignedOutDto, SignInDto } from './dto/console.dto';
 
@@ -46,7 +46,7 @@ export class ConsoleSessionController {
   @ApiStandardErrors()
   async signIn(@Body() body: SignInDto, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<ConsoleSessionDto> {
     const session = await this.auth.signIn(body.message, body.signature, clientAddress(req));
-    res.cookie(SESSION_COOKIE, session.token, {
+    res.cookie(this.auth.cookieName, session.token, {
       httpOnly: true,
       sameSite: 'strict',
       secure: !this.auth.insecureCookies,
@@ -66,7 +66,7 @@ export class ConsoleSessionController {
     return {
       address: p.address!,
       expiresAt: new Date(p.expiresAt!).toISOString(),
-      csrfToken: ConsoleAuthService.csrfToken(sessionCookie(req)!),
+      csrfToken: ConsoleAuthService.csrfToken(sessionCookie(req, this.auth.cookieName)!),
       organizations: await this.orgs.ownedOrganizations(p.address!),
     };
   }
@@ -79,7 +79,7 @@ export class ConsoleSessionController {
   @ApiStandardErrors()
   async signOut(@CurrentPrincipal() p: Principal, @Res({ passthrough: true }) res: Response): Promise<SignedOutDto> {
     await this.auth.signOut(p.credentialId);
-    res.clearCookie(SESSION_COOKIE, { httpOnly: true, sameSite: 'strict', secure: !this.auth.insecureCookies, path: '/' });
+    res.clearCookie(this.auth.cookieName, { httpOnly: true, sameSite: 'strict', secure: !this.auth.insecureCookies, path: '/' });
     return { address: p.address!, signedOut: true };
   }
 
