@@ -20,6 +20,7 @@ import { Console1795300076000 } from './1795300076000-Console';
 import { ApiKeyLastUsed1795300077000 } from './1795300077000-ApiKeyLastUsed';
 import { ChainCursorHash1795300077500 } from './1795300077500-ChainCursorHash';
 import { ApiKeyCreatedBy1795300078000 } from './1795300078000-ApiKeyCreatedBy';
+import { PayoutAddressProven1795300078100 } from './1795300078100-PayoutAddressProven';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   ApiKeyLastUsed1795300077000,
   ChainCursorHash1795300077500,
   ApiKeyCreatedBy1795300078000,
+  PayoutAddressProven1795300078100,
 ];

@@ -188,7 +188,11 @@ export class OrgsService extends PrincipalResolver {
     return this.repo.findOrganization(id);
   }
 
-  /** The organisation whose payout address is `address` (the oldest if several), or null (issue 4: a party is bound by address). */
+  /**
+   * The organisation bound to `address` as an escrow's buyer (issue 4: a party is bound by address):
+   * among organisations whose payout address is `address` and proven (operator CLI, or proven in the
+   * console, issue 28), the oldest; null if none. Never used for the seller: that is the checkout's.
+   */
   async organizationIdForAddress(address: string): Promise<string | null> {
     return (await this.repo.findOrganizationByPayoutAddress(address))?.id ?? null;
   }

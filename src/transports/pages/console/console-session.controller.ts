@@ -6,6 +6,7 @@ import { clientAddress } from '../../../kernel/auth/auth.guard';
 import type { Principal } from '../../../kernel/auth/principal';
 import { ApiStandardErrors } from '../../../common/http/api-errors.decorator';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
+import { PayoutProofService } from '../../../modules/orgs/payout-proof.service';
 import { ConsoleAuthService, SESSION_TTL_MS } from './console-auth.service';
 import { sessionCookie } from './console-session.authenticator';
 import { ConsoleNonceDto, ConsoleOrganizationDto, ConsoleSessionDto, CreateOrganizationDto, SignedOutDto, SignInDto } from './dto/console.dto';
@@ -23,6 +24,7 @@ export class ConsoleSessionController {
   constructor(
     private readonly auth: ConsoleAuthService,
     private readonly orgs: OrgsService,
+    private readonly payoutProof: PayoutProofService,
   ) {}
 
   @Get('nonce')
@@ -88,12 +90,15 @@ export class ConsoleSessionController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Self-serve: create an organisation owned by the signed-in address (at most 5 per address)',
-    description: 'The payout address defaults to the signed-in address. No Idempotency-Key: the handle is unique, so a retry answers 400 handle taken.',
+    description: 'The payout address defaults to the signed-in address; another address needs its EIP-712 PayoutAddress signature in payoutProof (EIP-1271 for a contract wallet), else 403 payout_address_proof_required. No Idempotency-Key: the handle is unique, so a retry answers 400 handle taken.',
   })
   @ApiOkResponse({ type: ConsoleOrganizationDto })
   @ApiStandardErrors()
   async createOrganization(@CurrentPrincipal() p: Principal, @Body() body: CreateOrganizationDto): Promise<ConsoleOrganizationDto> {
-    const org = await this.orgs.createOwnedOrganization(p.address!, body);
+    // Another payout address than the signed-in one must sign for itself (issue 28; outside any transaction: EIP-1271 is a chain call).
+    if (body.payoutAddress) await this.payoutProof.require(p.address!, body.handle, body.payoutAddress, body.payoutProof);
+    const { payoutProof: _proof, ...input } = body;
+    const org = await this.orgs.createOwnedOrganization(p.address!, input);
     return { id: org.id, name: org.name, handle: org.handle, payoutAddress: org.payoutAddress };
   }
 }

@@ -39,11 +39,23 @@ export class SignedOutDto {
 }
 
 /** POST /console/api/organizations: self-serve creation (docs/architecture.md §19). */
+/** The payout address's signature over PayoutAddress (domain "Payments Control Plane Console", version 1, chainId). */
+export class PayoutProofDto {
+  @ApiProperty({ description: 'Unix seconds; in the future, at most one hour ahead' }) @IsInt() deadline: number;
+  @ApiProperty() @IsString() @MaxLength(2000) signature: string;
+}
+
 export class CreateOrganizationDto {
   @ApiProperty() @IsString() @MinLength(1) @MaxLength(120) name: string;
   @ApiProperty({ description: '3–40 of a-z, 0-9 and -' }) @IsString() handle: string;
   @ApiPropertyOptional({ description: 'Defaults to the signed-in address' }) @IsOptional() @IsString() payoutAddress?: string;
+  @ApiPropertyOptional({ type: PayoutProofDto, description: 'EIP-712 PayoutAddress{owner, handle, payoutAddress, deadline} signed by payoutAddress (EIP-1271 for a contract wallet); needed when it is not the signed-in address' })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => PayoutProofDto)
+  payoutProof?: PayoutProofDto;
 }
+
 
 export class OwnerDto {
   @ApiProperty() address: string;
