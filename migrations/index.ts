@@ -22,6 +22,8 @@ import { ChainCursorHash1795300077500 } from './1795300077500-ChainCursorHash';
 import { ReorgUnwind1795300081000 } from './1795300081000-ReorgUnwind';
 import { ReconcileCancellations1795300081100 } from './1795300081100-ReconcileCancellations';
 import { Refunds1795300085000 } from './1795300085000-Refunds';
+import { ApiKeyCreatedBy1795300078000 } from './1795300078000-ApiKeyCreatedBy';
+import { PayoutAddressProven1795300078100 } from './1795300078100-PayoutAddressProven';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -46,6 +48,8 @@ export const MIGRATIONS = [
   Console1795300076000,
   ApiKeyLastUsed1795300077000,
   ChainCursorHash1795300077500,
+  ApiKeyCreatedBy1795300078000,
+  PayoutAddressProven1795300078100,
   ReorgUnwind1795300081000,
   ReconcileCancellations1795300081100,
   Refunds1795300085000,

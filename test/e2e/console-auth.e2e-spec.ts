@@ -198,18 +198,46 @@ describe('console sign-in and sessions', () => {
   });
 
   describe('rate limits', () => {
-    it('failed sign-ins are limited per signed address (429 once spent)', async () => {
+    it('forged sign-ins naming V do not lock V out: 70 from another client address, then V signs in (issue 28 item 3)', async () => {
+      const limited = await createTestApp({ REDIS_PREFIX: `${process.env.REDIS_PREFIX}-${randomUUID().slice(0, 8)}`, AUTH_FAILURES_PER_MINUTE: '60', TRUSTED_PROXIES: 'loopback' });
+      try {
+        const victim = Wallet.createRandom();
+        const statuses: number[] = [];
+        for (let i = 0; i < 70; i++) {
+          const n = (await limited.http.get('/console/api/nonce').expect(200)).body;
+          const message = siweMessage(victim, n.nonce, n);
+          // Half signed by another key, half with an all-zero signature: none recovers to the victim.
+          const signature = i % 2 === 0 ? await mallory.signMessage(message) : `0x${'00'.repeat(65)}`;
+          statuses.push((await limited.http.post('/console/api/sign-in').set('X-Forwarded-For', '198.51.100.7').send({ message, signature })).status);
+        }
+        // Every refusal counted against the forger's client address: its allowance (60 a minute) is spent.
+        expect(statuses.slice(0, 60).every((s) => s === 401)).toBe(true);
+        expect(statuses.slice(60).every((s) => s === 429)).toBe(true);
+        const n = (await limited.http.get('/console/api/nonce').expect(200)).body;
+        const message = siweMessage(victim, n.nonce, n);
+        const ok = await limited.http.post('/console/api/sign-in').set('X-Forwarded-For', '198.51.100.8').send({ message, signature: await victim.signMessage(message) });
+        expect(ok.status).toBe(200);
+        expect(ok.body.address).toBe(victim.address);
+      } finally {
+        await limited.close();
+      }
+    });
+
+    it("refusals of messages the named address did sign count against it (429 once spent), from any client address", async () => {
       const limited = await createTestApp({ REDIS_PREFIX: `${process.env.REDIS_PREFIX}-${randomUUID().slice(0, 8)}`, AUTH_FAILURES_PER_MINUTE: '3', TRUSTED_PROXIES: 'loopback' });
       try {
         const victim = Wallet.createRandom();
         let ip = 10;
-        const attempt = async () => {
+        const attempt = async (signer: Wallet | typeof mallory, nonce?: string) => {
           const n = (await limited.http.get('/console/api/nonce').expect(200)).body;
-          const message = siweMessage(victim, n.nonce, n);
-          return limited.http.post('/console/api/sign-in').set('X-Forwarded-For', `203.0.113.${ip++}`).send({ message, signature: await mallory.signMessage(message) });
+          const message = siweMessage(victim, nonce ?? n.nonce, n);
+          return limited.http.post('/console/api/sign-in').set('X-Forwarded-For', `203.0.113.${ip++}`).send({ message, signature: await signer.signMessage(message) });
         };
-        for (let i = 0; i < 3; i++) expectError(await attempt(), 401, 'unauthorized');
-        const refused = await attempt();
+        // Forged ones from fresh client addresses: refused, never counted against the victim.
+        for (let i = 0; i < 5; i++) expectError(await attempt(mallory), 401, 'unauthorized');
+        // The victim's own signatures over an unknown nonce: refused and counted.
+        for (let i = 0; i < 3; i++) expect(expectError(await attempt(victim, 'abcdefgh12345678'), 401, 'unauthorized')).toMatchObject({ reason: 'nonce_invalid' });
+        const refused = await attempt(victim);
         expectError(refused, 429, 'rate_limited');
         expect(refused.headers['retry-after']).toBeDefined();
       } finally {

@@ -6,7 +6,7 @@ import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { AgentsService } from '../../src/modules/agents/agents.service';
 import { signIntentMandate } from '../../src/modules/mandates/mandate-signing';
 import { createTestApp, TestApp } from '../support/app';
-import { consoleHeaders, consoleSignIn } from '../support/console';
+import { agentOwnerProof, consoleHeaders, consoleSignIn } from '../support/console';
 import { createPayee } from '../support/agents';
 import { chromiumAvailable, launchChromium, openWalletPage, screenshot, WalletPage } from '../support/browser';
 import { fundOnChain, TestChain, USDC } from '../support/chain';
@@ -332,7 +332,8 @@ describeBrowser('the console in a browser', () => {
     const orgId = (await t.http.post('/console/api/organizations').set(consoleHeaders(login)).send({ name: 'Someone Else Co', handle: `else-${randomUUID().slice(0, 8)}` }).expect(200)).body.id as string;
     const agentOwner = await chain.wallet();
     const slug = `owned-${randomUUID().slice(0, 8)}`;
-    const agentId = (await t.http.post('/api/v1/agents').set(consoleHeaders(login, orgId)).send({ slug, ownerAddress: agentOwner.address }).expect(200)).body.id as string;
+    const ownerProof = await agentOwnerProof(agentOwner, { organizationId: orgId, slug, ownerAddress: agentOwner.address });
+    const agentId = (await t.http.post('/api/v1/agents').set(consoleHeaders(login, orgId)).send({ slug, ownerAddress: agentOwner.address, ownerProof }).expect(200)).body.id as string;
     const aw = await openWalletPage(browser, { wallet: agentOwner, chainId: 31337 }, { width: 1100, height: 900 });
     try {
       const { page } = aw;
@@ -360,6 +361,46 @@ describeBrowser('the console in a browser', () => {
       expect((await page.goto(`${base}/console/orgs/${orgId}`))?.status()).toBe(404);
     } finally {
       await aw.close();
+    }
+  });
+  it("an organisation owner's raise of another owner's agent asks the agent owner's wallet: O's wallet is refused, V consents, the raise applies", async () => {
+    const O = await chain.wallet();
+    const V = await chain.wallet();
+    const o = await consoleSignIn(t, O);
+    const v = await consoleSignIn(t, V);
+    const orgId = (await t.http.post('/console/api/organizations').set(consoleHeaders(o)).send({ name: 'O Co', handle: `oco-${randomUUID().slice(0, 8)}` }).expect(200)).body.id as string;
+    const slug = `vbot-${randomUUID().slice(0, 8)}`;
+    const ownerProof = await agentOwnerProof(V, { organizationId: orgId, slug, ownerAddress: V.address });
+    const agentId = (await t.http.post('/api/v1/agents').set(consoleHeaders(o, orgId)).send({ slug, ownerAddress: V.address, ownerProof }).expect(200)).body.id as string;
+    await t.http.put(`/api/v1/agents/${agentId}/policy`).set({ Cookie: v.cookie, 'X-CSRF-Token': v.csrf, 'X-Console-Agent': agentId }).send({ perTransactionMax: '1.00', dailyLimit: '3.00' }).expect(200);
+    const ow = await openWalletPage(browser, { wallet: O, chainId: 31337 }, { width: 1100, height: 900 });
+    try {
+      const { page } = ow;
+      await page.goto(`${base}/console`);
+      await ready(page);
+      await page.getByRole('button', { name: 'Connect wallet' }).click();
+      await page.getByRole('button', { name: 'Sign in with Ethereum' }).click();
+      await waitFor(async () => (await ow.context.cookies(base)).some((c) => c.name === 'pcp_console'), { label: 'the console session cookie' });
+      await page.goto(`${base}/console/orgs/${orgId}/agents/${agentId}`);
+      await ready(page);
+      await page.getByRole('button', { name: 'Connect wallet' }).click();
+      await page.locator(`#account[data-account="${O.address}"]`).waitFor({ state: 'attached', timeout: 30_000 });
+      await page.getByLabel('dailyLimit').fill('1000.00');
+      await page.getByLabel('perTransactionMax').fill('1000.00');
+      // O's wallet holds no V account: it refuses to sign for V, and nothing changes.
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await seeText(page, /did not consent/);
+      const asked = ow.calls.filter(([m]) => m === 'eth_signTypedData_v4').map(([, p]) => (p as string[])[0].toLowerCase());
+      expect(asked).toEqual([V.address.toLowerCase()]);
+      expect((await t.app.get(AgentsService).view(agentId)).policy).toMatchObject({ perTransactionMax: '1.00', dailyLimit: '3.00' });
+      // V's wallet consents (the same page, the agent owner's wallet now answering): the raise applies.
+      ow.behaviour.wallet = V;
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await seeText(page, 'Policy saved.');
+      expect((await t.app.get(AgentsService).view(agentId)).policy).toMatchObject({ perTransactionMax: '1000.00', dailyLimit: '1000.00' });
+      expect(ow.errors.filter((e) => !/status of 403/.test(e))).toEqual([]);
+    } finally {
+      await ow.close();
     }
   });
 });

@@ -3,7 +3,7 @@ import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { formatEther, Wallet } from 'ethers';
 import { createTestApp, TestApp } from '../support/app';
-import { consoleHeaders, consoleSignIn, ConsoleLogin } from '../support/console';
+import { agentOwnerProof, consoleHeaders, consoleSignIn, ConsoleLogin } from '../support/console';
 import { expectError } from '../support/errors';
 import { TestChain } from '../support/chain';
 
@@ -113,7 +113,8 @@ describe('console owner actions', () => {
 
   it("an agent's owner address manages that agent without owning its organisation; every other address gets 404 for its pages and actions", async () => {
     const agentOwner = Wallet.createRandom();
-    const mine = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `own-${randomUUID().slice(0, 8)}`, ownerAddress: agentOwner.address }).expect(200)).body;
+    const mineSlug = `own-${randomUUID().slice(0, 8)}`;
+    const mine = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: mineSlug, ownerAddress: agentOwner.address, ownerProof: await agentOwnerProof(agentOwner, { organizationId: orgId, slug: mineSlug, ownerAddress: agentOwner.address }) }).expect(200)).body;
     const sibling = (await t.http.post('/api/v1/agents').set(as(login)).send({ slug: `sib-${randomUUID().slice(0, 8)}`, ownerAddress: owner.address }).expect(200)).body;
     const me = await consoleSignIn(t, agentOwner);
     const asAgent = (l: ConsoleLogin, agentId: string) => ({ Cookie: l.cookie, 'X-CSRF-Token': l.csrf, 'X-Console-Agent': agentId });

@@ -1,5 +1,7 @@
-import type { BaseWallet } from 'ethers';
+import { getAddress, hexlify, randomBytes, type BaseWallet } from 'ethers';
 import { SiweMessage } from 'siwe';
+import { AGENT_CONSENT_TYPES, consentPayloadHash } from '../../src/modules/agents/agent-consent';
+import { ownerDomain } from '../../src/modules/agents/owner-messages';
 import type { TestApp } from './app';
 
 /** A signed-in console session as a test client holds it. */
@@ -42,4 +44,20 @@ export async function consoleSignIn(t: TestApp, wallet: BaseWallet): Promise<Con
 /** Headers of a console API request acting for `organizationId`. */
 export function consoleHeaders(login: ConsoleLogin, organizationId?: string): Record<string, string> {
   return { Cookie: login.cookie, 'X-CSRF-Token': login.csrf, ...(organizationId ? { 'X-Console-Organization': organizationId } : {}) };
+}
+
+/** An AgentConsent body `{nonce, deadline, signature}`: `wallet` signs the typed data a 403 agent_owner_consent_required offered. */
+export async function consentFrom(wallet: BaseWallet, offered: unknown): Promise<{ nonce: string; deadline: number; signature: string }> {
+  const typedData = offered as { domain: Record<string, unknown>; message: Record<string, unknown> };
+  const signature = await wallet.signTypedData(typedData.domain, AGENT_CONSENT_TYPES, typedData.message);
+  return { nonce: typedData.message.nonce as string, deadline: typedData.message.deadline as number, signature };
+}
+
+/** `wallet`'s AgentConsent `create_agent` (agentId = the slug) for an agent it is to own (chain 31337). */
+export async function agentOwnerProof(wallet: BaseWallet, a: { organizationId: string; slug: string; ownerAddress: string }): Promise<{ nonce: string; deadline: number; signature: string }> {
+  const nonce = hexlify(randomBytes(32));
+  const deadline = Math.floor(Date.now() / 1000) + 600;
+  const payloadHash = consentPayloadHash({ organizationId: a.organizationId, ownerAddress: getAddress(a.ownerAddress), slug: a.slug });
+  const signature = await wallet.signTypedData(ownerDomain(31337), AGENT_CONSENT_TYPES, { agentId: a.slug, action: 'create_agent', payloadHash, nonce, deadline });
+  return { nonce, deadline, signature };
 }

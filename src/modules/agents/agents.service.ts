@@ -12,6 +12,8 @@ import { policyWindows, renderPolicy, StoredPolicy } from './agent-policy';
 import { AgentRow, agentUsage, AgentsRepository } from './agents.repository';
 import { readSignerBalance } from './signer-balance';
 import { ENABLE_SIGNER_TYPES, ownerDomain, WITHDRAW_TYPES } from './owner-messages';
+import { AGENT_CONSENT_TYPES, ConsentAction, consentPayloadHash, consentTypedData, policyRaises, SPENDING_SCOPES } from './agent-consent';
+import { expandScopes } from '../../kernel/auth/scopes';
 import { SignerVault } from './signer-vault.service';
 
 /** GET /agent (docs/architecture.md §13): amounts decimal text. */
@@ -58,6 +60,19 @@ export interface OwnerSigned {
   signature: string;
 }
 
+/**
+ * Who acts from the console, for the agent-owner rule (DESIGN §19 "Whose float it is"): the session's
+ * address and, when it is not the agent's owner, the owner's AgentConsent carried by the request.
+ * Absent (operator CLI, trusted) → no check.
+ */
+export interface ConsoleActor {
+  address: string;
+  consent?: OwnerSigned;
+}
+
+/** How long the AgentConsent a refusal offers stays valid (seconds). */
+const CONSENT_OFFER_SECONDS = 600;
+
 /** Seconds before a payment authorization's validBefore; also the longest owner-message validity accepted. */
 const OWNER_MESSAGE_MAX_SECONDS = 3600;
 
@@ -89,10 +104,20 @@ export class AgentsService {
    * Creates an agent with a fresh sealed session signer (disabled, no USDC).
    * @throws AppError invalid_request for a bad slug/address or a slug already taken by an organisation or agent.
    */
-  async create(input: { organizationId: string; slug: string; ownerAddress: string; name?: string }): Promise<AgentRow> {
+  async create(input: { organizationId: string; slug: string; ownerAddress: string; name?: string }, by?: ConsoleActor): Promise<AgentRow> {
+    let ownerAddress: string;
+    try {
+      ownerAddress = getAddress(input.ownerAddress);
+    } catch {
+      throw AppError.invalidParam('ownerAddress', 'must be an address');
+    }
+    const payload = { organizationId: input.organizationId, ownerAddress, slug: input.slug };
+    const needsProof = by !== undefined && getAddress(by.address) !== ownerAddress;
+    if (needsProof) this.verifyConsent(input.slug, ownerAddress, 'create_agent', payload, by.consent);
     try {
       return await this.tx(async () => {
         const agent = await this.orgs.createAgent(input);
+        if (needsProof && !(await this.repo.useOwnerNonce(agent.id, by!.consent!.nonce, 'consent'))) throw this.consentRefusal(input.slug, ownerAddress, 'create_agent', payload, 'nonce_used');
         const signer = this.vault.generate(agent.id);
         await this.repo.setSigner(agent.id, signer.address, signer.sealed, input.name ?? null);
         return (await this.repo.find(agent.id))!;
@@ -172,21 +197,29 @@ export class AgentsService {
    * Replaces the whole policy (absent fields are unset; docs/api.md agent:policy:set).
    * @throws AppError invalid_request naming the field for a malformed amount, mode, time or recipient.
    */
-  async setPolicy(agentId: string, input: PolicyInput): Promise<AgentView> {
+  async setPolicy(agentId: string, input: PolicyInput, by?: ConsoleActor): Promise<AgentView> {
     await this.require(agentId);
     const policy = parsePolicy(input, this.config.maxAmountUnits);
-    await this.tx(() => this.repo.setPolicy(agentId, policy));
+    await this.tx(async () => {
+      // Under the agent's row lock, so the comparison is with the policy this write replaces.
+      const agent = (await this.repo.lock(agentId))!;
+      if (by && policyRaises(agent.policy, policy).length > 0) await this.useConsent(agent, by, 'raise_policy', renderPolicy(policy));
+      await this.repo.setPolicy(agentId, policy);
+    });
     return this.view(agentId);
   }
 
   /**
-   * Pauses or resumes the agent (operator CLI). Pausing also fails its reserved, still unsigned
-   * payments (`agent_paused`) in the same transaction; signed ones settle or expire.
-   * @throws AppError not_found.
+   * Pauses or resumes the agent (operator CLI, console). Pausing also fails its reserved, still unsigned
+   * payments (`agent_paused`) in the same transaction; signed ones settle or expire. From the console
+   * (`by`), resuming a paused agent needs its owner (DESIGN §19).
+   * @throws AppError not_found; 403 forbidden (`agent_owner_consent_required`).
    */
-  async setPaused(agentId: string, paused: boolean): Promise<AgentView> {
+  async setPaused(agentId: string, paused: boolean, by?: ConsoleActor): Promise<AgentView> {
     await this.require(agentId);
     await this.tx(async () => {
+      const agent = (await this.repo.lock(agentId))!;
+      if (by && !paused && agent.paused) await this.useConsent(agent, by, 'resume', {});
       await this.repo.setPaused(agentId, paused);
       if (paused) await this.repo.failUnsignedPayments(agentId, 'agent_paused');
     });
@@ -277,6 +310,69 @@ export class AgentsService {
     }
     const txHash = await this.chain.gateway.usdcTransfer(owner.connect(this.chain.provider), agent.signerAddress, units);
     return { txHash, signerAddress: agent.signerAddress, balance: formatAmount(current + units) };
+  }
+
+  /**
+   * From the console, an agent key that may spend (`agent:pay`, `agent:escrow:fund`, or the default
+   * set) needs the agent owner: its session or its AgentConsent `create_pay_key` over `{scopes}`
+   * (sorted); the consent's nonce is used here (DESIGN §19).
+   * @throws AppError not_found; 403 forbidden (`agent_owner_consent_required`).
+   */
+  async authorizeAgentKey(agentId: string, scopes: string[], by: ConsoleActor): Promise<void> {
+    const granted = expandScopes(scopes);
+    if (!SPENDING_SCOPES.some((s) => granted.has(s))) return;
+    await this.require(agentId);
+    await this.tx(async () => {
+      const agent = (await this.repo.lock(agentId))!;
+      await this.useConsent(agent, by, 'create_pay_key', { scopes: [...scopes].sort() });
+    });
+  }
+
+  /**
+   * Inside the caller's transaction: nothing when `by` is the agent's owner; else its AgentConsent for
+   * `action` over `payload` must verify and its nonce is used (single use, in this transaction).
+   */
+  private async useConsent(agent: AgentRow, by: ConsoleActor, action: ConsentAction, payload: unknown): Promise<void> {
+    if (getAddress(by.address) === getAddress(agent.ownerAddress)) return;
+    this.verifyConsent(agent.id, agent.ownerAddress, action, payload, by.consent);
+    if (!(await this.repo.useOwnerNonce(agent.id, by.consent!.nonce, 'consent'))) throw this.consentRefusal(agent.id, agent.ownerAddress, action, payload, 'nonce_used');
+  }
+
+  /**
+   * Checks an AgentConsent{agentId, action, payloadHash, nonce, deadline} signed by `ownerAddress`
+   * (deadline in the future, at most an hour ahead). CPU only.
+   * @throws AppError 403 forbidden (`agent_owner_consent_required`, `details.problem` when one was sent).
+   */
+  private verifyConsent(agentId: string, ownerAddress: string, action: ConsentAction, payload: unknown, consent: OwnerSigned | undefined): void {
+    if (!consent) throw this.consentRefusal(agentId, ownerAddress, action, payload);
+    const now = Math.floor(Date.now() / 1000);
+    if (!isHexString(consent.nonce, 32) || typeof consent.signature !== 'string') throw this.consentRefusal(agentId, ownerAddress, action, payload, 'malformed');
+    if (!Number.isSafeInteger(consent.deadline) || consent.deadline < now || consent.deadline > now + OWNER_MESSAGE_MAX_SECONDS) throw this.consentRefusal(agentId, ownerAddress, action, payload, 'expired');
+    let recovered = '';
+    try {
+      recovered = verifyTypedData(ownerDomain(this.chain.chainId), AGENT_CONSENT_TYPES, { agentId, action, payloadHash: consentPayloadHash(payload), nonce: consent.nonce, deadline: BigInt(consent.deadline) }, consent.signature);
+    } catch {
+      /* a malformed signature is not the owner's */
+    }
+    if (!recovered || getAddress(recovered) !== getAddress(ownerAddress)) throw this.consentRefusal(agentId, ownerAddress, action, payload, 'bad_signature');
+  }
+
+  /** 403 forbidden `agent_owner_consent_required` with the typed data the owner would sign (fresh nonce, 10 min). */
+  private consentRefusal(agentId: string, ownerAddress: string, action: ConsentAction, payload: unknown, problem?: string): AppError {
+    const typedData = consentTypedData(this.chain.chainId, {
+      agentId,
+      action,
+      payloadHash: consentPayloadHash(payload),
+      nonce: hexlify(randomBytes(32)),
+      deadline: Math.floor(Date.now() / 1000) + CONSENT_OFFER_SECONDS,
+    });
+    return new AppError('forbidden', "This needs the agent owner's own console session or its signed AgentConsent", {
+      reason: 'agent_owner_consent_required',
+      action,
+      ownerAddress: getAddress(ownerAddress),
+      ...(problem ? { problem } : {}),
+      typedData,
+    });
   }
 
   private checkOwnerSignature(agent: AgentRow, types: Record<string, Array<{ name: string; type: string }>>, message: Record<string, unknown>, body: OwnerSigned): void {

@@ -183,7 +183,8 @@ export class EscrowProjector {
       buyerAddress: e.buyer,
       sellerAddress: e.seller,
       buyerOrganizationId: await this.orgs.organizationIdForAddress(e.buyer),
-      sellerOrganizationId: session?.organizationId ?? (await this.orgs.organizationIdForAddress(e.seller)),
+      // The checkout's organisation, never one found by address (issue 28): no checkout, no seller organisation.
+      sellerOrganizationId: session?.organizationId ?? null,
       amountUnits: e.amount,
       escrowTemplateId: session?.escrowTemplateId ?? 'custom',
       inspectionWindowSeconds: e.inspectionWindow,

@@ -4,6 +4,7 @@ import { CredentialExchange, CurrentPrincipal, RequireScopes } from '../../kerne
 import type { Principal } from '../../kernel/auth/principal';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
+import { NoStore } from '../../common/http/no-store.decorator';
 import { MeDto, PayoutBalanceDto } from './dto/me.dto';
 import { TokenRequestDto, TokenResponseDto } from './dto/token.dto';
 import { OrgsService } from './orgs.service';
@@ -45,6 +46,7 @@ export class OAuthController {
   @Post('token')
   @CredentialExchange()
   @HttpCode(200)
+  @NoStore()
   @ApiOperation({ summary: 'Client-credentials grant: exchange an OAuth client id and secret for a bat_ access token' })
   @ApiOkResponse({ type: TokenResponseDto })
   @ApiUnauthorizedResponse({ type: ErrorBody })

@@ -41,6 +41,8 @@ export class ApiKey {
   @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt: Date | null;
   /** When the key last authenticated a request, to the minute (docs/decisions.md "API key last used"). */
   @Column('timestamptz', { name: 'last_used_at', nullable: true }) lastUsedAt: Date | null;
+  /** Who created the key: `console:<address>`, `operator` (CLI); null for keys from before it was recorded (docs/decisions.md "Agent owner consent"). */
+  @Column('text', { name: 'created_by', nullable: true }) createdBy: string | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }
 

@@ -96,6 +96,7 @@ export class OrgsRepository {
       .getRepository(Organization)
       .createQueryBuilder('o')
       .where('lower(o.payout_address) = lower(:address)', { address })
+      .andWhere('o.payout_address_proven')
       .orderBy('o.created_at', 'ASC')
       .getOne();
   }

@@ -188,7 +188,11 @@ export class OrgsService extends PrincipalResolver {
     return this.repo.findOrganization(id);
   }
 
-  /** The organisation whose payout address is `address` (the oldest if several), or null (issue 4: a party is bound by address). */
+  /**
+   * The organisation bound to `address` as an escrow's buyer (issue 4: a party is bound by address):
+   * among organisations whose payout address is `address` and proven (operator CLI, or proven in the
+   * console, issue 28), the oldest; null if none. Never used for the seller: that is the checkout's.
+   */
   async organizationIdForAddress(address: string): Promise<string | null> {
     return (await this.repo.findOrganizationByPayoutAddress(address))?.id ?? null;
   }
@@ -214,7 +218,7 @@ export class OrgsService extends PrincipalResolver {
    * @returns the key row and its plaintext secret (`bk_live_…` / `bk_agent_live_…`), shown once.
    * @throws AppError invalid_request for unknown scopes or scopes the key kind may not hold.
    */
-  async createApiKey(input: { organizationId: string; kind: 'merchant' | 'agent'; agentId?: string; scopes: string[] }) {
+  async createApiKey(input: { organizationId: string; kind: 'merchant' | 'agent'; agentId?: string; scopes: string[]; createdBy?: string }) {
     await this.requireOrganization(input.organizationId);
     this.checkScopes(input.scopes, input.kind === 'agent' ? AGENT_SCOPES : MERCHANT_SCOPES);
     if (input.kind === 'agent') {
@@ -231,6 +235,7 @@ export class OrgsService extends PrincipalResolver {
       secretHash: hashSecret(secret),
       scopes: input.scopes,
       revokedAt: null,
+      createdBy: input.createdBy ?? 'operator',
     });
     await this.repo.insertApiKey(key);
     return { key, secret };

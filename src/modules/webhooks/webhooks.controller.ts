@@ -4,6 +4,7 @@ import { CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorato
 import type { Principal } from '../../kernel/auth/principal';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
+import { NoStore } from '../../common/http/no-store.decorator';
 import { Idempotent } from '../../kernel/idempotency/idempotent.decorator';
 import { Runs } from '../../kernel/http';
 import { ListWebhookDeliveriesQueryDto, WebhookDeliveryDto, WebhookDeliveryListDto } from './dto/webhook-delivery.dto';
@@ -31,6 +32,7 @@ export class WebhookEndpointsController {
 
   @Put()
   @HttpCode(200)
+  @NoStore()
   @Runs(PUT_WEBHOOK_ENDPOINT)
   @ApiOperation({
     summary: 'Create or replace the webhook endpoint; rotateSecret issues a new secret',

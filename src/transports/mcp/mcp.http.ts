@@ -69,6 +69,8 @@ export function mcpRouter(app: INestApplicationContext): Router {
       // failed authentications), then the credential's rate limit, one count per request.
       const principal = await authenticator.authenticate(req);
       for (const [name, value] of Object.entries(await rateLimit.consume(principal, clientAddress(req)))) res.setHeader(name, value);
+      // Tool results may carry a secret (svc_webhook_endpoint_put's whsec_): no MCP answer is stored (issue 28).
+      res.setHeader('Cache-Control', 'no-store');
       const server = mcp.serverFor(principal, requestIdOf(req));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {

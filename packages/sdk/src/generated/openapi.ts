@@ -1123,7 +1123,7 @@ export interface paths {
         put?: never;
         /**
          * Self-serve: create an organisation owned by the signed-in address (at most 5 per address)
-         * @description The payout address defaults to the signed-in address. No Idempotency-Key: the handle is unique, so a retry answers 400 handle taken.
+         * @description The payout address defaults to the signed-in address; another address needs its EIP-712 PayoutAddress signature in payoutProof (EIP-1271 for a contract wallet), else 403 payout_address_proof_required. No Idempotency-Key: the handle is unique, so a retry answers 400 handle taken.
          */
         post: operations["ConsoleSessionController_createOrganization"];
         delete?: never;
@@ -1247,7 +1247,10 @@ export interface paths {
         /** The organisation's agents with policy, signer and usage */
         get: operations["ConsoleAdminController_listAgents"];
         put?: never;
-        /** Create an agent with a sealed session signer (disabled, no USDC) */
+        /**
+         * Create an agent with a sealed session signer (disabled, no USDC)
+         * @description ownerAddress defaults to the signed-in address; another address needs its AgentConsent (create_agent) in ownerProof, else 403 agent_owner_consent_required.
+         */
         post: operations["ConsoleAdminController_createAgent"];
         delete?: never;
         options?: never;
@@ -1297,7 +1300,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Replace the whole spending policy (amounts decimal text; absent fields are unset) */
+        /**
+         * Replace the whole spending policy (amounts decimal text; absent fields are unset)
+         * @description Raising any field needs the agent owner's session or its consent (raise_policy), else 403 agent_owner_consent_required with the typed data to sign.
+         */
         put: operations["ConsoleAdminController_setPolicy"];
         post?: never;
         delete?: never;
@@ -1332,7 +1338,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume a paused agent */
+        /** Resume a paused agent: the agent owner's session or its consent (resume), else 403 agent_owner_consent_required */
         post: operations["ConsoleAdminController_resume"];
         delete?: never;
         options?: never;
@@ -1349,7 +1355,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an agent key (agent scopes); the secret is in this response only */
+        /**
+         * Create an agent key (agent scopes); the secret is in this response only
+         * @description A key that may spend (agent:pay, agent:escrow:fund) needs the agent owner's session or its consent (create_pay_key), else 403 agent_owner_consent_required.
+         */
         post: operations["ConsoleAdminController_createAgentKey"];
         delete?: never;
         options?: never;
@@ -2846,12 +2855,19 @@ export interface components {
             /** @enum {boolean} */
             signedOut: true;
         };
+        PayoutProofDto: {
+            /** @description Unix seconds; in the future, at most one hour ahead */
+            deadline: number;
+            signature: string;
+        };
         CreateOrganizationDto: {
             name: string;
             /** @description 3–40 of a-z, 0-9 and - */
             handle: string;
             /** @description Defaults to the signed-in address */
             payoutAddress?: string;
+            /** @description EIP-712 PayoutAddress{owner, handle, payoutAddress, deadline} signed by payoutAddress (EIP-1271 for a contract wallet); needed when it is not the signed-in address */
+            payoutProof?: components["schemas"]["PayoutProofDto"];
         };
         OwnerDto: {
             address: string;
@@ -2872,6 +2888,8 @@ export interface components {
             revokedAt: string | null;
             /** @description When the key last authenticated a request, to the minute (stamped at most once a minute); null if never */
             lastUsedAt: string | null;
+            /** @description Who created it: console:<address> or operator; null for keys created before this was recorded */
+            createdBy: string | null;
         };
         CreateApiKeyDto: {
             /** @description Merchant scopes (X:read, X:write, X:*) */
@@ -2889,6 +2907,8 @@ export interface components {
             revokedAt: string | null;
             /** @description When the key last authenticated a request, to the minute (stamped at most once a minute); null if never */
             lastUsedAt: string | null;
+            /** @description Who created it: console:<address> or operator; null for keys created before this was recorded */
+            createdBy: string | null;
             /** @description The secret, shown once */
             secret: string;
         };
@@ -2914,12 +2934,22 @@ export interface components {
             /** @description The client secret, shown once */
             clientSecret: string;
         };
+        AgentConsentDto: {
+            /** @description 32 bytes, 0x hex; single use */
+            nonce: string;
+            /** @description Unix seconds; in the future, at most one hour ahead */
+            deadline: number;
+            /** @description EIP-712 signature by the agent's ownerAddress */
+            signature: string;
+        };
         CreateAgentDto: {
             /** @description 3–40 of a-z, 0-9 and - */
             slug: string;
-            /** @description The agent owner's address (signs EnableSigner and Withdraw) */
-            ownerAddress: string;
+            /** @description The agent owner's address (signs EnableSigner, Withdraw and AgentConsent); default the signed-in address */
+            ownerAddress?: string;
             name?: string;
+            /** @description AgentConsent by ownerAddress, action create_agent, agentId = the slug, over {organizationId, ownerAddress, slug}: needed when ownerAddress is not the signed-in address */
+            ownerProof?: components["schemas"]["AgentConsentDto"];
         };
         PolicyDto: {
             /** @example 25.00 */
@@ -2933,6 +2963,18 @@ export interface components {
             mode?: "autonomous" | "mandate";
             validFrom?: string;
             expiresAt?: string;
+            /** @description Action raise_policy over the policy as the API renders it: needed to raise the policy unless the session is the agent owner's */
+            consent?: components["schemas"]["AgentConsentDto"];
+        };
+        ResumeAgentDto: {
+            /** @description Action resume over {} */
+            consent?: components["schemas"]["AgentConsentDto"];
+        };
+        CreateAgentKeyDto: {
+            /** @description Agent scopes (empty = all agent scopes) */
+            scopes: string[];
+            /** @description Action create_pay_key over {scopes} (sorted): needed unless the session is the agent owner's, when the key may spend (agent:pay, agent:escrow:fund) */
+            consent?: components["schemas"]["AgentConsentDto"];
         };
         CreateRefundDto: {
             /**
@@ -8844,7 +8886,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResumeAgentDto"];
+            };
+        };
         responses: {
             200: {
                 headers: {
@@ -8912,7 +8958,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateApiKeyDto"];
+                "application/json": components["schemas"]["CreateAgentKeyDto"];
             };
         };
         responses: {

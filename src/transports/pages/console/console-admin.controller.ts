@@ -5,8 +5,9 @@ import type { Principal } from '../../../kernel/auth/principal';
 import { AGENT_SCOPES } from '../../../kernel/auth/scopes';
 import { AppError } from '../../../common/errors/app-error';
 import { ApiStandardErrors } from '../../../common/http/api-errors.decorator';
+import { NoStore } from '../../../common/http/no-store.decorator';
 import { Idempotent } from '../../../kernel/idempotency/idempotent.decorator';
-import { AgentsService } from '../../../modules/agents/agents.service';
+import { AgentsService, ConsoleActor } from '../../../modules/agents/agents.service';
 import { AgentDto, BalanceDto } from '../../../modules/agents/dto/agent.dto';
 import { MandateListDto } from '../../../modules/mandates/dto/mandate.dto';
 import { MandatesService } from '../../../modules/mandates/mandates.service';
@@ -14,13 +15,18 @@ import { PaymentListDto, PaymentListQueryDto } from '../../../modules/payments/d
 import { PaymentsService } from '../../../modules/payments/payments.service';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
 import { ListQueryDto } from '../../../common/http/list.dto';
-import { AddOwnerDto, ApiKeyDto, CreateAgentDto, CreateApiKeyDto, CreatedApiKeyDto, CreatedOAuthClientDto, OAuthClientDto, OwnerDto, PolicyDto } from './dto/console.dto';
+import { AddOwnerDto, ApiKeyDto, CreateAgentDto, CreateAgentKeyDto, CreateApiKeyDto, CreatedApiKeyDto, CreatedOAuthClientDto, OAuthClientDto, OwnerDto, PolicyDto, ResumeAgentDto } from './dto/console.dto';
 
 const uuid = (what: string) => new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound(what) });
 
 /** The list view of a key: never its secret or digest. */
 function keyView(k: Awaited<ReturnType<OrgsService['listApiKeys']>>[number]): ApiKeyDto {
-  return { id: k.id, kind: k.kind, agentId: k.agentId, prefix: k.displayPrefix, scopes: k.scopes, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null, lastUsedAt: k.lastUsedAt?.toISOString() ?? null };
+  return { id: k.id, kind: k.kind, agentId: k.agentId, prefix: k.displayPrefix, scopes: k.scopes, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null, lastUsedAt: k.lastUsedAt?.toISOString() ?? null, createdBy: k.createdBy ?? null };
+}
+
+/** The console session acting, for the agent-owner rule (DESIGN §19 "Whose float it is"). */
+function actor(p: Principal, consent?: ConsoleActor['consent']): ConsoleActor {
+  return { address: p.address!, consent };
 }
 
 /** The list view of an OAuth client: never its secret or digest. */
@@ -96,12 +102,13 @@ export class ConsoleAdminController {
 
   @Post('api-keys')
   @HttpCode(200)
+  @NoStore()
   @RequireConsole()
   @ApiOperation({ summary: 'Create a merchant key; the secret is in this response only' })
   @ApiOkResponse({ type: CreatedApiKeyDto })
   @ApiStandardErrors()
   async createApiKey(@CurrentPrincipal() p: Principal, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
-    const { key, secret } = await this.orgs.createApiKey({ organizationId: p.organizationId, kind: 'merchant', scopes: body.scopes });
+    const { key, secret } = await this.orgs.createApiKey({ organizationId: p.organizationId, kind: 'merchant', scopes: body.scopes, createdBy: p.actor });
     return { ...keyView(key), createdAt: new Date().toISOString(), secret };
   }
 
@@ -127,6 +134,7 @@ export class ConsoleAdminController {
 
   @Post('oauth-clients')
   @HttpCode(200)
+  @NoStore()
   @RequireConsole()
   @ApiOperation({ summary: 'Create an OAuth client (client-credentials grant, merchant scopes); the secret is in this response only' })
   @ApiOkResponse({ type: CreatedOAuthClientDto })
@@ -160,11 +168,14 @@ export class ConsoleAdminController {
   @HttpCode(200)
   @RequireConsole()
   @Idempotent({ required: false })
-  @ApiOperation({ summary: 'Create an agent with a sealed session signer (disabled, no USDC)' })
+  @ApiOperation({
+    summary: 'Create an agent with a sealed session signer (disabled, no USDC)',
+    description: 'ownerAddress defaults to the signed-in address; another address needs its AgentConsent (create_agent) in ownerProof, else 403 agent_owner_consent_required.',
+  })
   @ApiOkResponse({ type: AgentDto })
   @ApiStandardErrors()
   async createAgent(@CurrentPrincipal() p: Principal, @Body() body: CreateAgentDto) {
-    const agent = await this.agents.create({ organizationId: p.organizationId, slug: body.slug, ownerAddress: body.ownerAddress, name: body.name });
+    const agent = await this.agents.create({ organizationId: p.organizationId, slug: body.slug, ownerAddress: body.ownerAddress ?? p.address!, name: body.name }, actor(p, body.ownerProof));
     return this.agents.view(agent.id);
   }
 
@@ -191,12 +202,16 @@ export class ConsoleAdminController {
   @Put('agents/:id/policy')
   @HttpCode(200)
   @RequireConsole({ agentOwner: true })
-  @ApiOperation({ summary: 'Replace the whole spending policy (amounts decimal text; absent fields are unset)' })
+  @ApiOperation({
+    summary: 'Replace the whole spending policy (amounts decimal text; absent fields are unset)',
+    description: "Raising any field needs the agent owner's session or its consent (raise_policy), else 403 agent_owner_consent_required with the typed data to sign.",
+  })
   @ApiOkResponse({ type: AgentDto })
   @ApiStandardErrors({ notFound: true })
   async setPolicy(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Body() body: PolicyDto) {
     await this.ownAgent(p, id);
-    return this.agents.setPolicy(id, body);
+    const { consent, ...policy } = body;
+    return this.agents.setPolicy(id, policy, actor(p, consent));
   }
 
   @Post('agents/:id/pause')
@@ -207,30 +222,35 @@ export class ConsoleAdminController {
   @ApiStandardErrors({ notFound: true })
   async pause(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string) {
     await this.ownAgent(p, id);
-    return this.agents.setPaused(id, true);
+    return this.agents.setPaused(id, true, actor(p));
   }
 
   @Post('agents/:id/resume')
   @HttpCode(200)
   @RequireConsole({ agentOwner: true })
-  @ApiOperation({ summary: 'Resume a paused agent' })
+  @ApiOperation({ summary: "Resume a paused agent: the agent owner's session or its consent (resume), else 403 agent_owner_consent_required" })
   @ApiOkResponse({ type: AgentDto })
   @ApiStandardErrors({ notFound: true })
-  async resume(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string) {
+  async resume(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Body() body: ResumeAgentDto) {
     await this.ownAgent(p, id);
-    return this.agents.setPaused(id, false);
+    return this.agents.setPaused(id, false, actor(p, body?.consent));
   }
 
   @Post('agents/:id/keys')
   @HttpCode(200)
+  @NoStore()
   @RequireConsole({ agentOwner: true })
-  @ApiOperation({ summary: 'Create an agent key (agent scopes); the secret is in this response only' })
+  @ApiOperation({
+    summary: 'Create an agent key (agent scopes); the secret is in this response only',
+    description: "A key that may spend (agent:pay, agent:escrow:fund) needs the agent owner's session or its consent (create_pay_key), else 403 agent_owner_consent_required.",
+  })
   @ApiOkResponse({ type: CreatedApiKeyDto })
   @ApiStandardErrors({ notFound: true })
-  async createAgentKey(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyDto> {
+  async createAgentKey(@CurrentPrincipal() p: Principal, @Param('id', uuid('agent')) id: string, @Body() body: CreateAgentKeyDto): Promise<CreatedApiKeyDto> {
     await this.ownAgent(p, id);
     const scopes = body.scopes.length ? body.scopes : [...AGENT_SCOPES];
-    const { key, secret } = await this.orgs.createApiKey({ organizationId: p.organizationId, kind: 'agent', agentId: id, scopes });
+    await this.agents.authorizeAgentKey(id, scopes, actor(p, body.consent));
+    const { key, secret } = await this.orgs.createApiKey({ organizationId: p.organizationId, kind: 'agent', agentId: id, scopes, createdBy: p.actor });
     return { ...keyView(key), createdAt: new Date().toISOString(), secret };
   }
 

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { getAddress } from 'ethers';
+import { getAddress, verifyMessage } from 'ethers';
 import { SiweMessage } from 'siwe';
 import { v7 as uuidv7 } from 'uuid';
 import { hashSecret, randomBase62 } from '../../../kernel/auth/secrets';
@@ -13,14 +13,25 @@ import { ConsoleRepository, ConsoleSessionRow } from './console.repository';
 export const NONCE_TTL_MS = 5 * 60_000;
 /** A console session lives 12 hours (docs/architecture.md §19). */
 export const SESSION_TTL_MS = 12 * 3600_000;
-/** The session cookie's name; its value is the session token (base62). */
+/** The session cookie's name on http localhost (the demo); its value is the session token (base62). */
 export const SESSION_COOKIE = 'pcp_console';
+/** The session cookie's name over HTTPS: `__Host-` (RFC 6265bis §4.1.3.2: Secure, Path=/, no Domain, so no sibling host can set it). */
+export const HOST_SESSION_COOKIE = '__Host-pcp_console';
 /** The header that carries the session's CSRF token on every console API request. */
 export const CSRF_HEADER = 'x-csrf-token';
 /** The header naming the organisation a console request acts for. */
 export const ORGANIZATION_HEADER = 'x-console-organization';
 /** The header naming the agent a console request acts for, when the address owns the agent but not its organisation. */
 export const AGENT_HEADER = 'x-console-agent';
+
+/** Whether `signature` (EIP-191) over the SIWE message recovers to the address it names. CPU only. */
+function signedBy(siwe: SiweMessage, signature: string): boolean {
+  try {
+    return getAddress(verifyMessage(siwe.prepareMessage(), signature)) === getAddress(siwe.address);
+  } catch {
+    return false;
+  }
+}
 
 /** A new session: the cookie token and the CSRF token (both shown to this client once). */
 export interface IssuedSession {
@@ -58,6 +69,11 @@ export class ConsoleAuthService {
     return base.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(base.hostname);
   }
 
+  /** The session cookie's name: `__Host-pcp_console`, except on http localhost (`pcp_console`). */
+  get cookieName(): string {
+    return this.insecureCookies ? SESSION_COOKIE : HOST_SESSION_COOKIE;
+  }
+
   /** A fresh single-use nonce (EIP-4361: ≥ 8 alphanumerics; here 24 base62) valid 5 minutes. */
   async nonce(): Promise<{ nonce: string; expiresAt: string } & { domain: string; uri: string; chainId: number }> {
     const nonce = randomBase62(24);
@@ -71,7 +87,8 @@ export class ConsoleAuthService {
    * @throws AppError unauthorized (`details.reason`: `malformed_message`, `wrong_domain`, `wrong_uri`,
    *   `wrong_chain`, `expiration_required`, `expired`, `not_yet_valid`, `bad_signature`, `nonce_invalid`
    *   (unknown, expired or already used)); 429 rate_limited once the address in the message has
-   *   spent its allowance of failed sign-ins (the client address's allowance is the route's).
+   *   spent its allowance of failed sign-ins — only refusals of messages it signed count there; every
+   *   refusal counts against the client address (the route's allowance).
    */
   async signIn(message: string, signature: string, clientAddress: string): Promise<IssuedSession> {
     const refuse = (reason: string, text: string) => new AppError('unauthorized', `Sign-in refused: ${text}`, { reason });
@@ -81,6 +98,10 @@ export class ConsoleAuthService {
     } catch {
       throw refuse('malformed_message', 'not an EIP-4361 message');
     }
+    // A refusal counts against the named address only when the signature is that address's
+    // (issue 28): else anyone could spend its allowance with forged messages. Every refusal counts
+    // against the client address (the route's allowance, AuthGuard).
+    if (!signedBy(siwe, signature)) throw refuse('bad_signature', 'the signature does not match the message');
     const attempt = await this.limiter.admit(`siwe:${siwe.address.toLowerCase()}`);
     try {
       const session = await this.verifyAndOpen(siwe, signature, clientAddress, refuse);

@@ -33,7 +33,7 @@ export class ConsolePagesController {
   @Get()
   @Public()
   async home(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const token = sessionCookie(req);
+    const token = sessionCookie(req, this.auth.cookieName);
     const session = await this.auth.session(token);
     this.headers(res);
     if (!session || !token) {
@@ -106,7 +106,7 @@ export class ConsolePagesController {
 
   /** The request's console session and its cookie token; without one, redirects to the sign-in page and answers null. */
   private async signedIn(req: Request, res: Response): Promise<{ token: string; session: NonNullable<Awaited<ReturnType<ConsoleAuthService['session']>>> } | null> {
-    const token = sessionCookie(req);
+    const token = sessionCookie(req, this.auth.cookieName);
     const session = await this.auth.session(token);
     if (!session || !token) {
       res.redirect(303, '/console');

@@ -4,19 +4,36 @@ import { Principal, SessionAuthenticator } from '../../../kernel/auth/principal'
 import { expandScopes, MERCHANT_SCOPES } from '../../../kernel/auth/scopes';
 import { AppError } from '../../../common/errors/app-error';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
-import { AGENT_HEADER, ConsoleAuthService, CSRF_HEADER, ORGANIZATION_HEADER, SESSION_COOKIE } from './console-auth.service';
+import { parse as parseCookie } from 'cookie';
+import { AGENT_HEADER, ConsoleAuthService, CSRF_HEADER, HOST_SESSION_COOKIE, ORGANIZATION_HEADER, SESSION_COOKIE } from './console-auth.service';
 import { validate as isUuid } from 'uuid';
 
 
-/** The value of the console session cookie in a `Cookie` header (RFC 6265 §5.4), or undefined. */
-export function sessionCookie(req: Pick<Request, 'header'>): string | undefined {
+/** The names a console session cookie can have: the plain one (http localhost) and the `__Host-` one (HTTPS). */
+const CONSOLE_COOKIE_NAMES = new Set([SESSION_COOKIE, HOST_SESSION_COOKIE]);
+
+/**
+ * The value of the console session cookie `name` in the `Cookie` header (RFC 6265 §5.4; each pair
+ * parsed with the `cookie` package), or undefined. Over HTTPS `name` is `__Host-pcp_console` and the
+ * plain name is not read (a sibling host could set it).
+ * @throws AppError 401 unauthorized (`details.reason: "ambiguous_session_cookie"`) when the header
+ *   carries two console cookies (either name, twice or both): which session acts would be a guess.
+ */
+export function sessionCookie(req: Pick<Request, 'header'>, name: string): string | undefined {
   const header = req.header('cookie');
   if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+  let value: string | undefined;
+  let count = 0;
+  for (const pair of header.split(';')) {
+    const parsed = parseCookie(pair);
+    for (const [k, v] of Object.entries(parsed)) {
+      if (!CONSOLE_COOKIE_NAMES.has(k)) continue;
+      count += 1;
+      if (k === name) value = v;
+    }
   }
-  return undefined;
+  if (count > 1) throw new AppError('unauthorized', 'The request carries more than one console session cookie', { reason: 'ambiguous_session_cookie' });
+  return value;
 }
 
 /**
@@ -41,7 +58,8 @@ export class ConsoleSessionAuthenticator extends SessionAuthenticator {
 
   /** A session cookie and no API credential header (an API key always wins). */
   present(req: Request): boolean {
-    return sessionCookie(req) !== undefined && req.header('x-api-key') === undefined && req.header('authorization') === undefined;
+    if (req.header('x-api-key') !== undefined || req.header('authorization') !== undefined) return false;
+    return sessionCookie(req, this.auth.cookieName) !== undefined;
   }
 
   /**
@@ -50,7 +68,7 @@ export class ConsoleSessionAuthenticator extends SessionAuthenticator {
    *   token; 404 not_found (organization) when the organisation is missing, malformed or not owned.
    */
   async resolve(req: Request, opts: { organization: boolean }): Promise<Principal | null> {
-    const token = sessionCookie(req);
+    const token = sessionCookie(req, this.auth.cookieName);
     const session = await this.auth.session(token);
     if (!session || !token) return null;
     if (!ConsoleAuthService.csrfMatches(token, req.header(CSRF_HEADER))) {

@@ -6,7 +6,8 @@ import { clientAddress } from '../../../kernel/auth/auth.guard';
 import type { Principal } from '../../../kernel/auth/principal';
 import { ApiStandardErrors } from '../../../common/http/api-errors.decorator';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
-import { ConsoleAuthService, SESSION_COOKIE, SESSION_TTL_MS } from './console-auth.service';
+import { PayoutProofService } from '../../../modules/orgs/payout-proof.service';
+import { ConsoleAuthService, SESSION_TTL_MS } from './console-auth.service';
 import { sessionCookie } from './console-session.authenticator';
 import { ConsoleNonceDto, ConsoleOrganizationDto, ConsoleSessionDto, CreateOrganizationDto, SignedOutDto, SignInDto } from './dto/console.dto';
 
@@ -23,6 +24,7 @@ export class ConsoleSessionController {
   constructor(
     private readonly auth: ConsoleAuthService,
     private readonly orgs: OrgsService,
+    private readonly payoutProof: PayoutProofService,
   ) {}
 
   @Get('nonce')
@@ -46,7 +48,7 @@ export class ConsoleSessionController {
   @ApiStandardErrors()
   async signIn(@Body() body: SignInDto, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<ConsoleSessionDto> {
     const session = await this.auth.signIn(body.message, body.signature, clientAddress(req));
-    res.cookie(SESSION_COOKIE, session.token, {
+    res.cookie(this.auth.cookieName, session.token, {
       httpOnly: true,
       sameSite: 'strict',
       secure: !this.auth.insecureCookies,
@@ -66,7 +68,7 @@ export class ConsoleSessionController {
     return {
       address: p.address!,
       expiresAt: new Date(p.expiresAt!).toISOString(),
-      csrfToken: ConsoleAuthService.csrfToken(sessionCookie(req)!),
+      csrfToken: ConsoleAuthService.csrfToken(sessionCookie(req, this.auth.cookieName)!),
       organizations: await this.orgs.ownedOrganizations(p.address!),
     };
   }
@@ -79,7 +81,7 @@ export class ConsoleSessionController {
   @ApiStandardErrors()
   async signOut(@CurrentPrincipal() p: Principal, @Res({ passthrough: true }) res: Response): Promise<SignedOutDto> {
     await this.auth.signOut(p.credentialId);
-    res.clearCookie(SESSION_COOKIE, { httpOnly: true, sameSite: 'strict', secure: !this.auth.insecureCookies, path: '/' });
+    res.clearCookie(this.auth.cookieName, { httpOnly: true, sameSite: 'strict', secure: !this.auth.insecureCookies, path: '/' });
     return { address: p.address!, signedOut: true };
   }
 
@@ -88,12 +90,15 @@ export class ConsoleSessionController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Self-serve: create an organisation owned by the signed-in address (at most 5 per address)',
-    description: 'The payout address defaults to the signed-in address. No Idempotency-Key: the handle is unique, so a retry answers 400 handle taken.',
+    description: 'The payout address defaults to the signed-in address; another address needs its EIP-712 PayoutAddress signature in payoutProof (EIP-1271 for a contract wallet), else 403 payout_address_proof_required. No Idempotency-Key: the handle is unique, so a retry answers 400 handle taken.',
   })
   @ApiOkResponse({ type: ConsoleOrganizationDto })
   @ApiStandardErrors()
   async createOrganization(@CurrentPrincipal() p: Principal, @Body() body: CreateOrganizationDto): Promise<ConsoleOrganizationDto> {
-    const org = await this.orgs.createOwnedOrganization(p.address!, body);
+    // Another payout address than the signed-in one must sign for itself (issue 28; outside any transaction: EIP-1271 is a chain call).
+    if (body.payoutAddress) await this.payoutProof.require(p.address!, body.handle, body.payoutAddress, body.payoutProof);
+    const { payoutProof: _proof, ...input } = body;
+    const org = await this.orgs.createOwnedOrganization(p.address!, input);
     return { id: org.id, name: org.name, handle: org.handle, payoutAddress: org.payoutAddress };
   }
 }

@@ -7,10 +7,13 @@ import { ConsoleAdminController } from './console-admin.controller';
 import { ConsolePagesController } from './console-pages.controller';
 import { ConsoleSessionController } from './console-session.controller';
 import { ConsoleModule } from './console.module';
+import { ChainModule } from '../../../chain/chain.module';
+import { PayoutProofService } from '../../../modules/orgs/payout-proof.service';
 
 /** The console's routes and pages on the api port (api only, docs/architecture.md §19). */
 @Module({
-  imports: [ConsoleModule, OrgsModule, AgentsModule, PaymentsModule, MandatesModule],
+  imports: [ConsoleModule, OrgsModule, AgentsModule, PaymentsModule, MandatesModule, ChainModule],
+  providers: [PayoutProofService],
   controllers: [ConsoleSessionController, ConsoleAdminController, ConsolePagesController],
 })
 export class ConsoleHttpModule {}

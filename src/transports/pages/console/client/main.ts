@@ -273,7 +273,8 @@ async function agentsPage(): Promise<void> {
     e.preventDefault();
     void attempt(async () => {
       const v = formValues(form);
-      const agent = await call<{ id: string }>('POST', '/api/v1/agents', { slug: v.slug, ownerAddress: v.ownerAddress, ...(v.name ? { name: v.name } : {}) }, { 'idempotency-key': crypto.randomUUID() });
+      // Another owner address than the signed-in one: that address's wallet proves it (AgentConsent create_agent).
+      const agent = await withOwnerConsent((consent) => call<{ id: string }>('POST', '/api/v1/agents', { slug: v.slug, ownerAddress: v.ownerAddress, ...(v.name ? { name: v.name } : {}), ...(consent ? { ownerProof: consent } : {}) }, { 'idempotency-key': crypto.randomUUID() }));
       location.assign(`${orgBase()}/agents/${agent.id}`);
     });
   });
@@ -333,6 +334,34 @@ function sendUsdcTransfer(wallet: Wallet, usdc: string, to: string, units: bigin
 
 const POLICY_FIELDS = ['perTransactionMax', 'dailyLimit', 'monthlyLimit', 'approvalThreshold', 'validFrom', 'expiresAt'] as const;
 
+/** The agent owner's AgentConsent body (DESIGN §19). */
+type Consent = { nonce: string; deadline: number; signature: string };
+
+/**
+ * Runs an agent action; when the API answers 403 `agent_owner_consent_required` (another address
+ * raising the policy, resuming, creating a key that may spend), asks the agent owner's address in the
+ * connected wallet to sign the AgentConsent the refusal offers (a wallet without that account
+ * refuses) and runs the action once more with it.
+ */
+async function withOwnerConsent<T>(run: (consent?: Consent) => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.details.reason !== 'agent_owner_consent_required' || err.details.problem) throw err;
+    const owner = text(err.details.ownerAddress);
+    if (!ownerWallet) throw new Error(`This needs the consent of the agent owner ${owner}: connect a wallet holding that address (Connect wallet), then try again.`);
+    const typed = err.details.typedData as { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; primaryType: string; message: Record<string, unknown> };
+    say(`This needs the agent owner's consent: confirm in the wallet of ${owner}.`);
+    let signature: string;
+    try {
+      signature = await ownerWallet.signTypedData(typed, owner);
+    } catch (e) {
+      throw new Error(`The agent owner ${owner} did not consent (${(e as Error).message}). Nothing changed.`);
+    }
+    return run({ nonce: text(typed.message.nonce), deadline: Number(typed.message.deadline), signature });
+  }
+}
+
 async function agentPage(id: string): Promise<void> {
   const [agent, balance, payments, mandates] = await Promise.all([
     call<Row>('GET', `/api/v1/agents/${id}`),
@@ -358,17 +387,19 @@ async function agentPage(id: string): Promise<void> {
       const body: Record<string, unknown> = { mode: v.mode };
       for (const f of POLICY_FIELDS) if (v[f]) body[f] = v[f];
       if (v.allowedRecipients) body.allowedRecipients = v.allowedRecipients.split(',').map((s) => s.trim()).filter(Boolean);
-      await call('PUT', `/api/v1/agents/${id}/policy`, body);
+      await withOwnerConsent((consent) => call('PUT', `/api/v1/agents/${id}/policy`, consent ? { ...body, consent } : body));
       await agentPage(id);
       say('Policy saved.', 'ok');
     });
   });
   const keyButton = h('button', { id: 'create-agent-key', type: 'button', click: () => void attempt(async () => {
-    const key = await call<{ secret: string }>('POST', `/api/v1/agents/${id}/keys`, { scopes: ['agent:pay', 'agent:balance:read', 'agent:escrow:fund', 'agent:mandate'] });
+    const scopes = ['agent:pay', 'agent:balance:read', 'agent:escrow:fund', 'agent:mandate'];
+    const key = await withOwnerConsent((consent) => call<{ secret: string }>('POST', `/api/v1/agents/${id}/keys`, consent ? { scopes, consent } : { scopes }));
     showSecret('New agent key', key.secret);
   }) }, 'Create agent key');
   const pause = h('button', { id: 'pause', type: 'button', click: () => void attempt(async () => {
-    await call('POST', `/api/v1/agents/${id}/${agent.paused ? 'resume' : 'pause'}`);
+    if (agent.paused) await withOwnerConsent((consent) => call('POST', `/api/v1/agents/${id}/resume`, consent ? { consent } : undefined));
+    else await call('POST', `/api/v1/agents/${id}/pause`);
     await agentPage(id);
   }) }, agent.paused ? 'Resume' : 'Pause');
   content().replaceChildren(

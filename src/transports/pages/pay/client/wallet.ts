@@ -132,9 +132,14 @@ export class Wallet {
    * Signs EIP-712 typed data with `eth_signTypedData_v4` (EIP-712; the JSON as viem's own
    * signTypedData sends it: EIP712Domain type added, values validated, addresses lower-cased);
    * uint/int fields given as decimal text are read as bigint first. Checks the chain first.
+   * `account` (default the connected one) is the address asked to sign: a wallet that does not hold
+   * it refuses (EIP-1193 4100), as the console's agent-owner consent relies on.
    * @throws WalletError rejected (EIP-1193 4001), wrong_network, other.
    */
-  async signTypedData(typedData: { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; primaryType: string; message: Record<string, unknown> }): Promise<`0x${string}`> {
+  async signTypedData(
+    typedData: { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; primaryType: string; message: Record<string, unknown> },
+    account: string = this.account,
+  ): Promise<`0x${string}`> {
     await this.ensureChain();
     const structs = Object.fromEntries(Object.entries(typedData.types).filter(([k]) => k !== 'EIP712Domain'));
     const domain = { ...typedData.domain } as Record<string, unknown>;
@@ -147,7 +152,7 @@ export class Wallet {
     } as unknown as TypedDataDefinition;
     validateTypedData(definition);
     try {
-      return (await this.provider.request({ method: 'eth_signTypedData_v4', params: [this.account, serializeTypedData(definition)] })) as `0x${string}`;
+      return (await this.provider.request({ method: 'eth_signTypedData_v4', params: [account as `0x${string}`, serializeTypedData(definition)] })) as `0x${string}`;
     } catch (err) {
       if (rpcCode(err) === 4001) throw new WalletError('rejected', 'You rejected the signature in your wallet. Nothing was paid or changed.');
       throw new WalletError('other', `Your wallet could not sign: ${(err as Error).message.split('\n')[0]}`);
