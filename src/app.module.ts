@@ -27,6 +27,7 @@ import { InvoicesHttpModule } from './modules/invoices/invoices.http.module';
 import { A2aHttpModule } from './transports/a2a/a2a.http.module';
 import { ConsoleModule } from './transports/pages/console/console.module';
 import { ConsoleHttpModule } from './transports/pages/console/console.http.module';
+import { BalanceHttpModule } from './modules/balance/balance.http.module';
 
 /**
  * The api process (docs/architecture.md §1–2): request id → per-IP allowance of failed
@@ -61,6 +62,7 @@ import { ConsoleHttpModule } from './transports/pages/console/console.http.modul
     A2aHttpModule,
     ConsoleModule,
     ConsoleHttpModule,
+    BalanceHttpModule,
   ],
   providers: [
     { provide: APP_GUARD, useClass: AuthGuard },
