@@ -17,6 +17,7 @@ import { VerificationGetTool } from './verification-get.tool';
 import { VerificationStartTool } from './verification-start.tool';
 import { WebhookDeliveriesListTool, WebhookDeliveriesRetryTool } from './webhook-deliveries.tool';
 import { WebhookEndpointGetTool, WebhookEndpointPutTool } from './webhook-endpoint.tool';
+import { BalanceTransactionListTool } from './balance-transactions.tool';
 
 /** Injection token of the list of every tool. */
 export const MCP_TOOLS = Symbol('MCP_TOOLS');
@@ -58,6 +59,7 @@ export const TOOL_CLASSES = [
   PayTool,
   CreateEscrowTool,
   ListMandatesTool,
+  BalanceTransactionListTool,
 ];
 
 /** Providers: each tool, and MCP_TOOLS = all of them. */
