@@ -9,6 +9,7 @@ import { ENABLE_SIGNER_TYPES, ownerDomain, REVOKE_MANDATE_TYPES, WITHDRAW_TYPES 
 import { setupConnect } from '../../pay/client/connect';
 import { say } from '../../pay/client/ui';
 import { rpcCode, Wallet, WalletError } from '../../pay/client/wallet';
+import { statementPage } from './statement';
 
 const root = document.getElementById('page')!;
 const data = root.dataset;
@@ -615,6 +616,7 @@ async function start(): Promise<void> {
     case 'agents': return agentsPage();
     case 'webhooks': return webhooksPage();
     case 'verification': return verificationPage();
+    case 'statement': return statementPage(data, content());
     case 'checkouts':
     case 'escrows':
     case 'invoices':
