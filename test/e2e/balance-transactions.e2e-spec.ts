@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { balanceTransactionId } from '../../src/modules/balance/balance-projector.service';
+import { BalanceReconciler } from '../../src/modules/balance/balance-reconciler.service';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import type { TestApp } from '../support/app';
@@ -173,6 +174,15 @@ describe('balance transactions', () => {
     const sum = (xs: string[]) => xs.reduce((a, s) => a + units(s), 0n);
     expect(sum(records.map((r) => r[4]))).toBe(sum(rows.map((r) => r.net)));
     expect(sum(records.map((r) => r[2]))).toBe(7_150_000n);
+
+    // Reconciliation: the rows are the chain's Transfer logs and add up to them; a row the chain does not bear out is reported.
+    const reconciler = t.app.get(BalanceReconciler);
+    expect(await reconciler.check(payee.organizationId, new Date(from), new Date(to))).toMatchObject({ rows: 4, ledger: '7.15', chain: '7.15', clean: true, mismatches: [] });
+    await t.dataSource.query(`UPDATE balance_transactions SET amount = amount + 1 WHERE id = $1`, [rows[1].id]);
+    const tampered = await reconciler.check(payee.organizationId, new Date(from), new Date(to));
+    await t.dataSource.query(`UPDATE balance_transactions SET amount = amount - 1 WHERE id = $1`, [rows[1].id]);
+    expect(tampered).toMatchObject({ clean: false, ledger: '7.150001', chain: '7.15' });
+    expect(tampered.mismatches.map((m) => m.id)).toEqual([rows[1].id]);
 
     const yearAndADay = new Date(Date.parse(from) + 367 * 86_400_000).toISOString();
     expectError(await t.http.get('/api/v1/balance-transactions/export').query({ from, to: yearAndADay }).set('X-Api-Key', key), 400, 'invalid_request');

@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { ChainModule } from '../../chain/chain.module';
 import { BalanceTransaction } from './balance-transaction.entity';
 import { BalanceProjector } from './balance-projector.service';
+import { BalanceReconciler } from './balance-reconciler.service';
 import { BalanceRepository } from './balance.repository';
 import { BalanceService } from './balance.service';
 
@@ -12,7 +13,7 @@ import { BalanceService } from './balance.service';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([BalanceTransaction]), ChainModule],
-  providers: [BalanceRepository, BalanceProjector, BalanceService],
-  exports: [BalanceProjector, BalanceService],
+  providers: [BalanceRepository, BalanceProjector, BalanceService, BalanceReconciler],
+  exports: [BalanceProjector, BalanceService, BalanceReconciler],
 })
 export class BalanceModule {}

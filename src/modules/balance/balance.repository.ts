@@ -68,16 +68,6 @@ export class BalanceRepository {
     return qb.orderBy('b.block_timestamp', 'ASC').addOrderBy('b.block_number', 'ASC').addOrderBy('b.log_index', 'ASC').take(size).getMany();
   }
 
-  /** The organisation's rows of `[from, to)` as (txHash, logIndex, signed amount), for reconciliation. */
-  movements(organizationId: string, from: Date, to: Date): Promise<BalanceTransaction[]> {
-    return this.repo
-      .createQueryBuilder('b')
-      .where('b.organization_id = :org AND b.block_timestamp >= :from AND b.block_timestamp < :to', { org: organizationId, from, to })
-      .orderBy('b.block_number', 'ASC')
-      .addOrderBy('b.log_index', 'ASC')
-      .getMany();
-  }
-
   private applyFilter(qb: ReturnType<BalanceRepository['repo']['createQueryBuilder']>, f: BalanceListFilter): void {
     if (f.type) qb.andWhere('b.type = :type', { type: f.type });
     if (f.gte) qb.andWhere('b.block_timestamp >= :gte', { gte: f.gte });
