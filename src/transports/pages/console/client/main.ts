@@ -185,7 +185,7 @@ async function overviewPage(): Promise<void> {
   );
 }
 
-const MERCHANT_SCOPES = ['checkout:*', 'invoices:*', 'offerings:*', 'escrow:*', 'verification:*', 'webhooks:*', 'checkout:read', 'invoices:read', 'escrow:read', 'webhooks:read'];
+const MERCHANT_SCOPES = ['checkout:*', 'invoices:*', 'offerings:*', 'escrow:*', 'verification:*', 'webhooks:*', 'checkout:read', 'invoices:read', 'escrow:read', 'webhooks:read', 'balance:read'];
 
 async function keysPage(): Promise<void> {
   const keys = await call<Row[]>('GET', '/api/v1/api-keys');
