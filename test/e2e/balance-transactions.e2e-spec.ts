@@ -1,4 +1,8 @@
+import { x402Client } from '@x402/core/client';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
+import { ExactEvmScheme as ClientExactEvmScheme } from '@x402/evm/exact/client';
 import { randomUUID } from 'node:crypto';
+import { privateKeyToAccount } from 'viem/accounts';
 import { balanceTransactionId } from '../../src/modules/balance/balance-projector.service';
 import { BalanceReconciler } from '../../src/modules/balance/balance-reconciler.service';
 import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
@@ -214,6 +218,28 @@ describe('balance transactions', () => {
     expect(after.blockNumber).not.toBe(before.blockNumber);
     expect(after).toEqual({ ...before, blockNumber: after.blockNumber, blockTimestamp: after.blockTimestamp, logIndex: after.logIndex, id: balanceTransactionId(releaseTx, after.logIndex) });
     expect(after.id).toBe(before.id);
+  });
+
+  it('a paid retry of the organisation\'s x402 challenge (a payer outside the product) gives an x402 row from its settlement', async () => {
+    const payee = await createPayee(t, chain);
+    const key = await createKey(t.app, payee.organizationId, ['balance:read']);
+    const payer = await chain.wallet({ usdc: 5n * USDC, eth: false });
+    const challenge = await t.http.get('/api/v1/x402/challenge').query({ to: payee.handle, amount: '0.40' });
+    expect(challenge.status).toBe(402);
+    const client = new x402Client().register('eip155:31337', new ClientExactEvmScheme(privateKeyToAccount(payer.privateKey as `0x${string}`))).setSpendControls(false);
+    const payload = await client.createPaymentPayload(decodePaymentRequiredHeader(challenge.headers['payment-required']));
+    const header = Buffer.from(JSON.stringify(payload)).toString('base64');
+    const paid = await t.http.get('/api/v1/x402/challenge').query({ to: payee.handle, amount: '0.40' }).set('PAYMENT-SIGNATURE', header);
+    expect([200, 402]).toContain(paid.status);
+    let rows: Row[] = [];
+    for (let i = 0; i < 40 && rows.length === 0; i++) {
+      await chain.mine(1);
+      await indexAll();
+      rows = await all(key);
+    }
+    const [settlement] = await t.dataSource.query(`SELECT id, tx_hash FROM x402_settlements WHERE payer = $1`, [payer.address.toLowerCase()]);
+    expect(rows).toEqual([expect.objectContaining({ type: 'x402', amount: '0.40', net: '0.40', sourceType: 'x402_settlement', sourceId: settlement.id, txHash: settlement.tx_hash.toLowerCase() })]);
+    expect(await chain.usdcBalance(payee.address)).toBe(400_000n);
   });
 
   it('refuses a credential without balance:read (403 missing_scope), on the list and the export', async () => {
