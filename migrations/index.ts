@@ -24,6 +24,7 @@ import { ReconcileCancellations1795300081100 } from './1795300081100-ReconcileCa
 import { Refunds1795300085000 } from './1795300085000-Refunds';
 import { ApiKeyCreatedBy1795300078000 } from './1795300078000-ApiKeyCreatedBy';
 import { PayoutAddressProven1795300078100 } from './1795300078100-PayoutAddressProven';
+import { BalanceTransactions1795300084000 } from './1795300084000-BalanceTransactions';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -52,5 +53,6 @@ export const MIGRATIONS = [
   PayoutAddressProven1795300078100,
   ReorgUnwind1795300081000,
   ReconcileCancellations1795300081100,
+  BalanceTransactions1795300084000,
   Refunds1795300085000,
 ];

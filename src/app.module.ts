@@ -28,6 +28,7 @@ import { A2aHttpModule } from './transports/a2a/a2a.http.module';
 import { ConsoleModule } from './transports/pages/console/console.module';
 import { ConsoleHttpModule } from './transports/pages/console/console.http.module';
 import { RefundsHttpModule } from './modules/refunds/refunds.http.module';
+import { BalanceHttpModule } from './modules/balance/balance.http.module';
 
 /**
  * The api process (docs/architecture.md §1–2): request id → per-IP allowance of failed
@@ -63,6 +64,7 @@ import { RefundsHttpModule } from './modules/refunds/refunds.http.module';
     ConsoleModule,
     ConsoleHttpModule,
     RefundsHttpModule,
+    BalanceHttpModule,
   ],
   providers: [
     { provide: APP_GUARD, useClass: AuthGuard },

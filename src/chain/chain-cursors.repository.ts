@@ -8,13 +8,27 @@ export const ESCROW_CURSOR = 'escrow';
 export const AUTHORIZATION_CURSOR = 'usdc-authorizations';
 
 /**
+ * Called when an indexer's cursor `name` moves back to `block` after a reorg (DESIGN §22), inside the
+ * rewind's transaction: whatever a domain recorded from that indexer's blocks above `block` is to be
+ * forgotten there, so the indexer re-derives it from the new chain.
+ */
+export type CursorRewindListener = (name: string, block: number) => Promise<void>;
+
+/**
  * The one reader and writer of `chain_cursors` (issue 19: "the cursors through one repository"):
  * how far each indexer has applied the chain. Runs inside the caller's CLS transaction when one is
  * open, so a cursor moves in the same transaction as the rows it covers (DESIGN §18).
  */
 @Injectable()
 export class ChainCursors {
+  private readonly rewindListeners: CursorRewindListener[] = [];
+
   constructor(private readonly txHost: TransactionHost) {}
+
+  /** Registers a {@link CursorRewindListener} (domains register theirs at start-up; the chain room knows none by name). */
+  onRewind(listener: CursorRewindListener): void {
+    this.rewindListeners.push(listener);
+  }
 
   private get em() {
     return (this.txHost as TxHost).tx;
@@ -54,8 +68,18 @@ export class ChainCursors {
     );
   }
 
-  /** Moves the cursor back to `blockNumber` after a reorg below it, forgetting its block hash (DESIGN §18). */
+  /**
+   * Moves the cursor back to `blockNumber` after a reorg below it, forgetting its block hash (DESIGN §18),
+   * and runs the rewind listeners in the same transaction (a savepoint inside the caller's).
+   */
   async rewind(name: string, blockNumber: number): Promise<void> {
-    await this.em.query(`UPDATE chain_cursors SET block_number = $2, block_hash = NULL, updated_at = now() WHERE name = $1`, [name, blockNumber]);
+    await (this.txHost as TxHost).withTransaction(async () => {
+      await this.em.query(
+        `INSERT INTO chain_cursors (name, block_number, block_hash, updated_at) VALUES ($1, $2, NULL, now())
+         ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number, block_hash = NULL, updated_at = now()`,
+        [name, blockNumber],
+      );
+      for (const listener of this.rewindListeners) await listener(name, blockNumber);
+    });
   }
 }

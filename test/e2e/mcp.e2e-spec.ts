@@ -105,8 +105,12 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
           'svc_offering_create', 'svc_offering_get', 'svc_offering_list', 'svc_offering_update',
           'svc_invoice_create', 'svc_invoice_get', 'svc_invoice_list', 'svc_invoice_send',
           'svc_refund_create', 'svc_refund_get', 'svc_refund_list', 'svc_refund_submit', 'svc_refund_cancel',
+          'svc_balance_transaction_list',
         ].sort(),
       );
+      expect(await ok(client, 'svc_balance_transaction_list', { limit: 5, type: 'payment' })).toEqual({ data: [], hasMore: false, nextCursor: null });
+      const balance = tools.find((x) => x.name === 'svc_balance_transaction_list')!;
+      expect(Object.keys(balance.inputSchema.properties ?? {})).toEqual(expect.arrayContaining(['type', 'created[gte]', 'created[lt]', 'starting_after']));
       const release = tools.find((x) => x.name === 'svc_escrow_release')!;
       expect(release.annotations).toMatchObject({ destructiveHint: true, idempotentHint: true, readOnlyHint: false });
       expect(release.inputSchema.required).toEqual(expect.arrayContaining(['id', 'txHash', 'idempotencyKey']));

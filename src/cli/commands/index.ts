@@ -20,6 +20,7 @@ import { demoVerifyWalletCommand } from './demo-verify-wallet';
 import { demoSeedCommand } from './demo-seed';
 import { chainDeployCommand } from './chain-deploy';
 import { reconcileCommand } from './reconcile';
+import { balanceReconcileCommand } from './balance-reconcile';
 import { keyRevokeCommand } from './key-revoke';
 import { oauthClientRevokeCommand } from './oauth-client-revoke';
 
@@ -28,5 +29,5 @@ import { oauthClientRevokeCommand } from './oauth-client-revoke';
  * the order `--help` lists them in. Keyed by command name.
  */
 export const COMMANDS: Readonly<Record<string, CommandDeclaration>> = Object.fromEntries(
-  [orgCreateCommand, agentCreateCommand, usdcBalanceCommand, agentPauseCommand, agentResumeCommand, agentPolicySetCommand, agentSignerEnableCommand, agentSignerDisableCommand, agentFundCommand, mandateRevokeCommand, demoMandateCommand, keyCreateCommand, oauthClientCreateCommand, demoPayCommand, demoSignCommand, escrowResolveCommand, verificationDecideCommand, demoVerifyWalletCommand, demoSeedCommand, chainDeployCommand, reconcileCommand, keyRevokeCommand, oauthClientRevokeCommand].map((c) => [c.name, c]),
+  [orgCreateCommand, agentCreateCommand, usdcBalanceCommand, agentPauseCommand, agentResumeCommand, agentPolicySetCommand, agentSignerEnableCommand, agentSignerDisableCommand, agentFundCommand, mandateRevokeCommand, demoMandateCommand, keyCreateCommand, oauthClientCreateCommand, demoPayCommand, demoSignCommand, escrowResolveCommand, verificationDecideCommand, demoVerifyWalletCommand, demoSeedCommand, chainDeployCommand, reconcileCommand, keyRevokeCommand, oauthClientRevokeCommand, balanceReconcileCommand].map((c) => [c.name, c]),
 );

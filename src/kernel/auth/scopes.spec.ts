@@ -8,6 +8,10 @@ describe('scopes', () => {
     expect(expandScopes(['checkout:write']).has('checkout:read')).toBe(true);
     expect(expandScopes(['checkout:read']).has('checkout:write')).toBe(false);
   });
+  it('balance:* grants only balance:read (there is no balance:write)', () => {
+    expect([...expandScopes(['balance:*'])]).toEqual(['balance:read']);
+    expect(invalidScopes(['balance:read', 'balance:*', 'balance:write'])).toEqual(['balance:write']);
+  });
   it('agent scopes stand alone', () => {
     expect([...expandScopes(['agent:pay'])]).toEqual(['agent:pay']);
   });

@@ -4,6 +4,8 @@ export const SCOPES = [
   'escrow:read', 'escrow:write', 'verification:read', 'verification:write', 'webhooks:read', 'webhooks:write',
   'agent:balance:read', 'agent:pay', 'agent:escrow:fund', 'agent:mandate',
   'refund:read', 'refund:write',
+  // DESIGN §21: the organisation's ledger (GET /balance-transactions); read-only, so `balance:*` grants it alone.
+  'balance:read',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -35,8 +37,7 @@ export function expandScopes(granted: readonly string[]): Set<Scope> {
   for (const s of granted) {
     const [resource, action] = s.split(':');
     if (action === '*' && RESOURCES.has(resource)) {
-      out.add(`${resource}:read` as Scope);
-      out.add(`${resource}:write` as Scope);
+      for (const action of ['read', 'write']) if ((SCOPES as readonly string[]).includes(`${resource}:${action}`)) out.add(`${resource}:${action}` as Scope);
     } else if ((SCOPES as readonly string[]).includes(s)) {
       out.add(s as Scope);
       if (action === 'write') out.add(`${resource}:read` as Scope);

@@ -13,6 +13,7 @@ import { chainEvents, chainJobItemFailures, chainJobRuns, indexedBlock, reorgs }
 import { EscrowRepository } from './escrow.repository';
 import { ChainCursors, ESCROW_CURSOR as CURSOR } from '../../chain/chain-cursors.repository';
 import { EscrowTransitionError, lastConfirmedBlock } from './escrow.state';
+import { BalanceProjector, type BalanceMovement } from '../balance/balance-projector.service';
 
 const MAX_RANGE = 2000;
 const KEEP_BLOCKS = 10_000;
@@ -73,6 +74,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     private readonly txHost: TransactionHost,
     private readonly relayer: RelayerService,
     private readonly cursors: ChainCursors,
+    private readonly balance: BalanceProjector,
   ) {
     this.lock = new ClusterLock(config.env.DATABASE_URL);
   }
@@ -154,7 +156,9 @@ export class EscrowIndexer implements OnModuleDestroy {
       }
     }
     const toHash = await gateway.getBlockHash(toBlock);
+    const ledger = await this.balance.resolve(await this.releasesToSellers(events));
     await (this.txHost as TxHost).withTransaction(async () => {
+      await this.balance.record(ledger);
       for (const e of events) await this.repo.rememberBlock(e.blockNumber, e.blockHash);
       if (toHash) await this.repo.rememberBlock(toBlock, toHash);
       await this.cursors.set(CURSOR, toBlock);
@@ -165,6 +169,21 @@ export class EscrowIndexer implements OnModuleDestroy {
     chainEvents.inc({ outcome: 'duplicate' }, events.length - applied - setAside);
     chainEvents.inc({ outcome: 'set_aside' }, setAside);
     return { fromBlock, toBlock, events: events.length, applied, setAside, reorgForkBlock };
+  }
+
+  /**
+   * The ledger movements of confirmed events (DESIGN §21): each `released`, and each `resolved` to
+   * the seller, of an escrow with a seller organisation moves its amount from the contract to the seller.
+   */
+  private async releasesToSellers(events: EscrowChainEvent[]): Promise<BalanceMovement[]> {
+    const paying = events.filter((e) => e.action === 'released' || (e.action === 'resolved' && e.toSeller));
+    const escrows = new Map((await this.repo.findByKeys([...new Set(paying.map((e) => e.escrowKey))])).map((x) => [x.escrowKey, x]));
+    return paying.flatMap((e) => {
+      const escrow = escrows.get(e.escrowKey);
+      if (!escrow?.sellerOrganizationId) return [];
+      const source = escrow.checkoutSessionId ? { sourceType: 'checkout_session', sourceId: escrow.checkoutSessionId } : { sourceType: 'escrow', sourceId: escrow.id };
+      return [{ type: 'escrow_release' as const, organizationId: escrow.sellerOrganizationId, ...source, cursor: CURSOR, txHash: e.txHash, eventLogIndex: e.logIndex, from: this.chain.gateway.escrowAddress, to: escrow.sellerAddress }];
+    });
   }
 
   /** Records an event the projector refused; true (logged as an error) the first time this log is set aside. */
@@ -238,7 +257,7 @@ export class EscrowIndexer implements OnModuleDestroy {
     await (this.txHost as TxHost).withTransaction(async () => {
       const affected = await this.repo.rollbackAbove(fork);
       for (const id of affected) await this.projector.rebuild(id);
-      await this.cursors.set(CURSOR, Math.min(fork, cursor));
+      await this.cursors.rewind(CURSOR, Math.min(fork, cursor));
     });
   }
 }

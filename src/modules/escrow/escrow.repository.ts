@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { In } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
@@ -39,6 +40,11 @@ export class EscrowRepository {
 
   findByKeyForUpdate(escrowKey: string) {
     return this.em.getRepository(Escrow).findOne({ where: { escrowKey }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /** The escrows of `escrowKeys` (no lock): the seller side of releases for the ledger (src/modules/balance). */
+  findByKeys(escrowKeys: string[]) {
+    return escrowKeys.length ? this.em.getRepository(Escrow).find({ where: { escrowKey: In(escrowKeys) } }) : Promise.resolve([]);
   }
 
   findById(id: string) {

@@ -7,6 +7,7 @@ import { AUTHORIZATION_CURSOR, ChainCursors } from '../../chain/chain-cursors.re
 import { PaymentsRepository } from './payments.repository';
 import { PaymentsService } from './payments.service';
 import { X402SettlementsRepository } from './x402-settlements.repository';
+import { BalanceProjector, type BalanceMovement } from '../balance/balance-projector.service';
 
 /** Cursor name in chain_cursors for USDC authorization logs (shared with the agents' balance read). */
 export { AUTHORIZATION_CURSOR };
@@ -34,6 +35,7 @@ export class PaymentSettlement {
     private readonly payments: PaymentsService,
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
+    private readonly balance: BalanceProjector,
   ) {}
 
   /**
@@ -81,8 +83,10 @@ export class PaymentSettlement {
     let succeeded = 0;
     let failed = 0;
     const stillUsed = logs.filter((l) => l.kind === 'used').map((l) => `${l.authorizer.toLowerCase()}:${l.nonce.toLowerCase()}`);
+    const ledger = await this.balance.resolve(await this.ledgerMovements(logs));
     const unwound = await (this.txHost as TxHost).withTransaction(async () => {
       const back = await this.unwind(fromBlock, rewoundTo === undefined ? toBlock : Number.MAX_SAFE_INTEGER, stillUsed);
+      await this.balance.record(ledger);
       for (const log of logs) {
         if (log.kind === 'used') {
           if (await this.recordUse(log.authorizer, log.nonce, log.txHash, log.blockNumber)) succeeded++;
@@ -109,6 +113,21 @@ export class PaymentSettlement {
       this.logger.error({ fromBlock, toBlock, paymentIds: payments, x402SettlementIds: settlements }, 'recorded authorization uses no longer on chain (reorg): back to submitted/pending, to be resumed');
     }
     return [...payments, ...settlements];
+  }
+
+  /**
+   * The ledger movements of used authorizations (DESIGN §21): agent payments to an organisation
+   * (`payment`; an agent's x402 payment of our own challenge is `x402`) and paid retries of our own
+   * challenges (`x402`).
+   */
+  private async ledgerMovements(logs: ReadonlyArray<{ kind: string; authorizer: string; nonce: string; txHash: string; logIndex: number }>): Promise<BalanceMovement[]> {
+    const used = logs.filter((l) => l.kind === 'used');
+    const key = (authorizer: string, nonce: string) => `${authorizer.toLowerCase()}:${nonce.toLowerCase()}`;
+    const byAuth = new Map(used.map((l) => [key(l.authorizer, l.nonce), l]));
+    const base = (id: string, a: string, n: string) => ({ sourceId: id, cursor: AUTHORIZATION_CURSOR, txHash: byAuth.get(key(a, n))!.txHash, eventLogIndex: byAuth.get(key(a, n))!.logIndex, from: a });
+    const payments = (await this.repo.paymentsToOrganizations(used)).map((p) => ({ type: p.mode === 'x402' ? ('x402' as const) : ('payment' as const), organizationId: p.organizationId, sourceType: 'payment', ...base(p.id, p.fromAddress, p.nonce), to: p.toAddress }));
+    const x402 = (await this.x402.settlementsToOrganizations(used)).map((x) => ({ type: 'x402' as const, organizationId: x.organizationId, sourceType: 'x402_settlement', ...base(x.id, x.payer, x.nonce), to: x.payTo }));
+    return [...payments, ...x402];
   }
 
   /**

@@ -4,6 +4,7 @@ import { VerificationModule } from '../verification/verification.module';
 import { AgentsModule } from '../agents/agents.module';
 import { MandatesModule } from '../mandates/mandates.module';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
+import { BalanceModule } from '../balance/balance.module';
 import { PaymentSettlement } from './payment-settlement.service';
 import { PaymentsRepository } from './payments.repository';
 import { PaymentsOperations } from './payments.operations';
@@ -20,7 +21,7 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
  * settled by the same USDC authorization indexer). No controllers.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), AgentsModule, RelayerModule, VerificationModule, MandatesModule],
+  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), AgentsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
   providers: [
     PaymentsRepository,
     PaymentsService,

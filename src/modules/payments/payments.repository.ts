@@ -21,6 +21,21 @@ export class PaymentsRepository {
     return this.em.getRepository(Payment).findOneBy({ agentId, taskId });
   }
 
+  /**
+   * The payments among authorizations `uses` (authorizer, nonce) that pay an organisation directly
+   * (modes instant, a2a, and x402 to one of our own challenges: payee an organisation handle), for
+   * the ledger (DESIGN §21). Agent escrows reach the seller through the escrow's release.
+   */
+  paymentsToOrganizations(uses: ReadonlyArray<{ authorizer: string; nonce: string }>): Promise<Array<{ id: string; mode: PaymentMode; fromAddress: string; nonce: string; toAddress: string; organizationId: string }>> {
+    if (uses.length === 0) return Promise.resolve([]);
+    return this.em.query(
+      `SELECT p.id, p.mode, p.from_address AS "fromAddress", p.auth_nonce AS nonce, p.to_address AS "toAddress", h.organization_id AS "organizationId"
+         FROM payments p JOIN payee_handles h ON h.handle = lower(p.to_handle) AND h.organization_id IS NOT NULL
+        WHERE p.mode IN ('instant', 'a2a', 'x402') AND (lower(p.from_address), p.auth_nonce) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      [uses.map((u) => u.authorizer.toLowerCase()), uses.map((u) => u.nonce.toLowerCase())],
+    );
+  }
+
   findById(id: string): Promise<Payment | null> {
     return this.em.getRepository(Payment).findOneBy({ id });
   }

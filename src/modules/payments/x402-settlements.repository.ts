@@ -135,6 +135,17 @@ export class X402SettlementsRepository {
       .execute();
   }
 
+  /** The settlements among authorizations `uses` (payer, nonce) paying an organisation (by its handle): the ledger's `x402` rows (DESIGN §21). */
+  settlementsToOrganizations(uses: ReadonlyArray<{ authorizer: string; nonce: string }>): Promise<Array<{ id: string; payer: string; nonce: string; payTo: string; organizationId: string }>> {
+    if (uses.length === 0) return Promise.resolve([]);
+    return this.repo.query(
+      `SELECT s.id, s.payer, s.nonce, s.pay_to AS "payTo", h.organization_id AS "organizationId"
+         FROM x402_settlements s JOIN payee_handles h ON h.handle = lower(s.payee_handle) AND h.organization_id IS NOT NULL
+        WHERE (s.payer, s.nonce) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      [uses.map((u) => u.authorizer.toLowerCase()), uses.map((u) => u.nonce.toLowerCase())],
+    );
+  }
+
   /**
    * Reorg unwind (DESIGN §22; issue 29 finding 4): settlements recorded as settled in blocks
    * `fromBlock`..`toBlock` whose authorization the chain's logs of that range no longer show used

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { BalanceModule } from '../../modules/balance/balance.module';
 import { MandatesModule } from '../../modules/mandates/mandates.module';
 import { IdempotencyModule } from '../../kernel/idempotency/idempotency.module';
 import { CheckoutModule } from '../../modules/checkout/checkout.module';
@@ -21,7 +22,7 @@ import { TOOL_PROVIDERS } from './tools';
  * the api port.
  */
 @Module({
-  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule, AgentsModule, PaymentsModule, AgentEscrowsModule, MandatesModule, RefundsModule],
+  imports: [IdempotencyModule, OrgsModule, CheckoutModule, EscrowModule, WebhooksModule, VerificationModule, OfferingsModule, InvoicesModule, AgentsModule, PaymentsModule, AgentEscrowsModule, MandatesModule, RefundsModule, BalanceModule],
   providers: [McpService, ...TOOL_PROVIDERS],
   exports: [McpService],
 })

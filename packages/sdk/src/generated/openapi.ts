@@ -1531,6 +1531,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/balance-transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List balance transactions (the USDC movements of your organisation), newest first; filter by type and block time */
+        get: operations["BalanceController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/balance-transactions/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Statement export: the balance transactions of [from, to) as CSV (RFC 4180), oldest first
+         * @description A header row naming the fields, decimal text, UTC times; streamed. A window over one year → 400.
+         */
+        get: operations["BalanceController_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3050,6 +3087,65 @@ export interface components {
             signature?: string;
             /** @description Hash of a USDC transfer you sent yourself (from the receiving address to the payer, exactly the amount) */
             txHash?: string;
+        };
+        BalanceTransactionDto: {
+            /**
+             * Format: uuid
+             * @description UUIDv5 of (txHash, logIndex): the same row keeps its id when a reorg removes and re-adds it
+             */
+            id: string;
+            /**
+             * @example escrow_release
+             * @enum {string}
+             */
+            type: "escrow_release" | "payment" | "x402" | "refund";
+            /**
+             * @description Signed decimal USDC: positive in, negative out ("-0.40")
+             * @example 25.00
+             */
+            amount: string;
+            /**
+             * @description Signed decimal USDC (users pay 0 %)
+             * @example 0.00
+             */
+            fee: string;
+            /**
+             * @description amount − fee, signed decimal USDC
+             * @example 25.00
+             */
+            net: string;
+            /** @enum {string} */
+            currency: "USDC";
+            /**
+             * @example checkout_session
+             * @enum {string}
+             */
+            sourceType: "checkout_session" | "escrow" | "payment" | "x402_settlement" | "refund";
+            /** Format: uuid */
+            sourceId: string;
+            /**
+             * @description The transaction of the USDC Transfer log
+             * @example 0x5f…
+             */
+            txHash: string;
+            /**
+             * @description Index of the USDC Transfer log in its block
+             * @example 3
+             */
+            logIndex: number;
+            /** @example 123456 */
+            blockNumber: number;
+            /**
+             * Format: date-time
+             * @description Block time, UTC
+             */
+            blockTimestamp: string;
+        };
+        BalanceTransactionListDto: {
+            hasMore: boolean;
+            /** @description Pass as starting_after to get the next page */
+            nextCursor: string | null;
+            data: components["schemas"]["BalanceTransactionDto"][];
         };
     };
     responses: never;
@@ -9760,6 +9856,131 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    BalanceController_list: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Id of the last item of the previous page (its nextCursor) */
+                starting_after?: string;
+                type?: "escrow_release" | "payment" | "x402" | "refund";
+                /** @description Block time at or after (ISO-8601) */
+                "created[gte]"?: string;
+                /** @description Block time before (ISO-8601) */
+                "created[lt]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BalanceTransactionListDto"];
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs balance:read */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    BalanceController_export: {
+        parameters: {
+            query: {
+                /** @description Start (inclusive), ISO-8601 date or date-time; UTC when no offset is given */
+                from: string;
+                /** @description End (exclusive), at most one year after from */
+                to: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/csv; header: id,type,amount,fee,net,currency,sourceType,sourceId,txHash,logIndex,blockNumber,blockTimestamp */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description invalid_request: the field is named in details.fields */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description unauthorized: missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing_scope: needs balance:read */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate_limited, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": components["schemas"]["ErrorBody"];
                 };
             };
         };

@@ -18,6 +18,7 @@ import { VerificationGetTool } from './verification-get.tool';
 import { VerificationStartTool } from './verification-start.tool';
 import { WebhookDeliveriesListTool, WebhookDeliveriesRetryTool } from './webhook-deliveries.tool';
 import { WebhookEndpointGetTool, WebhookEndpointPutTool } from './webhook-endpoint.tool';
+import { BalanceTransactionListTool } from './balance-transactions.tool';
 
 /** Injection token of the list of every tool. */
 export const MCP_TOOLS = Symbol('MCP_TOOLS');
@@ -64,6 +65,7 @@ export const TOOL_CLASSES = [
   RefundListTool,
   RefundSubmitTool,
   RefundCancelTool,
+  BalanceTransactionListTool,
 ];
 
 /** Providers: each tool, and MCP_TOOLS = all of them. */

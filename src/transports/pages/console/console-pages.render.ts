@@ -30,6 +30,7 @@ export const SECTIONS = [
   ['escrows', 'Escrows'],
   ['invoices', 'Invoices'],
   ['offerings', 'Offerings'],
+  ['statement', 'Statement'],
   ['verification', 'Verification'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];

@@ -9,6 +9,7 @@ import { ENABLE_SIGNER_TYPES, ownerDomain, REVOKE_MANDATE_TYPES, WITHDRAW_TYPES 
 import { setupConnect } from '../../pay/client/connect';
 import { say } from '../../pay/client/ui';
 import { rpcCode, Wallet, WalletError } from '../../pay/client/wallet';
+import { statementPage } from './statement';
 
 const root = document.getElementById('page')!;
 const data = root.dataset;
@@ -184,7 +185,7 @@ async function overviewPage(): Promise<void> {
   );
 }
 
-const MERCHANT_SCOPES = ['checkout:*', 'invoices:*', 'offerings:*', 'escrow:*', 'verification:*', 'webhooks:*', 'checkout:read', 'invoices:read', 'escrow:read', 'webhooks:read'];
+const MERCHANT_SCOPES = ['checkout:*', 'invoices:*', 'offerings:*', 'escrow:*', 'verification:*', 'webhooks:*', 'checkout:read', 'invoices:read', 'escrow:read', 'webhooks:read', 'balance:read'];
 
 async function keysPage(): Promise<void> {
   const keys = await call<Row[]>('GET', '/api/v1/api-keys');
@@ -646,6 +647,7 @@ async function start(): Promise<void> {
     case 'agents': return agentsPage();
     case 'webhooks': return webhooksPage();
     case 'verification': return verificationPage();
+    case 'statement': return statementPage(data, content());
     case 'checkouts':
     case 'escrows':
     case 'invoices':

@@ -1,0 +1,77 @@
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Browser } from 'playwright-core';
+import { createTestApp, TestApp } from '../support/app';
+import { consoleSignIn } from '../support/console';
+import { chromiumAvailable, launchChromium, screenshot } from '../support/browser';
+import { createCheckout, fundingTerms, indexUntilStatus, pollToHead, TestChain, USDC } from '../support/chain';
+import { createOrg } from '../support/factories';
+
+jest.setTimeout(180_000);
+
+const RUN = chromiumAvailable('the console Statement page in a real browser (test/e2e/console-statement-browser.e2e-spec.ts)');
+const describeBrowser = RUN ? describe : describe.skip;
+
+/**
+ * The console's Statement page (DESIGN §21, §19) in headless chromium against the real api and anvil:
+ * an escrow release to the organisation shows as money in, drawn as an SVG bar, and the CSV the page
+ * downloads adds up to the page's totals.
+ */
+describeBrowser('the console Statement page in a browser', () => {
+  let t: TestApp;
+  let chain: TestChain;
+  let browser: Browser;
+  let base: string;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    chain = new TestChain();
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    chain?.close();
+  });
+
+  it('shows a release as money in (chart and totals) and downloads a CSV whose rows add up to the totals', async () => {
+    const owner = await chain.wallet();
+    const buyer = await chain.wallet({ usdc: 100n * USDC });
+    const org = await createOrg(t.app, { payoutAddress: owner.address });
+    const checkout = await createCheckout(t, org, { amount: '12.50' });
+    const { funding, terms } = await fundingTerms(t, checkout.id, buyer.address);
+    await chain.fundWithAuthorization(buyer, terms, funding.termsSignature);
+    await indexUntilStatus(t, org, checkout.id, 'funded');
+    await chain.act(buyer, 'release', terms.escrowKey);
+    await pollToHead(t, chain);
+
+    const login = await consoleSignIn(t, owner);
+    const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1100, height: 900 } });
+    try {
+      const [name, value] = login.cookie.split('=');
+      await context.addCookies([{ name, value, url: base }]);
+      const page = await context.newPage();
+      expect((await page.goto(`${base}/console/orgs/${org.organizationId}/statement`))?.status()).toBe(200);
+      await page.locator('main[data-ready="true"]').waitFor({ state: 'attached', timeout: 30_000 });
+      expect(await page.locator('#statement-in').textContent()).toBe('12.50');
+      expect(await page.locator('#statement-out').textContent()).toBe('0.00');
+      expect(await page.locator('#statement-chart rect[data-in]').count()).toBe(1);
+      expect(await page.locator('#statement-chart rect[data-in]').getAttribute('data-in')).toBe('12.50');
+      await screenshot(page, 'console-statement');
+
+      const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#statement-csv').click()]);
+      const csv = readFileSync((await download.path())!, 'utf8').split('\r\n').filter((l) => l.length > 0);
+      expect(csv[0]).toBe('id,type,amount,fee,net,currency,sourceType,sourceId,txHash,logIndex,blockNumber,blockTimestamp');
+      expect(csv.slice(1).map((l) => l.split(',').slice(1, 3))).toEqual([['escrow_release', '12.50']]);
+
+      await page.locator('#statement-90d').click();
+      await page.locator('#statement-90d[aria-pressed="true"]').waitFor({ timeout: 30_000 });
+      expect(await page.locator('#statement-in').textContent()).toBe('12.50');
+      expect(await page.locator('#statement-chart rect').count()).toBe(1);
+    } finally {
+      await context.close();
+    }
+  });
+});
