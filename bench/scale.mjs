@@ -32,7 +32,7 @@
 //                     of applying `delivered` events to funded escrows, with the statements the
 //                     projector issues per event (escrow by key FOR UPDATE, the duplicate check,
 //                     the escrow's events, the event insert, the escrow update), one transaction
-//                     per event, timed per 100 events over 10k events (`--short`: 2k)
+//                     per event, timed per 100 events over 10k events (`--short`: 1k)
 //
 // The database is `pcp_scale` (BENCH_SCALE_DATABASE), dropped and re-created; results go to
 // bench/results/scale-<timestamp>.json. Figures on a shared machine are noisy: the ratios are
@@ -63,7 +63,7 @@ function parseArgs(args) {
       case '--dist': opts.dist = value().replace(/\/$/, ''); break;
       case '--keep': opts.keep = true; break;
       case '--short':
-        Object.assign(opts, { short: true, sizes: [10_000, 100_000], requests: 150, warmup: 20, relayBatches: 5, indexerEvents: 2_000, aim: 2 });
+        Object.assign(opts, { short: true, sizes: [10_000, 100_000], requests: 100, warmup: 15, relayBatches: 5, indexerEvents: 1_000, aim: 2 });
         break;
       default: throw new Error(`unknown flag ${arg} (see the header of bench/scale.mjs)`);
     }
