@@ -1,7 +1,8 @@
 // Cost as data grows (issue 33, DESIGN §23): grows the tables the way traffic would and measures,
 // at each size, the per-request latency of the read and write paths and the time per batch of the
 // background passes. Aims: every per-request p50 and every pass's time per batch grows at most
-// 1.5× from the first size to the last (`--short`: 10k → 100k, fails above 2×).
+// 1.5× from the first size to the last (`--short`: 10k → 100k, fails above 2×; meant to take at
+// most ~3 min on an idle 2-core machine).
 //
 //   npm run bench:scale [-- --sizes 10000,100000,1000000] [--requests 300] [--short] [--dist DIR]
 //
@@ -16,6 +17,13 @@
 // p50 and p99 client-side): checkout list (first page; 20 keyset pages deep), checkout get,
 // checkout create, webhook deliveries list, escrows list, agent payments list, balance
 // transactions list (only when the table exists: skipped otherwise).
+//
+// The statistic: a REFERENCE database is kept at the first size, with its own api, and every
+// figure is measured on both databases interleaved (call by call, batch by batch, A B B A), so
+// the aim's ratio — p50 at the largest size over the reference's p50 measured beside it — compares
+// sizes under the same machine load (the machine may be shared; sizes measured minutes apart
+// would compare two loads). The first size's ratio (two databases of the same size) is printed
+// as the noise of the measurement.
 //
 // Per pass, with its backlog added for the pass and removed afterwards, each time per batch
 // measured on the project's own compiled repositories (not copies of their SQL):
@@ -169,20 +177,6 @@ async function grow(c, { big, bigAgent }, from, to) {
   );
 }
 
-const sleepMs = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** `n` sequential timed calls of `fn` (after `warmup` untimed ones); ms per call. */
-async function timeCalls(n, warmup, fn) {
-  for (let i = 0; i < warmup; i++) await fn(i);
-  const out = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await fn(i + warmup);
-    out.push(performance.now() - t0);
-  }
-  return out.sort((a, b) => a - b);
-}
-
 const stats = (sorted) => ({ p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), n: sorted.length });
 const round = (x) => (x === null ? null : Math.round(x * 100) / 100);
 
@@ -197,33 +191,58 @@ async function call(base, method, path, key, body, extraHeaders = {}) {
   return json;
 }
 
-/** Per-request figures at the current size. */
-async function measureRequests(c, base, seed, opts) {
-  const { merchantKey, agentKey, big } = seed;
+/**
+ * `n` timed calls of `fn(target, i)` per target after `warmup` untimed ones, alternating the
+ * targets call by call (A B B A …), so both see the same machine. @returns ms per call, sorted, per target.
+ */
+async function interleaved(targets, n, warmup, fn) {
+  for (let i = 0; i < warmup; i++) for (const t of targets) await fn(t, i);
+  const out = targets.map(() => []);
+  for (let i = 0; i < n; i++) {
+    const order = i % 2 === 0 ? targets.map((_, k) => k) : targets.map((_, k) => targets.length - 1 - k);
+    for (const k of order) {
+      const t0 = performance.now();
+      await fn(targets[k], i + warmup);
+      out[k].push(performance.now() - t0);
+    }
+  }
+  return out.map((xs) => xs.sort((a, b) => a - b));
+}
+
+/** Per-request figures of every target (the growing database and the fixed reference), measured interleaved. @returns one { figure: stats } per target. */
+async function measureRequests(targets, opts) {
   const n = opts.requests;
   const w = opts.warmup;
-  const out = {};
-  const { rows: ids } = await c.query(`SELECT id FROM checkout_sessions WHERE organization_id = $1 ORDER BY random() LIMIT 500`, [big]);
-  out['checkout list'] = stats(await timeCalls(n, w, () => call(base, 'GET', '/api/v1/checkout-sessions?limit=10', merchantKey)));
-  let cursor = null;
-  for (let page = 0; page < 20; page++) {
-    const r = await call(base, 'GET', `/api/v1/checkout-sessions?limit=10${cursor ? `&starting_after=${cursor}` : ''}`, merchantKey);
-    cursor = r.nextCursor;
+  const out = targets.map(() => ({}));
+  const figure = async (name, fn) => {
+    const times = await interleaved(targets, n, w, fn);
+    times.forEach((t, k) => (out[k][name] = stats(t)));
+  };
+  for (const t of targets) {
+    const { rows } = await t.c.query(`SELECT id FROM checkout_sessions WHERE organization_id = $1 ORDER BY random() LIMIT 500`, [t.seed.big]);
+    t.ids = rows.map((r) => r.id);
+    let cursor = null;
+    for (let page = 0; page < 20; page++) {
+      const r = await call(t.base, 'GET', `/api/v1/checkout-sessions?limit=10${cursor ? `&starting_after=${cursor}` : ''}`, t.seed.merchantKey);
+      cursor = r.nextCursor;
+    }
+    t.deepCursor = cursor;
   }
-  out['checkout list, 20 pages deep'] = stats(await timeCalls(n, w, () => call(base, 'GET', `/api/v1/checkout-sessions?limit=10&starting_after=${cursor}`, merchantKey)));
-  out['checkout get'] = stats(await timeCalls(n, w, (i) => call(base, 'GET', `/api/v1/checkout-sessions/${ids[i % ids.length].id}`, merchantKey)));
-  out['checkout create'] = stats(
-    await timeCalls(n, w, () => call(base, 'POST', '/api/v1/checkout-sessions', merchantKey, { amount: '25.00', description: 'Scale order' }, { 'idempotency-key': `scale-${randomUUID()}` })),
+  await figure('checkout list', (t) => call(t.base, 'GET', '/api/v1/checkout-sessions?limit=10', t.seed.merchantKey));
+  await figure('checkout list, 20 pages deep', (t) => call(t.base, 'GET', `/api/v1/checkout-sessions?limit=10&starting_after=${t.deepCursor}`, t.seed.merchantKey));
+  await figure('checkout get', (t, i) => call(t.base, 'GET', `/api/v1/checkout-sessions/${t.ids[i % t.ids.length]}`, t.seed.merchantKey));
+  await figure('checkout create', (t) =>
+    call(t.base, 'POST', '/api/v1/checkout-sessions', t.seed.merchantKey, { amount: '25.00', description: 'Scale order' }, { 'idempotency-key': `scale-${randomUUID()}` }),
   );
-  out['webhook deliveries list'] = stats(await timeCalls(n, w, () => call(base, 'GET', '/api/v1/webhook-deliveries?limit=10', merchantKey)));
-  out['escrows list'] = stats(await timeCalls(n, w, () => call(base, 'GET', '/api/v1/escrows?limit=10', merchantKey)));
-  out['agent payments list'] = stats(await timeCalls(n, w, () => call(base, 'GET', '/api/v1/payments?limit=10', agentKey)));
-  const { rows: bt } = await c.query(`SELECT to_regclass('public.balance_transactions') IS NOT NULL AS present`);
+  await figure('webhook deliveries list', (t) => call(t.base, 'GET', '/api/v1/webhook-deliveries?limit=10', t.seed.merchantKey));
+  await figure('escrows list', (t) => call(t.base, 'GET', '/api/v1/escrows?limit=10', t.seed.merchantKey));
+  await figure('agent payments list', (t) => call(t.base, 'GET', '/api/v1/payments?limit=10', t.seed.agentKey));
+  const { rows: bt } = await targets[0].c.query(`SELECT to_regclass('public.balance_transactions') IS NOT NULL AS present`);
   if (bt[0].present) {
     // Rows of balance_transactions are not seeded here (the table arrives with another change);
     // the list is timed over whatever the requests above wrote into it.
     try {
-      out['balance transactions list (table not seeded)'] = stats(await timeCalls(n, w, () => call(base, 'GET', '/api/v1/balance-transactions?limit=10', merchantKey)));
+      await figure('balance transactions list (table not seeded)', (t) => call(t.base, 'GET', '/api/v1/balance-transactions?limit=10', t.seed.merchantKey));
     } catch (err) {
       console.log(`    balance transactions list skipped: ${err.message.slice(0, 160)}`);
     }
@@ -234,11 +253,11 @@ async function measureRequests(c, base, seed, opts) {
 }
 
 /** The compiled repositories on a DataSource of their own, with a transaction host shaped as the app's (`tx`, `withTransaction`). */
-async function compiledRepositories(dist) {
+async function compiledRepositories(dist, url) {
   const require = createRequire(join(root, dist, 'src', 'main.js'));
   const { DataSource } = require('typeorm');
   const { dataSourceOptions, ENTITY_FILES } = require('./database/data-source.js');
-  const ds = new DataSource({ ...dataSourceOptions(DATABASE_URL, [ENTITY_FILES]), extra: { max: 4 } });
+  const ds = new DataSource({ ...dataSourceOptions(url, [ENTITY_FILES]), extra: { max: 4 } });
   await ds.initialize();
   let current = null;
   const txHost = {
@@ -296,142 +315,173 @@ async function rolledBack(repos, fn) {
   return result;
 }
 
-/** Per-pass figures at the current size (backlogs added and removed here). */
-async function measurePasses(c, repos, seed, opts) {
-  const out = {};
-  const { big } = seed;
-
-  // Outbox relay: 100k pending events, RELAY_BATCH per batch, as the relay's loop runs them.
-  await c.query(
-    `INSERT INTO outbox_events (id, organization_id, type, data, created_at)
-     SELECT pg_temp.uuid7_at(now() - g * interval '1 millisecond'), $1, 'checkout.funded', '{"backlog":true}', now() - g * interval '1 millisecond'
-       FROM generate_series(1, $2) g`,
-    [big, OUTBOX_BACKLOG],
-  );
-  await c.query('ANALYZE outbox_events');
-  const relayTimes = [];
-  for (let i = 0; i < opts.relayBatches; i++) {
-    const t0 = performance.now();
-    const n = await repos.txHost.withTransaction(async () => {
-      const events = await repos.webhooks.claimPendingEvents(repos.RELAY_BATCH);
-      const rows = events.flatMap((e) => repos.deliveriesFor(e));
-      await repos.webhooks.insertDeliveriesAndMarkRelayed(rows, events.map((e) => e.id));
-      return events.length;
-    });
-    relayTimes.push(performance.now() - t0);
-    if (n !== repos.RELAY_BATCH) throw new Error(`relay batch ${i} claimed ${n} events, expected ${repos.RELAY_BATCH}`);
-  }
-  const relaySorted = [...relayTimes].sort((a, b) => a - b);
-  out['outbox relay (1,000 events)'] = { ...stats(relaySorted), rate: Math.round((repos.RELAY_BATCH * 1000) / percentile(relaySorted, 50)) };
-  await c.query(`DELETE FROM outbox_events WHERE data @> '{"backlog":true}'`);
-
-  // Retention: the seeded events older than 30 days are the backlog.
-  const retention = [];
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    const r = await rolledBack(repos, (q) => repos.webhooks.deleteExpiredEvents(q, repos.RETENTION_DAYS, 5000));
-    retention.push(performance.now() - t0);
-    if (i === 0) out.retentionDeleted = r;
-  }
-  out['webhook retention (5,000 events)'] = stats(retention.sort((a, b) => a - b));
-  const reaper = [];
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    const n = await rolledBack(repos, () => repos.reaperBatch(5000));
-    reaper.push(performance.now() - t0);
-    if (i === 0) out.reaperDeleted = n;
-  }
-  out[repos.reaperBatched ? 'idempotency reaper (5,000 records)' : 'idempotency reaper (every expired record: unbounded)'] = stats(reaper.sort((a, b) => a - b));
-
-  // Reconciliation: 10k open escrows and 100k payments ended in the last 7 days.
-  await c.query(
-    `INSERT INTO escrows (id, escrow_key, status, buyer_address, seller_address, seller_organization_id, amount_units, escrow_template_id, inspection_window_seconds, created_at, updated_at)
-     SELECT pg_temp.uuid7_at(now() - g * interval '1 second'), '0xbacklog' || md5('open' || g), 'funded', '0x' || repeat('3', 40), '0x' || repeat('4', 40), $1, 1000000, 'backlog', 86400,
-            now() - g * interval '1 second', now() - g * interval '1 second'
-       FROM generate_series(1, $2) g`,
-    [big, OPEN_ESCROWS],
-  );
-  await c.query(
-    `INSERT INTO payments (id, agent_id, organization_id, idempotency_key, fingerprint, status, mode, to_handle, to_address, from_address, amount, auth_nonce, auth_signature, created_at, updated_at)
-     SELECT pg_temp.uuid7_at(now() - g * interval '5 seconds'), $1, $2, 'backlog-' || g, 'f', 'succeeded', 'instant', 'payee', '0x' || repeat('5', 40), '0x' || repeat('7', 40), 1000000,
-            '0x' || md5('recent' || g) || md5('n' || g), '0x00', now() - g * interval '5 seconds', now() - g * interval '5 seconds'
-       FROM generate_series(1, $3) g`,
-    [seed.bigAgent, big, RECENT_PAYMENTS],
-  );
-  await c.query('ANALYZE escrows, payments');
-  const recon = [];
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    const [escrows, payments] = await Promise.all([repos.reconciliation.escrows(7), repos.reconciliation.terminalPayments(7), repos.reconciliation.heldSum()]);
-    recon.push(performance.now() - t0);
-    if (i === 0) out.reconciliationRows = { escrows: escrows.length, payments: payments.length };
-  }
-  out['reconciliation ledger reads (one pass)'] = stats(recon.sort((a, b) => a - b));
-
-  // Indexer catch-up (approximated): `delivered` applied to the funded backlog escrows.
-  const { rows: keys } = await c.query(`SELECT id, escrow_key FROM escrows WHERE escrow_template_id = 'backlog' ORDER BY escrow_key LIMIT $1`, [opts.indexerEvents]);
-  const perHundred = [];
-  const block = 1_000_000 + Math.floor(Math.random() * 1e6);
-  for (let i = 0; i < keys.length; i += 100) {
-    const t0 = performance.now();
-    for (const [j, k] of keys.slice(i, i + 100).entries()) {
-      const tx = `0x${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}`;
-      await repos.txHost.withTransaction(async () => {
-        const q = (sql, params) => repos.txHost.tx.query(sql, params);
-        await q(`SELECT * FROM escrows WHERE escrow_key = $1 FOR UPDATE`, [k.escrow_key]);
-        await q(`SELECT 1 FROM escrow_chain_events WHERE tx_hash = $1 AND log_index = $2`, [tx, j]);
-        await q(`SELECT * FROM escrow_chain_events WHERE escrow_id = $1 ORDER BY block_number, log_index`, [k.id]);
-        await q(
-          `INSERT INTO escrow_chain_events (id, escrow_id, action, tx_hash, log_index, block_number, block_hash) VALUES (gen_random_uuid(), $1, 'delivered', $2, $3, $4, $2)`,
-          [k.id, tx, j, block + i],
+/**
+ * The passes, each as { name, batches, setup(t), batch(t, i) → ms or void, teardown(t) }: set up
+ * on every target, then batches alternating target by target, then torn down; a pass's backlog
+ * exists only while it is measured.
+ */
+function passFigures(opts) {
+  return [
+    {
+      // Outbox relay: 100k pending events, RELAY_BATCH per batch, as the relay's loop runs them.
+      name: 'outbox relay (1,000 events)',
+      batches: opts.relayBatches,
+      async setup({ c, seed }) {
+        await c.query(
+          `INSERT INTO outbox_events (id, organization_id, type, data, created_at)
+           SELECT pg_temp.uuid7_at(now() - g * interval '1 millisecond'), $1, 'checkout.funded', '{"backlog":true}', now() - g * interval '1 millisecond'
+             FROM generate_series(1, $2) g`,
+          [seed.big, OUTBOX_BACKLOG],
         );
-        await q(`UPDATE escrows SET status = 'delivered', delivered_at = now(), updated_at = now() WHERE id = $1`, [k.id]);
-      });
-    }
-    perHundred.push(performance.now() - t0);
-  }
-  out['indexer apply (100 events, approximated)'] = stats(perHundred.sort((a, b) => a - b));
-  await c.query(`DELETE FROM escrows WHERE escrow_template_id = 'backlog'`);
-  await c.query(`DELETE FROM payments WHERE idempotency_key LIKE 'backlog-%' AND agent_id = $1`, [seed.bigAgent]);
+        await c.query('ANALYZE outbox_events');
+      },
+      async batch({ repos }, i) {
+        const n = await repos.txHost.withTransaction(async () => {
+          const events = await repos.webhooks.claimPendingEvents(repos.RELAY_BATCH);
+          const rows = events.flatMap((e) => repos.deliveriesFor(e));
+          await repos.webhooks.insertDeliveriesAndMarkRelayed(rows, events.map((e) => e.id));
+          return events.length;
+        });
+        if (n !== repos.RELAY_BATCH) throw new Error(`relay batch ${i} claimed ${n} events, expected ${repos.RELAY_BATCH}`);
+      },
+      teardown: ({ c }) => c.query(`DELETE FROM outbox_events WHERE data @> '{"backlog":true}'`),
+    },
+    {
+      // Retention: the seeded events older than 30 days are the backlog; each batch rolled back.
+      name: 'webhook retention (5,000 events)',
+      batches: 3,
+      batch: async (t) => {
+        const r = await rolledBack(t.repos, (q) => t.repos.webhooks.deleteExpiredEvents(q, t.repos.RETENTION_DAYS, 5000));
+        if (!(r.events > 0)) throw new Error('retention deleted no event: the seeded history should be its backlog');
+      },
+    },
+    {
+      name: 'idempotency reaper (5,000 records)',
+      batches: 3,
+      batch: async (t) => {
+        const n = await rolledBack(t.repos, () => t.repos.reaperBatch(5000));
+        if (!(n > 0)) throw new Error('the reaper deleted no record: the seeded history should be its backlog');
+      },
+    },
+    {
+      // Reconciliation: 10k open escrows and 100k payments ended in the last 7 days; one pass's ledger reads.
+      name: 'reconciliation ledger reads (one pass)',
+      batches: 3,
+      async setup({ c, seed }) {
+        await c.query(
+          `INSERT INTO escrows (id, escrow_key, status, buyer_address, seller_address, seller_organization_id, amount_units, escrow_template_id, inspection_window_seconds, created_at, updated_at)
+           SELECT pg_temp.uuid7_at(now() - g * interval '1 second'), '0xbacklog' || md5('open' || g), 'funded', '0x' || repeat('3', 40), '0x' || repeat('4', 40), $1, 1000000, 'backlog', 86400,
+                  now() - g * interval '1 second', now() - g * interval '1 second'
+             FROM generate_series(1, $2) g`,
+          [seed.big, OPEN_ESCROWS],
+        );
+        await c.query(
+          `INSERT INTO payments (id, agent_id, organization_id, idempotency_key, fingerprint, status, mode, to_handle, to_address, from_address, amount, auth_nonce, auth_signature, created_at, updated_at)
+           SELECT pg_temp.uuid7_at(now() - g * interval '5 seconds'), $1, $2, 'backlog-' || g, 'f', 'succeeded', 'instant', 'payee', '0x' || repeat('5', 40), '0x' || repeat('7', 40), 1000000,
+                  '0x' || md5('recent' || g) || md5('n' || g), '0x00', now() - g * interval '5 seconds', now() - g * interval '5 seconds'
+             FROM generate_series(1, $3) g`,
+          [seed.bigAgent, seed.big, RECENT_PAYMENTS],
+        );
+        await c.query('ANALYZE escrows, payments');
+      },
+      async batch({ repos }) {
+        const [escrows, payments] = await Promise.all([repos.reconciliation.escrows(7), repos.reconciliation.terminalPayments(7), repos.reconciliation.heldSum()]);
+        if (escrows.length < OPEN_ESCROWS || payments.length < RECENT_PAYMENTS) throw new Error(`reconciliation read ${escrows.length} escrows and ${payments.length} payments`);
+      },
+      // The escrows stay for the indexer's figure below, which removes them.
+      teardown: ({ c, seed }) => c.query(`DELETE FROM payments WHERE idempotency_key LIKE 'backlog-%' AND agent_id = $1`, [seed.bigAgent]),
+    },
+    {
+      // Indexer catch-up (approximated): `delivered` applied to the funded backlog escrows, 100 events per batch.
+      name: 'indexer apply (100 events, approximated)',
+      batches: Math.ceil(opts.indexerEvents / 100),
+      async setup(t) {
+        const { rows } = await t.c.query(`SELECT id, escrow_key FROM escrows WHERE escrow_template_id = 'backlog' ORDER BY escrow_key LIMIT $1`, [opts.indexerEvents]);
+        t.indexerKeys = rows;
+        t.block = 1_000_000 + Math.floor(Math.random() * 1e6);
+      },
+      async batch(t, i) {
+        const { repos } = t;
+        for (const [j, k] of t.indexerKeys.slice(i * 100, i * 100 + 100).entries()) {
+          const tx = `0x${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}`;
+          await repos.txHost.withTransaction(async () => {
+            const q = (sql, params) => repos.txHost.tx.query(sql, params);
+            await q(`SELECT * FROM escrows WHERE escrow_key = $1 FOR UPDATE`, [k.escrow_key]);
+            await q(`SELECT 1 FROM escrow_chain_events WHERE tx_hash = $1 AND log_index = $2`, [tx, j]);
+            await q(`SELECT * FROM escrow_chain_events WHERE escrow_id = $1 ORDER BY block_number, log_index`, [k.id]);
+            await q(
+              `INSERT INTO escrow_chain_events (id, escrow_id, action, tx_hash, log_index, block_number, block_hash) VALUES (gen_random_uuid(), $1, 'delivered', $2, $3, $4, $2)`,
+              [k.id, tx, j, t.block + i],
+            );
+            await q(`UPDATE escrows SET status = 'delivered', delivered_at = now(), updated_at = now() WHERE id = $1`, [k.id]);
+          });
+        }
+      },
+      teardown: ({ c }) => c.query(`DELETE FROM escrows WHERE escrow_template_id = 'backlog'`),
+    },
+    {
+      // Payment sweep: 10k idle pending payments; one selection of the sweep.
+      name: 'payment sweep selection (100 payments)',
+      batches: 10,
+      async setup({ c, seed }) {
+        await c.query(
+          `INSERT INTO payments (id, agent_id, organization_id, idempotency_key, fingerprint, status, mode, to_handle, to_address, from_address, amount, created_at, updated_at)
+           SELECT pg_temp.uuid7_at(now() - interval '1 hour'), $1, $2, 'idle-' || g, 'f', 'pending', 'instant', 'payee', '0x' || repeat('5', 40), '0x' || repeat('6', 40), 1000000,
+                  now() - interval '1 hour' - g * interval '1 second', now() - interval '1 hour' - g * interval '1 second'
+             FROM generate_series(1, $3) g`,
+          [seed.bigAgent, seed.big, IDLE_PAYMENTS],
+        );
+        await c.query('ANALYZE payments');
+      },
+      async batch({ repos }) {
+        const rows = await repos.payments.idle(new Date(Date.now() - 30_000));
+        if (rows.length !== 100) throw new Error(`payment sweep selected ${rows.length} idle payments, expected 100`);
+      },
+      teardown: ({ c, seed }) => c.query(`DELETE FROM payments WHERE idempotency_key LIKE 'idle-%' AND agent_id = $1`, [seed.bigAgent]),
+    },
+  ];
+}
 
-  // Payment sweep: 10k idle pending payments.
-  await c.query(
-    `INSERT INTO payments (id, agent_id, organization_id, idempotency_key, fingerprint, status, mode, to_handle, to_address, from_address, amount, created_at, updated_at)
-     SELECT pg_temp.uuid7_at(now() - interval '1 hour'), $1, $2, 'idle-' || g, 'f', 'pending', 'instant', 'payee', '0x' || repeat('5', 40), '0x' || repeat('6', 40), 1000000,
-            now() - interval '1 hour' - g * interval '1 second', now() - interval '1 hour' - g * interval '1 second'
-       FROM generate_series(1, $3) g`,
-    [seed.bigAgent, big, IDLE_PAYMENTS],
-  );
-  await c.query('ANALYZE payments');
-  const sweep = [];
-  for (let i = 0; i < 10; i++) {
-    const t0 = performance.now();
-    const rows = await repos.payments.idle(new Date(Date.now() - 30_000));
-    sweep.push(performance.now() - t0);
-    if (rows.length !== 100) throw new Error(`payment sweep selected ${rows.length} idle payments, expected 100`);
+/** Per-pass figures of every target, batches interleaved target by target. @returns one { figure: stats } per target. */
+async function measurePasses(targets, opts) {
+  const out = targets.map(() => ({}));
+  for (const pass of passFigures(opts)) {
+    for (const t of targets) await pass.setup?.(t);
+    const times = await interleaved(targets, pass.batches, 0, (t, i) => pass.batch(t, i));
+    times.forEach((x, k) => (out[k][pass.name] = stats(x)));
+    if (pass.name.startsWith('outbox relay')) times.forEach((x, k) => (out[k][pass.name].rate = Math.round((1000 * 1000) / percentile(x, 50))));
+    for (const t of targets) await pass.teardown?.(t);
   }
-  out['payment sweep selection (100 payments)'] = stats(sweep.sort((a, b) => a - b));
-  await c.query(`DELETE FROM payments WHERE idempotency_key LIKE 'idle-%' AND agent_id = $1`, [seed.bigAgent]);
   return out;
 }
 
 const fmtSize = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
 
-/** Rows: figure, then p50 (p99) per size, then the p50 ratio last/first and whether the aim holds. */
-function report(sizes, perSize, aim) {
-  const names = [...new Set(perSize.flatMap((s) => Object.keys(s).filter((k) => perSize[0][k]?.p50 !== undefined)))];
+/**
+ * Rows: figure, p50 (p99) of the growing database per size, the reference's p50 measured beside
+ * the largest size, and the aim's ratio: p50 at the largest size over the reference's p50 measured
+ * in the same window (interleaved call by call). The ratio at the first size (both databases the
+ * same size) shows the noise of the measurement.
+ */
+function report(sizes, perSize, refPerSize, aim) {
+  const names = Object.keys(perSize[0]).filter((k) => perSize[0][k]?.p50 !== undefined);
   const rows = [];
   const failures = [];
+  const last = fmtSize(sizes.at(-1));
   for (const name of names) {
     const cells = perSize.map((s) => (s[name] ? `${s[name].p50} (${s[name].p99})` : '—'));
-    const first = perSize[0][name]?.p50;
-    const last = perSize.at(-1)[name]?.p50;
-    const ratio = first && last ? last / first : null;
+    const ref = refPerSize.at(-1)[name]?.p50;
+    const ratio = ref && perSize.at(-1)[name]?.p50 ? perSize.at(-1)[name].p50 / ref : null;
+    const ref0 = refPerSize[0][name]?.p50;
+    const noise = ref0 && perSize[0][name]?.p50 ? perSize[0][name].p50 / ref0 : null;
     const ok = ratio !== null && ratio <= aim;
     if (ratio !== null && !ok) failures.push(`${name}: ${ratio.toFixed(2)}x`);
-    rows.push([name, ...cells, ratio === null ? '—' : `${ratio.toFixed(2)}x`, ratio === null ? '—' : ok ? 'met' : 'NOT met']);
+    rows.push([name, ...cells, ref ?? '—', noise === null ? '—' : `${noise.toFixed(2)}x`, ratio === null ? '—' : `${ratio.toFixed(2)}x`, ratio === null ? '—' : ok ? 'met' : 'NOT met']);
   }
-  const header = ['figure (ms: p50 (p99))', ...sizes.map(fmtSize), `p50 ${fmtSize(sizes.at(-1))}/${fmtSize(sizes[0])}`, `aim <= ${aim}x`];
+  const header = [
+    'figure (ms: p50 (p99))', ...sizes.map(fmtSize), `${fmtSize(sizes[0])} reference p50 beside ${last}`,
+    `${fmtSize(sizes[0])}/reference (noise)`, `${last}/reference p50`, `aim <= ${aim}x`,
+  ];
   const md = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
   return { md, failures };
 }
@@ -443,54 +493,75 @@ export async function main(args) {
   const releaseChildren = guardChildren();
   const started = Date.now();
   const perSize = [];
+  const refPerSize = [];
   const seedTimes = [];
-  const env = { DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'silent' };
-  let repos;
-  const c = new pg.Client({ connectionString: DATABASE_URL });
   const stops = [];
+  // The growing database, and a reference kept at the first size: every figure is measured on both,
+  // interleaved, so the ratio compares sizes under the same machine load (the machine may be shared).
+  const targets = [
+    { name: DB_NAME, url: DATABASE_URL },
+    { name: `${DB_NAME}_ref`, url: databaseUrl(`${DB_NAME}_ref`) },
+  ];
   try {
-    console.log(`scale bench: sizes ${opts.sizes.map(fmtSize).join(' → ')}, ${opts.requests} requests per figure, node ${process.version}, ${cpus().length} cpus, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-    await freshDatabase(DB_NAME, opts.dist, env);
-    await c.connect();
-    await c.query(UUID7_FN);
-    const seed = await seedParties(c, opts.dist);
-    repos = await compiledRepositories(opts.dist);
-    const port = await freePort();
-    const base = `http://${HOST}:${port}`;
-    const apiEnv = { ...env, NODE_ENV: 'production', PORT: String(port), API_BASE_URL: base, CHECKOUT_BASE_URL: base, RATE_LIMIT_PER_MINUTE: '1000000000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000000000' };
-    const api = await startProcess('api', [`${opts.dist}/src/main.js`], apiEnv, `${base}/health/live`);
-    stops.push(() => api.stop());
-    let have = 0;
+    console.log(`scale bench: sizes ${opts.sizes.map(fmtSize).join(' → ')} beside a ${fmtSize(opts.sizes[0])} reference, ${opts.requests} requests per figure, node ${process.version}, ${cpus().length} cpus, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    for (const [k, t] of targets.entries()) {
+      const env = { DATABASE_URL: t.url, REDIS_URL, REDIS_PREFIX: `${redisPrefix}_${k}`, LOG_LEVEL: 'silent' };
+      await freshDatabase(t.name, opts.dist, env);
+      t.c = new pg.Client({ connectionString: t.url });
+      await t.c.connect();
+      await t.c.query(UUID7_FN);
+      t.seed = await seedParties(t.c, opts.dist);
+      t.repos = await compiledRepositories(opts.dist, t.url);
+      const port = await freePort();
+      t.base = `http://${HOST}:${port}`;
+      const apiEnv = { ...env, NODE_ENV: 'production', PORT: String(port), API_BASE_URL: t.base, CHECKOUT_BASE_URL: t.base, RATE_LIMIT_PER_MINUTE: '1000000000', RATE_LIMIT_PUBLIC_PER_MINUTE: '1000000000' };
+      const api = await startProcess(`api ${k}`, [`${opts.dist}/src/main.js`], apiEnv, `${t.base}/health/live`);
+      stops.push(() => api.stop());
+      t.have = 0;
+    }
+    const settle = (t) => t.c.query('VACUUM ANALYZE checkout_sessions, outbox_events, webhook_deliveries, escrows, payments, idempotency_records');
+    const growTo = async (t, size) => {
+      // In steps of at most 250k rows per statement, so one statement's memory stays bounded.
+      for (let from = t.have; from < size; from += 250_000) await grow(t.c, t.seed, from, Math.min(size, from + 250_000));
+      t.have = size;
+      await settle(t);
+    };
+    await growTo(targets[1], opts.sizes[0]);
     for (const size of opts.sizes) {
       const t0 = Date.now();
-      // In steps of at most 250k rows per statement, so one statement's memory stays bounded.
-      for (let from = have; from < size; from += 250_000) await grow(c, seed, from, Math.min(size, from + 250_000));
-      have = size;
-      await c.query('VACUUM ANALYZE checkout_sessions, outbox_events, webhook_deliveries, escrows, payments, idempotency_records');
+      await growTo(targets[0], size);
       seedTimes.push(Date.now() - t0);
-      console.log(`  ${fmtSize(size)} rows per table (half of them the big organisation's), seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-      const requests = await measureRequests(c, base, seed, opts);
-      for (const [k, v] of Object.entries(requests)) console.log(`    ${k.padEnd(40)} p50 ${v.p50} ms  p99 ${v.p99} ms`);
-      const passes = await measurePasses(c, repos, seed, opts);
-      for (const [k, v] of Object.entries(passes)) console.log(`    ${k.padEnd(40)} ${v.p50 !== undefined ? `p50 ${v.p50} ms  p99 ${v.p99} ms${v.rate ? `  (${v.rate} events/s)` : ''}` : JSON.stringify(v)}`);
-      perSize.push({ ...requests, ...passes });
-      await sleepMs(0);
+      console.log(`  ${fmtSize(size)} rows per table (half of them the big organisation's), seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s; measuring beside the ${fmtSize(opts.sizes[0])} reference`);
+      const [requests, refRequests] = await measureRequests(targets, opts);
+      const [passes, refPasses] = await measurePasses(targets, opts);
+      const figures = { ...requests, ...passes };
+      const refFigures = { ...refRequests, ...refPasses };
+      for (const [k, v] of Object.entries(figures)) {
+        console.log(`    ${k.padEnd(42)} p50 ${v.p50} ms  p99 ${v.p99} ms${v.rate ? `  (${v.rate} events/s)` : ''}   reference p50 ${refFigures[k]?.p50} ms`);
+      }
+      perSize.push(figures);
+      refPerSize.push(refFigures);
     }
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => {});
-    await repos?.ds.destroy().catch(() => {});
-    await c.end().catch(() => {});
+    for (const t of targets) {
+      await t.repos?.ds.destroy().catch(() => {});
+      await t.c?.end().catch(() => {});
+      if (!opts.keep) await dropDatabase(t.name).catch(() => {});
+    }
     releaseChildren();
-    if (!opts.keep) await dropDatabase(DB_NAME).catch(() => {});
-    await deleteRedisKeys(redisPrefix).catch(() => {});
+    for (const k of [0, 1]) await deleteRedisKeys(`${redisPrefix}_${k}`).catch(() => {});
   }
-  const { md, failures } = report(opts.sizes, perSize, opts.aim);
+  const { md, failures } = report(opts.sizes, perSize, refPerSize, opts.aim);
   console.log('');
   console.log(md);
   console.log(`\n${((Date.now() - started) / 1000).toFixed(0)} s in all; load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (${cpus().length} cpus)`);
-  const file = writeResult(`scale-${stamp}.json`, JSON.stringify({ benchmark: 'scale', startedAt: stamp, options: opts, sizes: opts.sizes, seedMs: seedTimes, perSize, table: md, failures, loadAverage: loadavg() }, null, 2) + '\n');
+  const file = writeResult(
+    `scale-${stamp}.json`,
+    JSON.stringify({ benchmark: 'scale', startedAt: stamp, options: opts, sizes: opts.sizes, seedMs: seedTimes, perSize, referencePerSize: refPerSize, table: md, failures, loadAverage: loadavg() }, null, 2) + '\n',
+  );
   console.log(`results: ${file}`);
-  if (failures.length) throw new Error(`aim (p50 ${fmtSize(opts.sizes.at(-1))}/${fmtSize(opts.sizes[0])} <= ${opts.aim}x) not met: ${failures.join('; ')}`);
+  if (failures.length) throw new Error(`aim (p50 at ${fmtSize(opts.sizes.at(-1))} <= ${opts.aim}x the ${fmtSize(opts.sizes[0])} reference's) not met: ${failures.join('; ')}`);
 }
 
 if (isMain(import.meta.url)) runMain(main);
