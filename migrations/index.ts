@@ -25,6 +25,7 @@ import { Refunds1795300085000 } from './1795300085000-Refunds';
 import { ApiKeyCreatedBy1795300078000 } from './1795300078000-ApiKeyCreatedBy';
 import { PayoutAddressProven1795300078100 } from './1795300078100-PayoutAddressProven';
 import { BalanceTransactions1795300084000 } from './1795300084000-BalanceTransactions';
+import { OutboxPendingOrder1795300083000 } from './1795300083000-OutboxPendingOrder';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -53,6 +54,7 @@ export const MIGRATIONS = [
   PayoutAddressProven1795300078100,
   ReorgUnwind1795300081000,
   ReconcileCancellations1795300081100,
+  OutboxPendingOrder1795300083000,
   BalanceTransactions1795300084000,
   Refunds1795300085000,
 ];

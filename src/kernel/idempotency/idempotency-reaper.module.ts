@@ -7,6 +7,10 @@ import { IdempotencyRepository } from './idempotency.repository';
 
 export const MAINTENANCE_QUEUE = 'maintenance';
 const REAP_EVERY_MS = 60 * 60 * 1000;
+/** Records deleted per statement (and transaction). */
+export const REAP_BATCH = 5000;
+/** Batches per pass at most (500k records), so one pass stays short; the next hourly pass continues. */
+export const REAP_MAX_BATCHES = 100;
 
 /**
  * Deletes idempotency records past their TTL (docs/architecture.md §5: records live IDEMPOTENCY_TTL_HOURS).
@@ -23,8 +27,19 @@ export class IdempotencyReaper extends WorkerHost {
     super();
   }
 
+  /**
+   * One pass: batches of {@link REAP_BATCH} expired records, each in its own transaction, until a
+   * batch comes back short or {@link REAP_MAX_BATCHES} ran (the next pass continues): no statement
+   * and no transaction grows with the backlog (DESIGN §23).
+   * @returns how many records were deleted. @throws on database failure (batches before it stay deleted).
+   */
   async process(): Promise<{ deleted: number }> {
-    const deleted = await (this.txHost as TxHost).withTransaction(() => this.records.deleteExpired());
+    let deleted = 0;
+    for (let i = 0; i < REAP_MAX_BATCHES; i++) {
+      const n = await (this.txHost as TxHost).withTransaction(() => this.records.deleteExpiredBatch(REAP_BATCH));
+      deleted += n;
+      if (n < REAP_BATCH) break;
+    }
     if (deleted > 0) this.logger.log({ deleted }, 'deleted expired idempotency records');
     return { deleted };
   }

@@ -122,9 +122,26 @@ export class IdempotencyRepository {
     await this.tx.query(`DELETE FROM idempotency_records WHERE scope_hash = $1 AND idempotency_key = $2 AND response_status = 102`, [scopeHash, key]);
   }
 
-  /** Deletes expired records; returns how many (run by the worker's reaper). */
-  async deleteExpired(): Promise<number> {
-    const result = await this.tx.getRepository(IdempotencyRecord).createQueryBuilder().delete().where('expires_at <= now()').execute();
-    return result.affected ?? 0;
+  /**
+   * Deletes up to `limit` expired records, oldest expiry first (an index range scan of
+   * `idempotency_records_expires_at_idx`, rows another reaper holds skipped), so one statement's
+   * cost does not grow with the backlog (DESIGN §23: passes work in bounded batches).
+   * @returns how many were deleted (fewer than `limit`: the backlog is empty).
+   */
+  async deleteExpiredBatch(limit: number): Promise<number> {
+    const rows: unknown[] = await this.tx.query(
+      // The ids as an array (an InitPlan), so the DELETE is primary-key look-ups: a join with the
+      // batch may be planned as a hash join over a sequential scan of the whole table.
+      `DELETE FROM idempotency_records
+        WHERE id = ANY(ARRAY(SELECT id FROM idempotency_records WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
+        RETURNING 1`,
+      [limit],
+    );
+    return flatRows(rows).length;
   }
+}
+
+/** TypeORM returns `[rows, count]` for DELETE … RETURNING on pg; plain rows elsewhere. */
+function flatRows(rows: unknown[]): unknown[] {
+  return rows.length === 2 && Array.isArray(rows[0]) && typeof rows[1] === 'number' ? (rows[0] as unknown[]) : rows;
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { In } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { keysetPage } from '../../common/http/keyset';
+import { AppError } from '../../common/errors/app-error';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { Escrow, EscrowChainEventRow } from './escrow.entity';
 import type { EscrowStatus } from './escrow.state';
@@ -112,23 +112,49 @@ export class EscrowRepository {
   }
 
   /**
-   * Newest first, `limit + 1` rows of escrows the organisation is a party to.
+   * Newest first, `limit + 1` rows of escrows the organisation is a party to (keyset on
+   * (created_at, id), docs/architecture.md §6, as `keysetPage` in src/common/http/keyset.ts).
+   *
+   * "Seller or buyer" is two keyset branches, each an index range scan of its own index
+   * (`escrows_seller_org_idx`, `escrows_buyer_org_idx`) taking at most `limit + 1` ids, merged by
+   * the outer ORDER BY: one `seller = org OR buyer = org` condition would read every escrow of the
+   * organisation and sort them, a cost that grows with its history (DESIGN §23; the plan is checked
+   * by test/integration/scale-plans.int-spec.ts).
    * @throws AppError invalid_request (starting_after) for a cursor the organisation cannot see.
    */
-  list(organizationId: string, opts: { limit: number; startingAfter?: string; role?: 'buyer' | 'seller'; status?: EscrowStatus }): Promise<Escrow[]> {
-    const role =
-      opts.role === 'buyer' ? 'e.buyer_organization_id = :org' : opts.role === 'seller' ? 'e.seller_organization_id = :org' : null;
-    return keysetPage(
-      () => this.em.getRepository(Escrow).createQueryBuilder('e'),
-      'e',
-      { sql: '(e.seller_organization_id = :org OR e.buyer_organization_id = :org)', params: { org: organizationId } },
-      opts.limit,
-      opts.startingAfter,
-      (qb) => {
-        if (role) qb.andWhere(role, { org: organizationId });
-        if (opts.status) qb.andWhere('e.status = :status', { status: opts.status });
-      },
+  async list(organizationId: string, opts: { limit: number; startingAfter?: string; role?: 'buyer' | 'seller'; status?: EscrowStatus }): Promise<Escrow[]> {
+    const params: Record<string, unknown> = { org: organizationId, n: opts.limit + 1 };
+    const visible = '(c.seller_organization_id = :org OR c.buyer_organization_id = :org)';
+    let cursor = '';
+    if (opts.startingAfter) {
+      params.cursor = opts.startingAfter;
+      cursor = `AND (x.created_at, x.id) < ((SELECT c.created_at FROM escrows c WHERE c.id = :cursor AND ${visible}), :cursor)`;
+    }
+    let status = '';
+    if (opts.status) {
+      params.status = opts.status;
+      status = 'AND x.status = :status';
+    }
+    const sides = opts.role ? [opts.role] : (['seller', 'buyer'] as const);
+    const branches = sides.map(
+      (side) => `(SELECT x.id FROM escrows x WHERE x.${side}_organization_id = :org ${status} ${cursor} ORDER BY x.created_at DESC, x.id DESC LIMIT :n)`,
     );
+    const rows = await this.em
+      .getRepository(Escrow)
+      .createQueryBuilder('e')
+      .where(`e.id IN (${branches.join(' UNION ALL ')})`, params)
+      .orderBy('e.created_at', 'DESC')
+      .addOrderBy('e.id', 'DESC')
+      .take(opts.limit + 1)
+      .getMany();
+    if (opts.startingAfter && rows.length === 0) {
+      const seen: unknown[] = await this.em.query(`SELECT 1 FROM escrows c WHERE c.id = $1 AND (c.seller_organization_id = $2 OR c.buyer_organization_id = $2)`, [
+        opts.startingAfter,
+        organizationId,
+      ]);
+      if (seen.length === 0) throw AppError.invalidParam('starting_after', 'is not an id from a previous page of this list');
+    }
+    return rows;
   }
 
   /** Delivered, unflagged escrows whose inspection window has passed (auto-release candidates). */

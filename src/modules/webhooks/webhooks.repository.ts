@@ -456,15 +456,19 @@ export class WebhooksRepository {
    */
   async deleteExpiredEvents(query: (sql: string, params: unknown[]) => Promise<unknown[]>, days: number, limit: number): Promise<{ events: number; deliveries: number }> {
     const [row] = (await query(
+      // The batch's ids as one array (an InitPlan): both DELETEs are then index look-ups of those
+      // ids, where a join with the batch may be planned as a sequential scan of the whole table
+      // (DESIGN §23; test/integration/scale-plans.int-spec.ts checks the plan).
       `WITH doomed AS (
-         SELECT e.id FROM outbox_events e
-          WHERE e.created_at < now() - $1 * interval '1 day' AND e.relayed_at IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'retrying'))
-          ORDER BY e.created_at
-          LIMIT $2
-          FOR UPDATE SKIP LOCKED),
-       dd AS (DELETE FROM webhook_deliveries d USING doomed WHERE d.event_id = doomed.id RETURNING 1),
-       de AS (DELETE FROM outbox_events e USING doomed WHERE e.id = doomed.id RETURNING 1)
+         SELECT ARRAY(
+           SELECT e.id FROM outbox_events e
+            WHERE e.created_at < now() - $1 * interval '1 day' AND e.relayed_at IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'retrying'))
+            ORDER BY e.created_at
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED) AS ids),
+       dd AS (DELETE FROM webhook_deliveries d WHERE d.event_id = ANY((SELECT ids FROM doomed)::uuid[]) RETURNING 1),
+       de AS (DELETE FROM outbox_events e WHERE e.id = ANY((SELECT ids FROM doomed)::uuid[]) RETURNING 1)
        SELECT (SELECT count(*) FROM de)::int AS events, (SELECT count(*) FROM dd)::int AS deliveries`,
       [days, limit],
     )) as Array<{ events: number; deliveries: number }>;
