@@ -19,6 +19,7 @@ import { RelayerReplacements1795300075000 } from './1795300075000-RelayerReplace
 import { Console1795300076000 } from './1795300076000-Console';
 import { ApiKeyLastUsed1795300077000 } from './1795300077000-ApiKeyLastUsed';
 import { ChainCursorHash1795300077500 } from './1795300077500-ChainCursorHash';
+import { RelayerLiveIntent1795300079000 } from './1795300079000-RelayerLiveIntent';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   Console1795300076000,
   ApiKeyLastUsed1795300077000,
   ChainCursorHash1795300077500,
+  RelayerLiveIntent1795300079000,
 ];

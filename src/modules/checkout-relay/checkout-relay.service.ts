@@ -239,7 +239,10 @@ export class CheckoutRelayService {
       throw buyerRefusal(err);
     }
     try {
-      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.escrowAddress, data, purpose: `buyer-${body.action}`, reference: escrow.escrowId });
+      // One live relay per intent (DESIGN §22): a buyer action is keyed by (actor, nonce), like funding, so
+      // copies of one signed action share one relayer row and one transaction.
+      const reference = `${actor.toLowerCase()}:${body.nonce.toLowerCase()}`;
+      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.escrowAddress, data, purpose: `buyer-${body.action}`, reference });
       return { status: 'broadcast', txHash };
     } catch (err) {
       if (err instanceof RelayTimeoutError) throw new AppError('unavailable', 'The relayer is busy; the action is queued and will be sent', { relayTxId: err.relayTxId }, 503);
