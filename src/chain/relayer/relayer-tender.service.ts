@@ -66,7 +66,8 @@ export function replacementFees(prev: Fees, node: Fees, cap: bigint): Fees | nul
  * row is unmined again (its mined hash and block cleared), so it is tended below like any other; a
  * receipt in another block is recorded. Then for each broadcast row not known to be mined, lowest
  * nonce first:
- * - one of its hashes has a receipt → that hash and block are recorded;
+ * - one of its hashes has a receipt → that hash and block are recorded; a reverted one also fails the
+ *   row, so its intent may relay again (DESIGN §22 "One live relay per intent");
  * - its nonce is used but none of its hashes was mined (its fill, or a send outside the queue, took
  *   it) → the row is failed: its payload did not run and never will under that nonce;
  * - the node knows none of its hashes (dropped) → its stored signed bytes are sent again; when its call
@@ -130,7 +131,11 @@ export class RelayerTender {
     for (const row of rows) {
       const receipt = await this.minedReceipt(row.txHashes);
       if (receipt) {
-        await this.tx(() => this.repo.markMined(row.id, receipt.hash, receipt.blockNumber));
+        await this.tx(async () => {
+          await this.repo.markMined(row.id, receipt.hash, receipt.blockNumber);
+          // A mined revert ends the row (its payload ran and failed): the intent may relay again (DESIGN §22).
+          if (receipt.status === 0) await this.repo.markFailed(row.id, `reverted in ${receipt.hash}`);
+        });
         report.mined++;
         continue;
       }
