@@ -78,6 +78,19 @@ export class RelayerRepository {
     return rows[0] ? toRow(rows[0]) : null;
   }
 
+  /**
+   * Queued rows of `address` not touched for `idleMs` (their send was refused for fees or gas money, or
+   * their job ended without a broadcast), oldest first (at most `limit`): what the tender sends (DESIGN §22).
+   */
+  async stalledQueued(address: string, idleMs: number, limit = 20): Promise<RelayTxRow[]> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(
+      `SELECT * FROM relayer_transactions WHERE address = $1 AND status = 'queued' AND updated_at < now() - make_interval(secs => $2::float8 / 1000)
+        ORDER BY created_at, id LIMIT $3`,
+      [address.toLowerCase(), idleMs, limit],
+    );
+    return rows.map(toRow);
+  }
+
   /** Broadcast rows of `address` whose mined hash is not known yet, lowest nonce first (at most `limit`). */
   async unmined(address: string, limit = 100): Promise<RelayTxRow[]> {
     const rows: Array<Record<string, unknown>> = await this.em.query(
