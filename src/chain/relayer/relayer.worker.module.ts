@@ -4,7 +4,7 @@ import type { Job, Queue } from 'bullmq';
 import { RELAYER_QUEUE, RelayerJobData, RelayerJobResult } from './relayer.queue';
 import { RelayerModule } from './relayer.module';
 import { AppConfig } from '../../config/app-config';
-import { RelayerSender, RelayerUnderpricedError, RelayerUnfundedError } from './relayer-sender.service';
+import { RelayerSender, RelayerUnderpricedError, RelayerUnfundedError, RelayerUnsureError } from './relayer-sender.service';
 import { RelayerRepository } from './relayer.repository';
 import { ChainAccess } from '../chain-access.service';
 import { RelayerTender } from './relayer-tender.service';
@@ -52,6 +52,7 @@ export class RelayerProcessor extends WorkerHost {
         await this.sender.send(row.id);
       } catch (err) {
         if (err instanceof RelayerUnderpricedError || err instanceof RelayerUnfundedError) return;
+        if (err instanceof RelayerUnsureError) continue;
         this.logger.warn({ relayTxId: row.id, error: (err as Error).message }, 'queued relayer transaction not sent by the tender');
       }
     }
