@@ -35,11 +35,33 @@ describe('a send whose outcome is unknown goes out once (issue 29 finding 7)', (
       Object.assign(process.env, saved);
     }
   });
+  afterEach(() => gate.clearMethodRules());
   afterAll(async () => {
     await worker?.close();
     await gate?.stop();
     await t?.close();
     chain?.close();
+  });
+
+  it('issue 29 finding 3: a node error while estimating gas (-32603 "header not found") leaves the relay queued; the tender sends it once the node answers', async () => {
+    const relayer = t.app.get(RelayerService);
+    const to = Wallet.createRandom().address;
+    const reference = randomUUID();
+    gate.answerMethod('eth_estimateGas', { kind: 'error', code: -32603, message: 'header not found' });
+    const outcome = await relayer.relay({ to, data: '0xabcd', purpose: 'test-estimate', reference }).catch((err: Error) => err);
+    // Proof of the fault: the estimate was refused by the gate, and the relay did not broadcast.
+    expect(gate.hits.get('eth_estimateGas')).toBeGreaterThanOrEqual(1);
+    expect(outcome).toBeInstanceOf(Error);
+    const [row] = await t.dataSource.query(`SELECT id, status FROM relayer_transactions WHERE purpose = 'test-estimate' AND reference = $1`, [reference]);
+    expect(row.status).toBe('queued');
+    gate.clearMethodRules();
+    await waitFor(async () => (await t.dataSource.query(`SELECT status FROM relayer_transactions WHERE id = $1`, [row.id]))[0].status === 'broadcast', {
+      timeoutMs: 30_000,
+      label: 'the tender sent the queued relay',
+    });
+    await waitFor(async () => (await chain.provider.getTransactionCount(to)) === 0 && (await chain.provider.getBalance(to)) === 0n && (await t.dataSource.query(`SELECT tx_hash FROM relayer_transactions WHERE id = $1`, [row.id]))[0].tx_hash !== null, { timeoutMs: 10_000, label: 'hash stored' });
+    const [{ tx_hash }] = await t.dataSource.query(`SELECT tx_hash FROM relayer_transactions WHERE id = $1`, [row.id]);
+    expect((await chain.provider.waitForTransaction(tx_hash, 1, 30_000))!.status).toBe(1);
   });
 
   it('the node took the bytes and timed out: a retry of the intent sends no second transaction', async () => {

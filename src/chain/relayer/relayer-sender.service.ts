@@ -5,6 +5,7 @@ import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../chain-access.service';
 import { RelayerTender } from './relayer-tender.service';
+import { judgedByChain } from './relay-errors';
 import { RelayerRepository } from './relayer.repository';
 
 /**
@@ -127,6 +128,10 @@ export class RelayerSender {
       gasLimit = gas + gas / 5n;
     } catch (err) {
       const e = toTxError(row.purpose, err, null);
+      // Dead only on revert data (issue 29 finding 3; DESIGN §22 "a node error is never proof"): ethers v6
+      // reports every JSON-RPC error of eth_estimateGas as CALL_EXCEPTION; without revert data (a timeout,
+      // "header not found", -32603, a rate limit) the row stays queued and is sent on a later pass.
+      if (!judgedByChain(e)) throw new RelayerUnsureError(relayTxId, e.message);
       await this.repo.markFailed(row.id, e.message);
       throw e;
     }

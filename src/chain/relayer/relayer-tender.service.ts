@@ -1,10 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { toTxError } from '@lib/chain';
 import { isError, parseEther, parseUnits, Transaction, type TransactionReceipt } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../chain-access.service';
 import { RelayerRepository, RelayTxRow } from './relayer.repository';
+import { judgedByChain } from './relay-errors';
 import { RelayerService } from './relayer.service';
 import { relayerBalance, relayerBalanceLow, relayerReplacements } from './relayer-metrics';
 
@@ -211,7 +213,8 @@ export class RelayerTender {
     try {
       await provider.estimateGas({ from: this.chain.relayer.address, to: row.toAddress, data: row.data });
     } catch (err) {
-      dead = isError(err, 'CALL_EXCEPTION');
+      // Revert data only (issue 29 finding 3): ethers reports any JSON-RPC error of eth_estimateGas as CALL_EXCEPTION.
+      dead = isError(err, 'CALL_EXCEPTION') && judgedByChain(toTxError('revive', err, null));
       if (!dead) {
         this.logger.warn({ relayTxId: row.id, error: (err as Error).message }, 'cannot check a dropped relayer transaction now; next pass');
         return null;

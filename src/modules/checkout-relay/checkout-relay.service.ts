@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { judgedByChain } from '../../chain/relayer/relay-errors';
 import { ChainTxError, ESCROW_ACTION_CODES, ESCROW_ACTION_TYPES, type Eip712Domain, type FundingTerms } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { getAddress, hexlify, randomBytes, verifyTypedData } from 'ethers';
@@ -60,6 +61,19 @@ function jsonSafe<T>(value: T): Record<string, unknown> {
  * token's custom error: 400 `details.reason` insufficient_balance | expired | bad_signature | wrong_terms,
  * 409 invalid_state when the escrow or authorization moved on. Errors other than a revert are rethrown.
  */
+/**
+ * A failed simulation as the answer (DESIGN §22 "never a refusal such as 400 rejected for a node error";
+ * issue 29 finding 3): without revert data the node did not judge the call (a timeout, "header not
+ * found", -32603, a rate limit) → 503 `unavailable` with `Retry-After`, nothing stored; with revert data
+ * → {@link buyerRefusal}.
+ */
+function simulationRefusal(err: unknown): AppError {
+  if (err instanceof ChainTxError && !judgedByChain(err)) {
+    return new AppError('unavailable', 'The chain node could not check this request right now; nothing was sent, retry shortly', { reason: 'node_error' }, 503, { 'Retry-After': '2' });
+  }
+  return buyerRefusal(err);
+}
+
 function buyerRefusal(err: unknown): AppError {
   if (!(err instanceof ChainTxError)) throw err;
   const token = tokenRefusalError(err);
@@ -236,7 +250,7 @@ export class CheckoutRelayService {
     try {
       await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.gateway.escrowAddress, data, `${body.action}BySig`);
     } catch (err) {
-      throw buyerRefusal(err);
+      throw simulationRefusal(err);
     }
     try {
       // One live relay per intent (DESIGN §22): a buyer action is keyed by (actor, nonce), like funding, so
@@ -288,7 +302,7 @@ export class CheckoutRelayService {
     try {
       await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.gateway.escrowAddress, data, 'fundWithAuthorization');
     } catch (err) {
-      throw buyerRefusal(err);
+      throw simulationRefusal(err);
     }
     return { buyer: request.message.from, data };
   }
