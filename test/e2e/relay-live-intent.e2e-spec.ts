@@ -7,7 +7,6 @@ import { RelayerLiveIntent1795300079000 } from '../../migrations/1795300079000-R
 import { createAgent, createPayee, pay, useAgentStack } from '../support/agents';
 import type { TestApp } from '../support/app';
 import { createCheckout, createParties, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
-import { createOrg } from '../support/factories';
 
 jest.setTimeout(180_000);
 
