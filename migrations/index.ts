@@ -26,6 +26,7 @@ import { ApiKeyCreatedBy1795300078000 } from './1795300078000-ApiKeyCreatedBy';
 import { PayoutAddressProven1795300078100 } from './1795300078100-PayoutAddressProven';
 import { BalanceTransactions1795300084000 } from './1795300084000-BalanceTransactions';
 import { OutboxPendingOrder1795300083000 } from './1795300083000-OutboxPendingOrder';
+import { RelayerLiveIntent1795300079000 } from './1795300079000-RelayerLiveIntent';
 
 /** Every migration in order; listed as classes (no globs) so the same list works in dist and jest. */
 export const MIGRATIONS = [
@@ -52,6 +53,7 @@ export const MIGRATIONS = [
   ChainCursorHash1795300077500,
   ApiKeyCreatedBy1795300078000,
   PayoutAddressProven1795300078100,
+  RelayerLiveIntent1795300079000,
   ReorgUnwind1795300081000,
   ReconcileCancellations1795300081100,
   OutboxPendingOrder1795300083000,

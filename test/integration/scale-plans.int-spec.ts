@@ -78,7 +78,7 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     );
     await q(`ANALYZE checkout_sessions, escrows, idempotency_records, outbox_events, webhook_deliveries, payments`, []);
     const logger: TypeOrmLogger = {
-      logQuery: (sql, params) => void captured.push({ sql, params: params ?? [] }),
+      logQuery: (sql, params) => void captured.push({ sql, params: (params ?? []) as unknown[] }),
       logQueryError: () => {},
       logQuerySlow: () => {},
       logSchemaBuild: () => {},

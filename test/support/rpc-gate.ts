@@ -96,10 +96,50 @@ export class RpcGate {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  /**
+   * From now on, requests of JSON-RPC `method` get `rule` (until {@link clearMethodRules}): `error`
+   * answers a JSON-RPC error (e.g. -32603 "header not found") without asking anvil; `forward-then-hang`
+   * hands the request to anvil (which acts on it) and never answers, as a node that accepted the
+   * bytes and then timed out. `hits` counts the requests each rule caught.
+   */
+  answerMethod(method: string, rule: { kind: 'error'; code?: number; message?: string } | { kind: 'forward-then-hang' }): void {
+    this.methodRules.set(method, rule);
+  }
+
+  clearMethodRules(): void {
+    this.methodRules.clear();
+  }
+
+  /** Requests caught by a rule of {@link answerMethod}, per method. */
+  readonly hits = new Map<string, number>();
+  private readonly methodRules = new Map<string, { kind: 'error'; code?: number; message?: string } | { kind: 'forward-then-hang' }>();
+
+  /** Applies a rule of {@link answerMethod}; true when the request was answered (or deliberately left hanging). */
+  private async byMethod(body: Buffer, res: ServerResponse): Promise<boolean> {
+    let msg: { id?: unknown; method?: string };
+    try {
+      msg = JSON.parse(body.toString('utf8')) as { id?: unknown; method?: string };
+    } catch {
+      return false;
+    }
+    const rule = msg && !Array.isArray(msg) && msg.method ? this.methodRules.get(msg.method) : undefined;
+    if (!rule) return false;
+    this.hits.set(msg.method!, (this.hits.get(msg.method!) ?? 0) + 1);
+    if (rule.kind === 'error') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: rule.code ?? -32603, message: rule.message ?? 'header not found' } }));
+      return true;
+    }
+    await fetch(this.upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body.toString('utf8') }).catch(() => undefined);
+    this.stuck.add(res);
+    return true;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     this.received++;
+    if (this.methodRules.size && (await this.byMethod(Buffer.concat(chunks), res))) return;
     const method = methodOf(Buffer.concat(chunks));
     const rule = this.faults.find((f) => f.method === method && f.left > 0);
     if (rule) {

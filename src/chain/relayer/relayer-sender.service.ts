@@ -1,10 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ChainTxError, toTxError } from '@lib/chain';
-import { parseEther, Transaction } from 'ethers';
+import { isError, parseEther, Transaction } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../chain-access.service';
 import { RelayerTender } from './relayer-tender.service';
+import { judgedByChain } from './relay-errors';
 import { RelayerRepository } from './relayer.repository';
 
 /**
@@ -35,6 +36,21 @@ export class RelayerUnderpricedError extends Error {
     readonly nodeMessage: string,
   ) {
     super(`relayer transaction ${relayTxId} refused for its fees (${nodeMessage}); it stays queued`);
+  }
+}
+
+/**
+ * The outcome of a send is not known (the node did not answer the broadcast, or refused stored bytes
+ * whose nonce is still free): the row stays queued with its signed bytes at its nonce, and the next
+ * send (the tender's pass over queued rows, a caller's resume) sends those same bytes again (issue 29
+ * finding 7: never re-signed at a new nonce without proof that the nonce was used).
+ */
+export class RelayerUnsureError extends Error {
+  constructor(
+    readonly relayTxId: string,
+    readonly nodeMessage: string,
+  ) {
+    super(`relayer transaction ${relayTxId}: outcome unknown (${nodeMessage}); its signed bytes stay queued`);
   }
 }
 
@@ -74,6 +90,8 @@ export class RelayerSender {
    * @throws ChainTxError when the call would revert or the node refuses it (the row is marked failed);
    *   RelayerUnfundedError when the relayer's ETH is below RELAYER_MIN_BALANCE (the row stays queued);
    *   RelayerUnderpricedError when the node refused it for its fees (the row stays queued, unsigned);
+   *   RelayerUnsureError when the broadcast got no answer, or stored bytes were refused while their nonce is
+   *   unused (the row stays queued with those bytes);
    *   Error when the row does not exist.
    */
   async send(relayTxId: string): Promise<string> {
@@ -90,7 +108,18 @@ export class RelayerSender {
         await this.repo.markBroadcast(row.id);
         return row.txHash;
       }
-      this.logger.warn({ relayTxId, nonce: row.nonce, txHash: row.txHash }, 'signed relayer transaction can no longer be sent (nonce used); signing it again');
+      // Refused bytes are not proof the nonce was used (issue 29 finding 7): ask the chain before signing anew.
+      const latest = await provider.getTransactionCount(wallet.address, 'latest');
+      if (row.nonce === null || row.nonce >= latest) {
+        // The nonce is still free: the node refused these bytes for another reason (fees, a node error). Keep them.
+        throw new RelayerUnsureError(relayTxId, 'its signed bytes were not taken and its nonce is not used yet');
+      }
+      const mined = await this.minedHash(row.txHashes.length ? row.txHashes : [row.txHash]);
+      if (mined) {
+        await this.repo.markBroadcast(row.id);
+        return mined;
+      }
+      this.logger.warn({ relayTxId, nonce: row.nonce, txHash: row.txHash }, 'nonce of a signed relayer transaction used by another transaction; signing it again');
       await this.repo.clearSigned(row.id);
     }
     let gasLimit: bigint;
@@ -99,6 +128,10 @@ export class RelayerSender {
       gasLimit = gas + gas / 5n;
     } catch (err) {
       const e = toTxError(row.purpose, err, null);
+      // Dead only on revert data (issue 29 finding 3; DESIGN §22 "a node error is never proof"): ethers v6
+      // reports every JSON-RPC error of eth_estimateGas as CALL_EXCEPTION; without revert data (a timeout,
+      // "header not found", -32603, a rate limit) the row stays queued and is sent on a later pass.
+      if (!judgedByChain(e)) throw new RelayerUnsureError(relayTxId, e.message);
       await this.repo.markFailed(row.id, e.message);
       throw e;
     }
@@ -137,6 +170,12 @@ export class RelayerSender {
     try {
       await provider.broadcastTransaction(rawTx);
     } catch (err) {
+      if (isError(err, 'TIMEOUT') || isError(err, 'NETWORK_ERROR') || isError(err, 'SERVER_ERROR')) {
+        // No answer is not a refusal: the node may hold the bytes (issue 29 finding 7). They stay signed at
+        // their nonce; the next send (the tender, a resume) sends the same bytes again, never new ones.
+        this.logger.warn({ relayTxId, nonce, txHash, error: (err as Error).message }, 'relayer broadcast got no answer; the signed bytes stay and are sent again');
+        throw new RelayerUnsureError(relayTxId, nodeMessage(err));
+      }
       if (!(await provider.getTransaction(txHash).catch(() => null))) {
         await (this.txHost as TxHost).withTransaction(() => this.repo.releaseNonce(wallet.address, nonce));
         const words = nodeMessage(err);
@@ -154,6 +193,12 @@ export class RelayerSender {
     }
     await this.repo.markBroadcast(row.id);
     return txHash;
+  }
+
+  /** The first of `hashes` with a receipt, or null. */
+  private async minedHash(hashes: string[]): Promise<string | null> {
+    for (const h of hashes) if (await this.chain.provider.getTransactionReceipt(h)) return h;
+    return null;
   }
 
   /** Sends a stored signed transaction again; true when the node has it (sent now, earlier, or mined). */

@@ -1,10 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { toTxError } from '@lib/chain';
 import { isError, parseEther, parseUnits, Transaction, type TransactionReceipt } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../chain-access.service';
 import { RelayerRepository, RelayTxRow } from './relayer.repository';
+import { judgedByChain } from './relay-errors';
 import { RelayerService } from './relayer.service';
 import { relayerBalance, relayerBalanceLow, relayerReplacements } from './relayer-metrics';
 
@@ -66,7 +68,8 @@ export function replacementFees(prev: Fees, node: Fees, cap: bigint): Fees | nul
  * row is unmined again (its mined hash and block cleared), so it is tended below like any other; a
  * receipt in another block is recorded. Then for each broadcast row not known to be mined, lowest
  * nonce first:
- * - one of its hashes has a receipt → that hash and block are recorded;
+ * - one of its hashes has a receipt → that hash and block are recorded; a reverted one also fails the
+ *   row, so its intent may relay again (DESIGN §22 "One live relay per intent");
  * - its nonce is used but none of its hashes was mined (its fill, or a send outside the queue, took
  *   it) → the row is failed: its payload did not run and never will under that nonce;
  * - the node knows none of its hashes (dropped) → its stored signed bytes are sent again; when its call
@@ -130,7 +133,11 @@ export class RelayerTender {
     for (const row of rows) {
       const receipt = await this.minedReceipt(row.txHashes);
       if (receipt) {
-        await this.tx(() => this.repo.markMined(row.id, receipt.hash, receipt.blockNumber));
+        await this.tx(async () => {
+          await this.repo.markMined(row.id, receipt.hash, receipt.blockNumber);
+          // A mined revert ends the row (its payload ran and failed): the intent may relay again (DESIGN §22).
+          if (receipt.status === 0) await this.repo.markFailed(row.id, `reverted in ${receipt.hash}`);
+        });
         report.mined++;
         continue;
       }
@@ -206,7 +213,8 @@ export class RelayerTender {
     try {
       await provider.estimateGas({ from: this.chain.relayer.address, to: row.toAddress, data: row.data });
     } catch (err) {
-      dead = isError(err, 'CALL_EXCEPTION');
+      // Revert data only (issue 29 finding 3): ethers reports any JSON-RPC error of eth_estimateGas as CALL_EXCEPTION.
+      dead = isError(err, 'CALL_EXCEPTION') && judgedByChain(toTxError('revive', err, null));
       if (!dead) {
         this.logger.warn({ relayTxId: row.id, error: (err as Error).message }, 'cannot check a dropped relayer transaction now; next pass');
         return null;

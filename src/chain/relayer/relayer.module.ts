@@ -16,6 +16,6 @@ import { RelayerTender } from './relayer-tender.service';
 @Module({
   imports: [ChainModule, QueueModule, BullModule.registerQueue({ name: RELAYER_QUEUE })],
   providers: [RelayerRepository, RelayerSender, RelayerTender, { provide: RelayerFaults, useValue: NO_FAULTS }, RelayerService],
-  exports: [ChainModule, RelayerService, RelayerSender, RelayerTender, RelayerFaults, BullModule],
+  exports: [ChainModule, RelayerRepository, RelayerService, RelayerSender, RelayerTender, RelayerFaults, BullModule],
 })
 export class RelayerModule {}

@@ -49,9 +49,46 @@ export class RelayerRepository {
     );
   }
 
+  /**
+   * Inserts a queued row unless its intent (`purpose`, `reference`) already has a live row (status not
+   * failed): the partial unique index relayer_transactions_live_intent decides, so concurrent twins
+   * insert once (DESIGN §22 "One live relay per intent").
+   * @returns true when this row was inserted, false when a live row of the intent exists.
+   */
+  async insertUnlessLive(row: Pick<RelayTxRow, 'id' | 'address' | 'toAddress' | 'data' | 'purpose' | 'reference'>): Promise<boolean> {
+    const rows: Array<{ id: string }> = await this.em.query(
+      `INSERT INTO relayer_transactions (id, address, to_address, data, purpose, reference, status, traceparent) VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7)
+       ON CONFLICT (purpose, reference) WHERE status <> 'failed' AND reference IS NOT NULL DO NOTHING RETURNING id`,
+      [row.id, row.address.toLowerCase(), row.toAddress, row.data, row.purpose, row.reference, currentTraceparent()],
+    );
+    return rows.length === 1;
+  }
+
+  /** The live row (status not failed) of the intent (`purpose`, `reference`), or null (DESIGN §22). */
+  async live(purpose: string, reference: string): Promise<RelayTxRow | null> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(
+      `SELECT * FROM relayer_transactions WHERE purpose = $1 AND reference = $2 AND status <> 'failed' LIMIT 1`,
+      [purpose, reference],
+    );
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+
   async find(id: string): Promise<RelayTxRow | null> {
     const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT * FROM relayer_transactions WHERE id = $1`, [id]);
     return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  /**
+   * Queued rows of `address` not touched for `idleMs` (their send was refused for fees or gas money, or
+   * their job ended without a broadcast), oldest first (at most `limit`): what the tender sends (DESIGN §22).
+   */
+  async stalledQueued(address: string, idleMs: number, limit = 20): Promise<RelayTxRow[]> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(
+      `SELECT * FROM relayer_transactions WHERE address = $1 AND status = 'queued' AND updated_at < now() - make_interval(secs => $2::float8 / 1000)
+        ORDER BY created_at, id LIMIT $3`,
+      [address.toLowerCase(), idleMs, limit],
+    );
+    return rows.map(toRow);
   }
 
   /** Broadcast rows of `address` whose mined hash is not known yet, lowest nonce first (at most `limit`). */

@@ -47,21 +47,45 @@ export class RelayerService implements OnApplicationShutdown {
   ) {}
 
   /**
-   * Queues `req` and waits until it is broadcast. Must not be called inside a database transaction.
+   * Relays the intent `req` (`purpose`, `reference`) and waits until it is broadcast. One live relay per
+   * intent (DESIGN §22; issue 29 finding 1), the relayer's own rule: when the intent already has a row
+   * that has not failed, that row is resumed ({@link resume}: its stored signed bytes, or its queued job)
+   * and `req.data` is not used; a new row only when every row of the intent has failed. The partial
+   * unique index relayer_transactions_live_intent enforces it against concurrent twins. A request without
+   * `reference` is its own intent. Must not be called inside a database transaction.
    * Refused before anything is stored while the relayer's ETH is below RELAYER_MIN_BALANCE (DESIGN §18):
    * a relay is never queued to fail at broadcast for want of gas money.
-   * @returns the relayer row id and the transaction hash (the first signed; a replacement may be mined
-   *   instead: wait with {@link waitMined}).
+   * @returns the relayer row id (the live row's, when there was one) and the transaction hash (the first
+   *   signed; a replacement may be mined instead: wait with {@link waitMined}).
    * @throws AppError 503 `unavailable` (`details.reason: "relayer_low_balance"`, `Retry-After`) when the
-   *   relayer's ETH is below RELAYER_MIN_BALANCE; ChainTxError when the call would revert or the node
-   *   refused it; RelayTimeoutError after RELAYER_WAIT_MS.
+   *   relayer's ETH is below RELAYER_MIN_BALANCE and a new row would be needed; ChainTxError when the call
+   *   would revert or the node refused it; RelayTimeoutError after RELAYER_WAIT_MS.
    */
   async relay(req: RelayRequest): Promise<{ relayTxId: string; txHash: string }> {
-    await this.assertFunded();
-    const relayTxId = uuidv7();
-    await (this.txHost as TxHost).withTransaction(() =>
-      this.repo.insert({ id: relayTxId, address: this.chain.relayer.address, toAddress: req.to, data: req.data, purpose: req.purpose, reference: req.reference ?? null }),
-    );
+    const reference = req.reference ?? null;
+    for (let attempt = 0; ; attempt++) {
+      if (reference !== null) {
+        const live = await this.repo.live(req.purpose, reference);
+        if (live) {
+          this.logger.log({ relayTxId: live.id, purpose: req.purpose, reference }, 'intent already has a live relay; resuming it');
+          return this.resume(live.id);
+        }
+      }
+      await this.assertFunded();
+      const relayTxId = uuidv7();
+      const row = { id: relayTxId, address: this.chain.relayer.address, toAddress: req.to, data: req.data, purpose: req.purpose, reference };
+      const inserted = await (this.txHost as TxHost).withTransaction(() => (reference === null ? this.repo.insert(row).then(() => true) : this.repo.insertUnlessLive(row)));
+      if (!inserted) {
+        // A twin inserted the live row between our read and our insert (or it failed meanwhile): look again.
+        if (attempt >= 3) throw new Error(`relay ${req.purpose} ${reference}: no live row and no insert after ${attempt + 1} attempts`);
+        continue;
+      }
+      return this.sendQueued(relayTxId);
+    }
+  }
+
+  /** Queues the job of the new row `relayTxId` and waits for its broadcast (see {@link relay}). */
+  private async sendQueued(relayTxId: string): Promise<{ relayTxId: string; txHash: string }> {
     const events = await this.queueEvents();
     const job = await this.queue.add('send', { relayTxId }, { jobId: relayTxId, removeOnComplete: { age: 3600 }, removeOnFail: { age: 86400 } });
     try {
@@ -212,6 +236,15 @@ export class RelayerService implements OnApplicationShutdown {
    */
   relaysFor(purpose: string, reference: string): Promise<Array<{ id: string; status: 'queued' | 'broadcast' | 'failed' }>> {
     return this.repo.forReference(purpose, reference);
+  }
+
+  /**
+   * The live relay (status not failed) of the intent (`purpose`, `reference`), or null (DESIGN §22):
+   * its id, status and whether one of its hashes is recorded as mined.
+   */
+  async liveRelay(purpose: string, reference: string): Promise<{ id: string; status: 'queued' | 'broadcast'; mined: boolean } | null> {
+    const row = await this.repo.live(purpose, reference);
+    return row ? { id: row.id, status: row.status as 'queued' | 'broadcast', mined: row.minedTxHash !== null } : null;
   }
 
   /** Every transaction hash signed for a caller's record (`purpose`, `reference`), fee-bump replacements included (DESIGN §18). */

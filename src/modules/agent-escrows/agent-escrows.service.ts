@@ -1,4 +1,4 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ChainTxError, FundingTerms, type EscrowPartyAction } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { Signature, type Wallet } from 'ethers';
@@ -14,6 +14,7 @@ import { checkoutEscrowKey } from '../checkout/checkout-escrow-key';
 import { EscrowChainService } from '../escrow/escrow-chain.service';
 import { EscrowProjector } from '../escrow/escrow-projector.service';
 import { ESCROW_ACTIONS } from '../escrow/escrow.state';
+import { PaymentModes } from '../payments/payment-modes';
 import { mapOwned, PaymentModeHandler, PaymentRecord as Payment, PaymentsService, StoredAuthorization } from '../payments/payments.service';
 import { RelayerService, RelayRequest, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { AgentEscrowDto } from './dto/agent-escrow.dto';
@@ -34,7 +35,7 @@ export interface PreparedAct {
  * the seller's side is the ordinary escrow API.
  */
 @Injectable()
-export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
+export class AgentEscrowsService implements PaymentModeHandler {
   constructor(
     private readonly payments: PaymentsService,
     private readonly checkout: CheckoutService,
@@ -44,10 +45,10 @@ export class AgentEscrowsService implements OnModuleInit, PaymentModeHandler {
     private readonly vault: SignerVault,
     private readonly agents: AgentSpendGate,
     private readonly config: AppConfig,
-  ) {}
-
-  onModuleInit(): void {
-    this.payments.registerMode('escrow', this);
+    modes: PaymentModes,
+  ) {
+    // The mode table's `escrow` handler (issue 28): without this module a process does not start.
+    modes.provide('escrow', this);
   }
 
   /**

@@ -285,7 +285,8 @@ export class AgentsService {
     }
     const fresh = await this.tx(() => this.repo.useOwnerNonce(agentId, body.nonce, 'withdraw'));
     if (!fresh) throw new AppError('invalid_request', 'This signature was already used', { reason: 'nonce_used' });
-    const txHash = await this.transferFromSigner(agent, agent.ownerAddress, units, 'withdraw');
+    // One live relay per intent (DESIGN §22): the intent is this owner-signed Withdraw (its single-use nonce).
+    const txHash = await this.transferFromSigner(agent, agent.ownerAddress, units, 'withdraw', `${agentId}:${body.nonce.toLowerCase()}`);
     return { txHash, amount: formatAmount(units), to: agent.ownerAddress };
   }
 
@@ -391,18 +392,33 @@ export class AgentsService {
     }
   }
 
-  /** Sweeps the signer's whole USDC balance to the owner; null when there is nothing to sweep. */
+  /**
+   * Sweeps the signer's whole USDC balance to the owner; null when there is nothing to sweep. One live
+   * relay per intent (DESIGN §22): a sweep repeated while one is live (a retried disable, a second
+   * process) resumes that sweep instead of signing a second; the intent is the agent's sweep after its
+   * last mined one: reference `<agentId>:sweep`, then `<agentId>:sweep:<id of the mined sweep row>`, so
+   * concurrent callers compute the same reference and a later sweep (new float) is a new intent.
+   */
   private async sweep(agent: AgentRow): Promise<string | null> {
     const balance = await this.chain.gateway.usdcBalance(agent.signerAddress!);
     if (balance === 0n) return null;
-    return this.transferFromSigner(agent, agent.ownerAddress, balance, 'sweep');
+    let reference = `${agent.id}:sweep`;
+    for (let live = await this.relayer.liveRelay('sweep', reference); live?.mined; live = await this.relayer.liveRelay('sweep', reference)) {
+      reference = `${agent.id}:sweep:${live.id}`;
+    }
+    return this.transferFromSigner(agent, agent.ownerAddress, balance, 'sweep', reference);
   }
 
-  private async transferFromSigner(agent: AgentRow, to: string, amount: bigint, purpose: string): Promise<string> {
+  private async transferFromSigner(agent: AgentRow, to: string, amount: bigint, purpose: string, reference: string): Promise<string> {
+    const live = await this.relayer.liveRelay(purpose, reference);
+    if (live) return this.awaitTransfer(agent, purpose, await this.relayer.resume(live.id));
     const signer = await this.vault.wallet(agent.id);
     const now = await this.chain.headTimestamp();
     const auth = await this.chain.gateway.signTransferAuthorization(signer, { to, value: amount, validBefore: BigInt(now + 600), nonce: hexlify(randomBytes(32)) });
-    const relayed = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.chain.gateway.encodeTransferWithAuthorization(auth), purpose, reference: agent.id });
+    return this.awaitTransfer(agent, purpose, await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.chain.gateway.encodeTransferWithAuthorization(auth), purpose, reference }));
+  }
+
+  private async awaitTransfer(agent: AgentRow, purpose: string, relayed: { relayTxId: string; txHash: string }): Promise<string> {
     // Bounded (docs/architecture.md §18): the answer is the broadcast hash either way; not mined in time means pending, not failed.
     const mined = await this.relayer.waitMined(relayed.relayTxId, this.config.env.CHAIN_WAIT_MS);
     const txHash = mined?.hash ?? relayed.txHash;

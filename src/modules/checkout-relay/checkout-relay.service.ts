@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { judgedByChain } from '../../chain/relayer/relay-errors';
 import { ChainTxError, ESCROW_ACTION_CODES, ESCROW_ACTION_TYPES, type Eip712Domain, type FundingTerms } from '@lib/chain';
 import { formatAmount } from '@lib/money';
 import { getAddress, hexlify, randomBytes, verifyTypedData } from 'ethers';
@@ -60,6 +61,19 @@ function jsonSafe<T>(value: T): Record<string, unknown> {
  * token's custom error: 400 `details.reason` insufficient_balance | expired | bad_signature | wrong_terms,
  * 409 invalid_state when the escrow or authorization moved on. Errors other than a revert are rethrown.
  */
+/**
+ * A failed simulation as the answer (DESIGN §22 "never a refusal such as 400 rejected for a node error";
+ * issue 29 finding 3): without revert data the node did not judge the call (a timeout, "header not
+ * found", -32603, a rate limit) → 503 `unavailable` with `Retry-After`, nothing stored; with revert data
+ * → {@link buyerRefusal}.
+ */
+function simulationRefusal(err: unknown): AppError {
+  if (err instanceof ChainTxError && !judgedByChain(err)) {
+    return new AppError('unavailable', 'The chain node could not check this request right now; nothing was sent, retry shortly', { reason: 'node_error' }, 503, { 'Retry-After': '2' });
+  }
+  return buyerRefusal(err);
+}
+
 function buyerRefusal(err: unknown): AppError {
   if (!(err instanceof ChainTxError)) throw err;
   const token = tokenRefusalError(err);
@@ -226,10 +240,13 @@ export class CheckoutRelayService {
     try {
       await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.gateway.escrowAddress, data, `${body.action}BySig`);
     } catch (err) {
-      throw buyerRefusal(err);
+      throw simulationRefusal(err);
     }
     try {
-      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.escrowAddress, data, purpose: `buyer-${body.action}`, reference: escrow.escrowId });
+      // One live relay per intent (DESIGN §22): a buyer action is keyed by (actor, nonce), like funding, so
+      // copies of one signed action share one relayer row and one transaction.
+      const reference = `${actor.toLowerCase()}:${body.nonce.toLowerCase()}`;
+      const { txHash } = await this.relayer.relay({ to: this.chain.gateway.escrowAddress, data, purpose: `buyer-${body.action}`, reference });
       return { status: 'broadcast', txHash };
     } catch (err) {
       if (err instanceof RelayTimeoutError) throw new AppError('unavailable', 'The relayer is busy; the action is queued and will be sent', { relayTxId: err.relayTxId }, 503);
@@ -275,7 +292,7 @@ export class CheckoutRelayService {
     try {
       await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.gateway.escrowAddress, data, 'fundWithAuthorization');
     } catch (err) {
-      throw buyerRefusal(err);
+      throw simulationRefusal(err);
     }
     return { buyer: request.message.from, data };
   }

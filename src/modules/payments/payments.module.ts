@@ -9,6 +9,8 @@ import { PaymentSettlement } from './payment-settlement.service';
 import { PaymentsRepository } from './payments.repository';
 import { PaymentsOperations } from './payments.operations';
 import { PaymentFaults, PaymentsService } from './payments.service';
+import { PaymentModes } from './payment-modes';
+import { TransferPaymentMode } from './transfer-payment-mode';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Payment } from './payment.entity';
 import { X402Settlement } from './x402-settlement.entity';
@@ -18,12 +20,16 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
 /**
  * Agent payments: reservation, signing, relaying and settlement (docs/architecture.md §13), and the
  * settlement record of paid retries of our own x402 challenges (§14, §18: table x402_settlements,
- * settled by the same USDC authorization indexer). No controllers.
+ * settled by the same USDC authorization indexer). No controllers. Provides the payment mode table
+ * (PaymentModes) with the transfer modes instant, x402 and a2a; AgentEscrowsModule provides `escrow`,
+ * and a process holding this module refuses to start without it (issue 28).
  */
 @Module({
   imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), AgentsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
   providers: [
     PaymentsRepository,
+    PaymentModes,
+    TransferPaymentMode,
     PaymentsService,
     PaymentsOperations,
     PaymentSettlement,
@@ -32,6 +38,6 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
     X402Settlements,
     { provide: X402Faults, useValue: NO_FAULTS },
   ],
-  exports: [PaymentsService, PaymentsOperations, PaymentSettlement, PaymentFaults, X402Settlements, X402Faults],
+  exports: [PaymentModes, PaymentsService, PaymentsOperations, PaymentSettlement, PaymentFaults, X402Settlements, X402Faults],
 })
 export class PaymentsModule {}

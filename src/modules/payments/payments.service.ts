@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ChainTxError, isNodeError } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
-import { getAddress, hexlify, isAddress, randomBytes, type Wallet } from 'ethers';
+import { getAddress, isAddress } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
@@ -17,15 +17,14 @@ import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
 import { MandatesService } from '../mandates/mandates.service';
 import { ChainAccess, ChainUnavailableError } from '../../chain/chain-access.service';
-import { RelayerService, RelayRequest, RelayTimeoutError } from '../../chain/relayer/relayer.service';
+import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { PaymentDto } from './dto/payment.dto';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 import { PaymentsRepository } from './payments.repository';
+import { PaymentModes } from './payment-modes';
 
-/** Seconds an agent payment's EIP-3009 authorization stays valid (validBefore = chain now + this; docs/architecture.md §13). */
-export const PAYMENT_VALIDITY_SECONDS = 600;
-/** Relayer `purpose` of a payment's transferWithAuthorization relay (reference = the payment id). */
-export const PAYMENT_RELAY_PURPOSE = 'payment';
+export { PAYMENT_RELAY_PURPOSE, PAYMENT_VALIDITY_SECONDS } from './transfer-payment-mode';
+export type { PaymentModeHandler, StoredAuthorization } from './payment-modes';
 
 /**
  * An x402 payment addressed to a raw address (a payTo of another server's challenge) is handed to the
@@ -65,27 +64,6 @@ export interface SpendInput {
 /** A payment row as other modules see it (through this service, never the entity file). */
 export type PaymentRecord = Payment;
 
-/** The stored EIP-3009 authorization of a payment (recovery point "signed"). */
-export interface StoredAuthorization {
-  nonce: string;
-  validBefore: number;
-  signature: string;
-}
-
-/**
- * How a payment mode other than `instant` signs and relays (agent escrows: receiveWithAuthorization into
- * the escrow under signed terms). Registered by the owning module; the reservation, recovery points and
- * settlement stay here.
- */
-export interface PaymentModeHandler {
-  /** Inside the reservation transaction, after the payment row is inserted (e.g. the checkout session). */
-  onReserved?(payment: Payment, extra: Record<string, unknown>): Promise<void>;
-  /** Signs the authorization with the agent's signer (called once per payment). */
-  authorize(payment: Payment, signer: Wallet): Promise<StoredAuthorization>;
-  /** The relayer transaction that uses the stored authorization. */
-  relayRequest(payment: Payment): Promise<RelayRequest>;
-}
-
 /**
  * Agent payments under policy (docs/architecture.md §13, §5). The refusal order (agents_disabled →
  * agent_paused → signer_required → kyb_rejected → mandate_required → policy_denied) and the
@@ -99,7 +77,6 @@ export interface PaymentModeHandler {
 @Injectable()
 export class PaymentsService {
   private readonly logger = new Logger('Payments');
-  private readonly modes = new Map<PaymentMode, PaymentModeHandler>();
 
   constructor(
     private readonly verification: VerificationService,
@@ -112,15 +89,11 @@ export class PaymentsService {
     private readonly config: AppConfig,
     private readonly faults: PaymentFaults,
     private readonly mandates: MandatesService,
+    private readonly modes: PaymentModes,
   ) {}
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
     return (this.txHost as TxHost).withTransaction(fn);
-  }
-
-  /** Registers how `mode` signs and relays (called by the module that owns the mode at start-up). */
-  registerMode(mode: PaymentMode, handler: PaymentModeHandler): void {
-    this.modes.set(mode, handler);
   }
 
   /**
@@ -237,8 +210,10 @@ export class PaymentsService {
             createdAt: now,
             updatedAt: now,
           });
+          // The mode table fails closed (issue 28): a mode without its handler here refuses before any row.
+          const handler = this.modes.get(mode);
           await this.repo.insert(payment);
-          await this.modes.get(mode)?.onReserved?.(payment, opts.extra ?? {});
+          await handler.onReserved?.(payment, opts.extra ?? {});
           created = true;
           return { row: payment, fingerprint, created: true };
         }),
@@ -302,6 +277,8 @@ export class PaymentsService {
   async resume(payment: Payment): Promise<Payment> {
     let p = payment;
     if (p.status === 'succeeded' || p.status === 'failed') return p;
+    // Fails closed (issue 28): a mode without its handler in this process is neither signed nor relayed.
+    const handler = this.modes.get(p.mode);
     if (!p.authNonce && !this.config.env.AGENTS_ENABLED) {
       // Another process may have signed it since it was read: then it is cancelled below, never failed here.
       if (await this.tx(() => this.repo.failUnsigned(p.id, 'agents_disabled'))) return (await this.repo.findById(p.id))!;
@@ -310,7 +287,7 @@ export class PaymentsService {
     }
     if (!p.authNonce) {
       const signer = await this.vault.wallet(p.agentId);
-      const auth = await this.authorize(p, signer);
+      const auth = await handler.authorize(p, signer);
       await this.tx(() => this.repo.storeAuthorization(p.id, { nonce: auth.nonce.toLowerCase(), validBefore: auth.validBefore, signature: auth.signature }));
       p = (await this.repo.findById(p.id))!;
       if (!p.authNonce) return p;
@@ -337,7 +314,7 @@ export class PaymentsService {
       return (await this.repo.findById(p.id))!;
     }
     try {
-      const { txHash } = await this.relayer.relay(await this.relayRequest(p));
+      const { txHash } = await this.relayer.relay(await handler.relayRequest(p));
       await this.tx(() => this.repo.markSubmitted(p.id, txHash));
     } catch (err) {
       if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError)) throw err;
@@ -349,33 +326,6 @@ export class PaymentsService {
       }
     }
     return (await this.repo.findById(p.id))!;
-  }
-
-  private async authorize(p: Payment, signer: Wallet): Promise<StoredAuthorization> {
-    const handler = this.modes.get(p.mode);
-    if (handler) return handler.authorize(p, signer);
-    const validBefore = (await this.chain.headTimestamp()) + PAYMENT_VALIDITY_SECONDS;
-    const auth = await this.chain.gateway.signTransferAuthorization(signer, { to: p.toAddress, value: p.amount, validBefore: BigInt(validBefore), nonce: hexlify(randomBytes(32)) });
-    return { nonce: auth.nonce, validBefore, signature: auth.signature };
-  }
-
-  private async relayRequest(p: Payment): Promise<RelayRequest> {
-    const handler = this.modes.get(p.mode);
-    if (handler) return handler.relayRequest(p);
-    return {
-      to: this.chain.gateway.usdcAddress,
-      data: this.chain.gateway.encodeTransferWithAuthorization({
-        from: p.fromAddress,
-        to: p.toAddress,
-        value: p.amount,
-        validAfter: 0n,
-        validBefore: BigInt(p.authValidBefore!),
-        nonce: p.authNonce!,
-        signature: p.authSignature!,
-      }),
-      purpose: PAYMENT_RELAY_PURPOSE,
-      reference: p.id,
-    };
   }
 
   /**
