@@ -259,7 +259,7 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const wrongRecipient = await insertPayment(agent, { status: 'succeeded', from: payer.address, to: other, amount: 2n * USDC, validBefore, ...c });
     try {
       const report = await svc.run();
-      expect(report.mismatches.filter((m) => [right, wrongAmount, wrongRecipient].includes(m.ids[0]))).toEqual([
+      expect(report.mismatches.filter((m) => [right, wrongAmount, wrongRecipient].includes(m.ids[0])).sort((x, y) => x.kind.localeCompare(y.kind))).toEqual([
         { kind: 'payment_amount', ids: [wrongAmount], expected: `3.00 to ${payee.toLowerCase()}`, actual: `2.00 in ${b.txHash}` },
         { kind: 'payment_recipient', ids: [wrongRecipient], expected: `2.00 to ${other.toLowerCase()}`, actual: `2.00 to ${payee.toLowerCase()} in ${c.txHash}` },
       ]);

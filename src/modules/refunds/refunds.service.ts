@@ -19,8 +19,6 @@ import type { CreateRefundDto, RefundDto, SubmitRefundDto } from './dto/refund.d
 import { Refund, RefundSourceType, RefundStatus } from './refund.entity';
 import { RefundsRepository, RefundSourceRow } from './refunds.repository';
 
-/** How long a refund's EIP-3009 authorization stays usable: validBefore = chain time at creation + 24 h (DESIGN §21). */
-export const REFUND_VALIDITY_SECONDS = 24 * 3600;
 /** A txHash refund whose transfer a reorg removed fails when not mined again within this many seconds (DESIGN §21). */
 export const REFUND_REMINE_SECONDS = 24 * 3600;
 /** Relayer `purpose` of a refund's transferWithAuthorization (reference = the refund id; one live relay per refund, DESIGN §22). */
@@ -111,7 +109,7 @@ export class RefundsService {
             fromAddress: getAddress(source.fromAddress!),
             toAddress: getAddress(source.toAddress!),
             authNonce: refundNonce(id),
-            validBefore: time + REFUND_VALIDITY_SECONDS,
+            validBefore: time + this.config.env.REFUND_VALIDITY_S,
             createdBlock: block,
             method: null,
             signature: null,
