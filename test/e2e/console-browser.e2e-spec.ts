@@ -381,6 +381,8 @@ describeBrowser('the console in a browser', () => {
       await page.getByRole('button', { name: 'Connect wallet' }).click();
       await page.getByRole('button', { name: 'Sign in with Ethereum' }).click();
       await waitFor(async () => (await ow.context.cookies(base)).some((c) => c.name === 'pcp_console'), { label: 'the console session cookie' });
+      // The sign-in reloads /console itself: wait for the signed-in page before navigating, or the two navigations race.
+      await page.locator('#sign-out').waitFor({ state: 'attached', timeout: 30_000 });
       await page.goto(`${base}/console/orgs/${orgId}/agents/${agentId}`);
       await ready(page);
       await page.getByRole('button', { name: 'Connect wallet' }).click();
