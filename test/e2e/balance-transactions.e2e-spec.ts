@@ -9,7 +9,7 @@ import { EscrowIndexer } from '../../src/modules/escrow/escrow-indexer.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import type { TestApp } from '../support/app';
 import { createAgent, createPayee, pay, paymentRows, useAgentStack } from '../support/agents';
-import { createCheckout, createParties, fundingTerms, indexUntilStatus, Party, pollToHead, TestChain, USDC } from '../support/chain';
+import { createCheckout, createParties, fundingTerms, indexUntilStatus, Party, pollToHead, runAtChainTime, TestChain, USDC } from '../support/chain';
 import { expectError } from '../support/errors';
 import { createKey } from '../support/factories';
 
@@ -227,7 +227,9 @@ describe('balance transactions', () => {
     const challenge = await t.http.get('/api/v1/x402/challenge').query({ to: payee.handle, amount: '0.40' });
     expect(challenge.status).toBe(402);
     const client = new x402Client().register('eip155:31337', new ClientExactEvmScheme(privateKeyToAccount(payer.privateKey as `0x${string}`))).setSpendControls(false);
-    const payload = await client.createPaymentPayload(decodePaymentRequiredHeader(challenge.headers['payment-required']));
+    // The payer signs at the chain's time: earlier files move the shared anvil's clock ahead of this process's.
+    const restoreClock = await runAtChainTime(chain);
+    const payload = await client.createPaymentPayload(decodePaymentRequiredHeader(challenge.headers['payment-required'])).finally(restoreClock);
     const header = Buffer.from(JSON.stringify(payload)).toString('base64');
     const paid = await t.http.get('/api/v1/x402/challenge').query({ to: payee.handle, amount: '0.40' }).set('PAYMENT-SIGNATURE', header);
     expect([200, 402]).toContain(paid.status);
