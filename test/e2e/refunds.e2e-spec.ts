@@ -1,13 +1,15 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { Wallet } from 'ethers';
+import { id as topicOf, type Wallet } from 'ethers';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, pay, settleUntil, startRelayerWorker } from '../support/agents';
-import { createOrg } from '../support/factories';
+import { createKey, createOrg } from '../support/factories';
 import { waitFor } from '../support/wait';
 import { listenForMcp, McpClients, okTool, refusedTool } from '../support/mcp-client';
 import { createCheckout, createParties, fundOnChain, getCheckout, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
 import { refundNonce, RefundsService } from '../../src/modules/refunds/refunds.service';
+import { balanceTransactionId } from '../../src/modules/balance/balance-projector.service';
+import { BalanceReconciler } from '../../src/modules/balance/balance-reconciler.service';
 
 jest.setTimeout(180_000);
 
@@ -136,6 +138,72 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     expect((await create(other, checkout.id, { amount: '1.00' })).status).toBe(404);
   });
 
+  /** The organisation's ledger rows, newest first (GET /balance-transactions with a balance:read key). */
+  const ledgerOf = async (organizationId: string) => {
+    const key = await createKey(t.app, organizationId, ['balance:read']);
+    const res = await t.http.get('/api/v1/balance-transactions').query({ limit: 100 }).set('X-Api-Key', key);
+    expect(res.status).toBe(200);
+    return res.body.data as Array<{ id: string; type: string; amount: string; fee: string; net: string; sourceType: string; sourceId: string; txHash: string; logIndex: number; blockNumber: number; blockTimestamp: string }>;
+  };
+
+  it('a succeeded refund is a negative refund row of the ledger, from its Transfer log: 25.00 released, 5.00 refunded → the statement adds up to 20.00 and reconciles with the chain', async () => {
+    const { seller, checkout } = await released('25.00');
+    const refund = (await create(seller, checkout.id, { amount: '5.00' }).expect(200)).body;
+    // Nothing is written from the API call alone: no refund row before the money moved.
+    expect((await ledgerOf(seller.org.organizationId)).map((r) => r.type)).toEqual(['escrow_release']);
+    const done = await submit(seller, refund.id, { signature: await sign(seller.wallet, refund.typedData) });
+    expect(done.body).toMatchObject({ status: 'succeeded' });
+    const receipt = (await chain.provider.getTransactionReceipt(done.body.txHash))!;
+    const transferTopic = topicOf('Transfer(address,address,uint256)');
+    const transfer = receipt.logs.find((l) => l.address.toLowerCase() === chain.gateway.usdcAddress.toLowerCase() && l.topics[0] === transferTopic)!;
+
+    const rows = await ledgerOf(seller.org.organizationId);
+    expect(rows.map((r) => [r.type, r.amount, r.net])).toEqual([
+      ['refund', '-5.00', '-5.00'],
+      ['escrow_release', '25.00', '25.00'],
+    ]);
+    expect(rows[0]).toMatchObject({
+      id: balanceTransactionId(done.body.txHash, transfer.index),
+      fee: '0.00',
+      sourceType: 'refund',
+      sourceId: refund.id,
+      txHash: done.body.txHash,
+      logIndex: transfer.index,
+      blockNumber: receipt.blockNumber,
+    });
+    // The watcher's next passes change nothing (one row per Transfer log).
+    await t.app.get(RefundsService).watchOnce();
+    expect(await ledgerOf(seller.org.organizationId)).toEqual(rows);
+
+    const from = new Date(Date.parse(rows[1].blockTimestamp) - 3_600_000).toISOString();
+    const to = new Date(Date.parse(rows[0].blockTimestamp) + 3_600_000).toISOString();
+    const key = await createKey(t.app, seller.org.organizationId, ['balance:read']);
+    const csv = await t.http.get('/api/v1/balance-transactions/export').query({ from, to }).set('X-Api-Key', key).buffer(true).parse((res, cb) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+      res.on('end', () => cb(null, text));
+    });
+    expect(csv.status).toBe(200);
+    const lines = (csv.body as string).split('\r\n').filter((l) => l !== '');
+    const header = lines[0].split(',');
+    const records = lines.slice(1).map((l) => l.split(','));
+    expect(records.map((r) => r[header.indexOf('type')])).toEqual(['escrow_release', 'refund']);
+    const units = (text: string) => {
+      const [whole, fraction = ''] = text.replace('-', '').split('.');
+      return (text.startsWith('-') ? -1n : 1n) * (BigInt(whole) * USDC + BigInt(fraction.padEnd(6, '0')));
+    };
+    expect(records.reduce((sum, r) => sum + units(r[header.indexOf('net')]), 0n)).toBe(20n * USDC);
+
+    // balance:reconcile's check: the refund row is the chain's Transfer log out of the seller's wallet.
+    expect(await t.app.get(BalanceReconciler).check(seller.org.organizationId, new Date(from), new Date(to))).toMatchObject({
+      rows: 2,
+      ledger: '20.00',
+      chain: '20.00',
+      clean: true,
+      mismatches: [],
+    });
+  });
+
   it('partial refunds by txHash: the seller sends its own transfers; each verified on chain; a reused or non-matching txHash is 400; cancel only while requires_signature', async () => {
     const { seller, buyer, checkout } = await released('25.00');
     const a = (await create(seller, checkout.id, { amount: '5.00' }).expect(200)).body;
@@ -217,18 +285,26 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     const tx = await chain.provider.broadcastTransaction(raw).then((r) => r.hash);
     await chain.provider.waitForTransaction(tx);
     expect((await submit(seller, refund.id, { txHash: tx })).body.status).toBe('succeeded');
+    const [row] = (await ledgerOf(seller.org.organizationId)).filter((r) => r.type === 'refund');
+    expect(row).toMatchObject({ amount: '-3.00', sourceId: refund.id, txHash: tx.toLowerCase() });
     await chain.revert(snapshot);
     // The fault happened: the node no longer has the transfer.
     expect(await chain.provider.getTransactionReceipt(tx)).toBeNull();
     await t.app.get(RefundsService).watchOnce();
     expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'pending', txHash: tx.toLowerCase() });
     expect((await getCheckout(t, seller.org, checkout.id)).refundedAmount).toBe('0.00');
+    // Its ledger row went with it (the release's row stays).
+    expect((await ledgerOf(seller.org.organizationId)).map((r) => r.type)).toEqual(['escrow_release']);
     // The same signed transfer is mined again (a new block).
     await chain.provider.broadcastTransaction(raw);
     await chain.provider.waitForTransaction(tx);
     await t.app.get(RefundsService).watchOnce();
     expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: tx.toLowerCase() });
     expect((await getCheckout(t, seller.org, checkout.id)).refundedAmount).toBe('3.00');
+    // The row again, under the same id (derived from the tx hash and log index), at the new block.
+    const [again] = (await ledgerOf(seller.org.organizationId)).filter((r) => r.type === 'refund');
+    expect(again).toMatchObject({ id: row.id, amount: '-3.00', txHash: tx.toLowerCase() });
+    expect(again.blockNumber).toBe((await chain.provider.getTransactionReceipt(tx))!.blockNumber);
     expect(await eventsOf(refund.id)).toEqual([
       ['refund.created', 'requires_signature'],
       ['refund.succeeded', 'succeeded'],

@@ -98,6 +98,16 @@ export class BalanceProjector implements OnModuleInit {
     return rows;
   }
 
+  /**
+   * Deletes the rows of the Transfer logs `logs` (txHash, logIndex), in the caller's transaction: for a
+   * writer that follows single transactions rather than a cursor (the refund watcher, whose refund a
+   * reorg took back to `pending`; DESIGN §21, §22). The log mined again is recorded under the same id.
+   * @returns how many rows were deleted.
+   */
+  unrecord(logs: ReadonlyArray<{ txHash: string; logIndex: number }>): Promise<number> {
+    return this.repo.removeIds(logs.map((l) => balanceTransactionId(l.txHash, l.logIndex)));
+  }
+
   /** Inserts the rows not yet recorded, in the caller's transaction (the indexer's, with its cursor). @returns how many were new. */
   record(rows: BalanceTransaction[]): Promise<number> {
     return this.repo.insertIfAbsent(rows);

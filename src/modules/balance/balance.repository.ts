@@ -37,6 +37,13 @@ export class BalanceRepository {
     return (result.raw as unknown[]).length;
   }
 
+  /** Deletes the rows of `ids` (a refund a reorg took back, DESIGN §22), in the caller's transaction. @returns how many. */
+  async removeIds(ids: string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const result = await this.repo.createQueryBuilder().delete().where('id IN (:...ids)', { ids }).execute();
+    return result.affected ?? 0;
+  }
+
   /** Deletes the rows `cursor`'s indexer wrote from blocks above `block` (its rewind, DESIGN §22). @returns how many. */
   async removeAbove(cursor: string, block: number): Promise<number> {
     const result = await this.repo.createQueryBuilder().delete().where('cursor = :cursor AND block_number > :block', { cursor, block }).execute();

@@ -15,6 +15,7 @@ import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
+import { BalanceProjector } from '../balance/balance-projector.service';
 import type { CreateRefundDto, RefundDto, SubmitRefundDto } from './dto/refund.dto';
 import { Refund, RefundSourceType, RefundStatus } from './refund.entity';
 import { RefundsRepository, RefundSourceRow } from './refunds.repository';
@@ -23,6 +24,15 @@ import { RefundsRepository, RefundSourceRow } from './refunds.repository';
 export const REFUND_REMINE_SECONDS = 24 * 3600;
 /** Relayer `purpose` of a refund's transferWithAuthorization (reference = the refund id; one live relay per refund, DESIGN §22). */
 export const REFUND_RELAY_PURPOSE = 'refund';
+
+/** Ledger rows as the balance projector resolves and records them (its entity stays the balance module's own). */
+type BalanceTransaction = Awaited<ReturnType<BalanceProjector['resolve']>>[number];
+
+/**
+ * `cursor` of the refunds' ledger rows (balance_transactions): no chain cursor has this name, so no
+ * indexer's rewind removes them; the refund watcher does, when a reorg takes the refund back (DESIGN §21, §22).
+ */
+export const REFUND_LEDGER_CURSOR = 'refund-watcher';
 
 /** The refund's EIP-3009 nonce: keccak256("refund:" + id), lower-case hex (DESIGN §21: derived from the refund id). */
 export function refundNonce(id: string): string {
@@ -45,6 +55,8 @@ interface VerifiedTransfer {
   logIndexes: number[];
   blockNumber: number;
   blockHash: string;
+  /** The `refund` ledger row of each matching log, read from the chain with the verification. */
+  ledger: BalanceTransaction[];
 }
 
 const OPEN: readonly RefundStatus[] = ['requires_signature', 'pending'];
@@ -72,6 +84,7 @@ export class RefundsService {
     private readonly relayer: RelayerService,
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
+    private readonly balance: BalanceProjector,
   ) {}
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
@@ -266,7 +279,8 @@ export class RefundsService {
           const source = await this.repo.lockSource(r.sourceType, r.sourceId, r.organizationId);
           await this.assertWithinBound(source!, r.sourceType, r.amountUnits, r.id);
           await this.repo.update(r.id, { status: 'pending', method: 'tx_hash', txHash, submittedAt: new Date() });
-          const after = await this.settleLocked(r.id, { kind: 'mined', txHash, logIndex, blockNumber: verified.blockNumber, blockHash: verified.blockHash });
+          const mined = { kind: 'mined' as const, txHash, logIndex, blockNumber: verified.blockNumber, blockHash: verified.blockHash };
+          const after = await this.settleLocked(r.id, mined, verified.ledger.filter((row) => row.logIndex === logIndex));
           return this.toDto(after);
         }),
     };
@@ -309,13 +323,43 @@ export class RefundsService {
 
   /**
    * One refund brought in line with the chain (the watcher's step, and after a submit): {@link observe}
-   * outside any transaction, then {@link apply} under the locks. No transaction may be open.
+   * and, for a mined transfer, its `refund` ledger row ({@link ledgerRows}) outside any transaction,
+   * then {@link apply} under the locks. A mined transfer whose ledger row the chain does not give at the
+   * observed block (a reorg between the two reads) waits for the next pass. No transaction may be open.
    * @returns the refund as it is afterwards.
    */
   async settle(r: Refund): Promise<Refund> {
     const seen = await this.observe(r);
     if (seen.kind === 'waiting') return r;
-    return this.tx(() => this.apply(r.id, seen));
+    let ledger: BalanceTransaction[] = [];
+    if (seen.kind === 'mined') {
+      ledger = await this.ledgerRows(r, seen.txHash, [seen.logIndex]);
+      if (ledger.length !== 1 || ledger[0].blockNumber !== seen.blockNumber) return r;
+    }
+    return this.tx(() => this.apply(r.id, seen, ledger));
+  }
+
+  /**
+   * The `refund` ledger rows (DESIGN §21: negative, of the organisation, source the refund) of the USDC
+   * Transfer logs `logIndexes` of `txHash`, read from the chain by the ledger's projector (amount, block
+   * and time from the log and its block; a log that is not a transfer from the refund's from to its to
+   * gives none). Network reads only: call outside any transaction.
+   */
+  private ledgerRows(r: Refund, txHash: string, logIndexes: readonly number[]): Promise<BalanceTransaction[]> {
+    return this.balance.resolve(
+      logIndexes.map((logIndex) => ({
+        type: 'refund' as const,
+        organizationId: r.organizationId,
+        sourceType: 'refund',
+        sourceId: r.id,
+        cursor: REFUND_LEDGER_CURSOR,
+        txHash,
+        // The projector takes the first Transfer after the event's log: the one just before this transfer names it.
+        eventLogIndex: logIndex - 1,
+        from: r.fromAddress,
+        to: r.toAddress,
+      })),
+    );
   }
 
   /**
@@ -363,21 +407,29 @@ export class RefundsService {
    * grows), or a succeeded refund's new block recorded; gone → a succeeded refund back to pending
    * (refund.updated; refundedAmount shrinks); cancelled / expired / reverted → an open refund failed
    * (refund.failed; its amount is free again). Anything else changes nothing.
+   * The refund's `refund` ledger row moves with it in the same transaction (DESIGN §21, §22): `ledger`
+   * (the row of the mined transfer, from {@link ledgerRows}) is recorded when the refund succeeds or
+   * its transfer moved to another block; the row is deleted when a reorg takes the refund back to `pending`.
    */
-  async apply(id: string, seen: RefundObservation): Promise<Refund> {
+  async apply(id: string, seen: RefundObservation, ledger: BalanceTransaction[] = []): Promise<Refund> {
     const current = (await this.repo.findById(id))!;
     await this.repo.lockSource(current.sourceType, current.sourceId, current.organizationId);
     await this.repo.lock(id);
-    return this.settleLocked(id, seen);
+    return this.settleLocked(id, seen, ledger);
   }
 
   /** {@link apply} once the locks are held. */
-  private async settleLocked(id: string, seen: RefundObservation): Promise<Refund> {
+  private async settleLocked(id: string, seen: RefundObservation, ledger: BalanceTransaction[]): Promise<Refund> {
     const r = (await this.repo.findById(id))!;
     switch (seen.kind) {
       case 'mined': {
         if (r.status === 'succeeded') {
-          if (r.blockHash === seen.blockHash && r.txHash === seen.txHash) return r;
+          if (r.blockHash === seen.blockHash && r.txHash === seen.txHash) {
+            await this.balance.record(ledger);
+            return r;
+          }
+          if (r.txHash && r.logIndex !== null) await this.balance.unrecord([{ txHash: r.txHash, logIndex: r.logIndex }]);
+          await this.balance.record(ledger);
           return this.repo.update(r.id, { txHash: seen.txHash, logIndex: seen.logIndex, blockNumber: seen.blockNumber, blockHash: seen.blockHash });
         }
         if (!OPEN.includes(r.status)) return r;
@@ -391,11 +443,13 @@ export class RefundsService {
           failureReason: null,
         });
         await this.repo.addRefunded(r.sourceType, r.sourceId, r.amountUnits);
+        await this.balance.record(ledger);
         await this.events.emit(r.organizationId, WebhookEvent.RefundSucceeded, await this.toDto(after));
         return after;
       }
       case 'gone': {
         if (r.status !== 'succeeded') return r;
+        if (r.txHash && r.logIndex !== null) await this.balance.unrecord([{ txHash: r.txHash, logIndex: r.logIndex }]);
         const after = await this.repo.update(r.id, {
           status: 'pending',
           blockNumber: null,
@@ -528,7 +582,9 @@ export class RefundsService {
     if (matching.length === 0) {
       throw bad('no_matching_transfer', `transaction ${txHash} has no USDC transfer of ${formatAmount(r.amountUnits)} from ${r.fromAddress} to ${r.toAddress}`);
     }
-    return { txHash, logIndexes: matching.map((t) => t.logIndex), blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
+    const logIndexes = matching.map((t) => t.logIndex);
+    const ledger = await this.readChain(() => this.ledgerRows(r, txHash, logIndexes));
+    return { txHash, logIndexes, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash, ledger: ledger.filter((row) => row.blockNumber === receipt.blockNumber) };
   }
 
   /** The source under its row lock, visible to the caller as the receiving organisation. @throws AppError not_found. */

@@ -10,6 +10,7 @@ import { setupConnect } from '../../pay/client/connect';
 import { say } from '../../pay/client/ui';
 import { rpcCode, Wallet, WalletError } from '../../pay/client/wallet';
 import { statementPage } from './statement';
+import { refundPanel } from './refund';
 
 const root = document.getElementById('page')!;
 const data = root.dataset;
@@ -596,7 +597,9 @@ async function listPage(section: string, after?: string): Promise<void> {
     const escrow = section === 'escrows' ? item : typeof item.escrowId === 'string' ? await call<Row>('GET', `/api/v1/escrows/${item.escrowId}`) : null;
     const events = ((escrow?.transactions as Row[] | undefined) ?? []).slice().sort((a, b) => Number(a.blockNumber) - Number(b.blockNumber));
     const actions = escrow ? sellerActions(escrow) : [];
+    const refund = section === 'checkouts' ? refundPanel(item, { call, attempt, say, wallet: () => actionWallet, signedIn: data.address, refresh: () => listPage(section) }) : null;
     content().replaceChildren(
+      ...(refund ? [refund] : []),
       ...(actions.length ? [h('div', { id: 'seller-actions', class: 'panel' }, h('h2', {}, 'Seller actions'), h('p', { class: 'muted' }, 'Signed and sent by the payout wallet ', h('code', {}, text((escrow!.seller as Row).address)), ', then reported to the API.'), ...actions)] : []),
       table(Object.entries(item).filter(([k]) => k !== 'transactions').map(([k, v]) => ({ k, v })), [['Field', (r) => String(r.k)], ['Value', (r) => h('span', { 'data-field': String(r.k) }, text(r.v))]], 'detail'),
       h('h2', {}, 'Chain events'),
@@ -606,7 +609,7 @@ async function listPage(section: string, after?: string): Promise<void> {
         : h('p', { id: 'timeline-empty', class: 'muted' }, 'No chain event yet.'),
     );
     const panel = document.getElementById('wallet');
-    if (panel && actions.length) {
+    if (panel && (actions.length || refund)) {
       panel.hidden = false;
       if (!actionWallet) setupConnect(() => chainId, (wallet) => {
         actionWallet = wallet;
