@@ -83,8 +83,10 @@ describe('chain reads that fail answer 503 (issue 29 finding 5)', () => {
     const payee = await createPayee(t, chain);
     const agent = await createAgent(t, chain, { float: 10n * USDC, policy: { dailyLimit: '100.00' } });
     const key = `pay-${randomUUID()}`;
-    // Only the resume reads blocks (the chain time for validBefore, the expiry check).
-    gate.fail('eth_getBlockByNumber', INTERNAL);
+    // Before the reservation the spend check reads one block (the settlement cursor's hash, to see a
+    // reorg no pass has taken back); after it only the resume reads blocks (the chain time for
+    // validBefore, the expiry check). The first read passes, every later one fails.
+    gate.fail('eth_getBlockByNumber', INTERNAL, Number.POSITIVE_INFINITY, 1);
     const res = await pay(t, agent, { to: payee.handle, amount: '1.00' }, key);
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('pending');

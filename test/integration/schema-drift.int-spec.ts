@@ -32,6 +32,7 @@ const TABLES_WITHOUT_ENTITY: Record<string, string> = {
   relayer_nonces: 'nonce allocation per relayer key, raw SQL under a row lock in the relayer repository',
   invoice_number_counters: 'the next invoice number per organisation, taken under a row lock with raw SQL by the invoices repository',
   relayer_transactions: 'one row per relayer send (signed hash before broadcast), raw SQL in the relayer repository',
+  reconcile_cancellations: 'cancellations reconciliation read from the chain in bounded windows, raw SQL in the reconciliation repository',
 };
 
 /**
@@ -199,6 +200,7 @@ const NOT_LOADED: Record<string, Record<string, string>> = {
     A2aTask: 'A2A tasks are written by the api’s A2A routes only',
     CheckoutRelay: 'pay-page relays are written by the api’s pay-page routes only',
     X402Settlement: 'no CLI command settles x402 payments (reconcile reads the table by SQL)',
+    Refund: 'refunds are created by the api and settled by the worker; no CLI command reads them (balance:reconcile reads ledger rows)',
   },
 };
 

@@ -15,7 +15,7 @@ export type RpcFault = { rpcError: { code: number; message: string } } | { httpS
  * chosen errors; {@link holdMethod} holds only chosen methods. Point an app's RPC_URL at `url`.
  */
 export class RpcGate {
-  private faults: Array<{ method: string; fault: RpcFault; left: number }> = [];
+  private faults: Array<{ method: string; fault: RpcFault; left: number; pass: number }> = [];
   private heldMethods = new Set<string>();
   /** Requests answered with a fault, per method. */
   readonly failed: Record<string, number> = {};
@@ -55,10 +55,11 @@ export class RpcGate {
 
   /**
    * Answers the next `times` requests of `method` (e.g. `eth_getLogs`, `eth_call`) with `fault`
-   * instead of passing them to the node (default: every one until {@link clearFaults}).
+   * instead of passing them to the node (default: every one until {@link clearFaults}); with
+   * `passFirst`, the first that many requests of `method` still reach the node.
    */
-  fail(method: string, fault: RpcFault, times = Number.POSITIVE_INFINITY): void {
-    this.faults.push({ method, fault, left: times });
+  fail(method: string, fault: RpcFault, times = Number.POSITIVE_INFINITY, passFirst = 0): void {
+    this.faults.push({ method, fault, left: times, pass: passFirst });
   }
 
   /** Passes every method to the node again. */
@@ -142,7 +143,8 @@ export class RpcGate {
     if (this.methodRules.size && (await this.byMethod(Buffer.concat(chunks), res))) return;
     const method = methodOf(Buffer.concat(chunks));
     const rule = this.faults.find((f) => f.method === method && f.left > 0);
-    if (rule) {
+    if (rule && rule.pass > 0) rule.pass--;
+    else if (rule) {
       rule.left--;
       this.failed[method] = (this.failed[method] ?? 0) + 1;
       if (rule.fault === 'drop') {

@@ -7,6 +7,8 @@ export class Organization {
   @Column() name: string;
   @Column() handle: string;
   @Column('text', { name: 'payout_address', nullable: true }) payoutAddress: string | null;
+  /** False for a console organisation whose payout address was named without its own signature (issue 28; buyer attribution skips it). */
+  @Column('boolean', { name: 'payout_address_proven', default: true }) payoutAddressProven: boolean;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

@@ -33,4 +33,6 @@ export class X402Settlement {
   @Column('text', { nullable: true }) signature: string | null;
   @Column('timestamptz', { name: 'lease_until', nullable: true }) leaseUntil: Date | null;
   @Column('timestamptz', { name: 'answered_at', nullable: true }) answeredAt: Date | null;
+  /** USDC base units refunded by succeeded refunds (DESIGN §21). */
+  @Column('numeric', { name: 'refunded_units', precision: 78, scale: 0, default: 0, transformer: bigintTransformer }) refundedUnits?: bigint;
 }
