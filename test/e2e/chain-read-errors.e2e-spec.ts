@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { privateKeyToAccount } from 'viem/accounts';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { AgentStack, createAgent, createPayee, pay, settleUntil, startAgentStack, type TestAgent } from '../support/agents';
-import { USDC } from '../support/chain';
+import { runAtChainTime, USDC } from '../support/chain';
 import { expectError } from '../support/errors';
 import { createOrg } from '../support/factories';
 import { RpcFault, RpcGate } from '../support/rpc-gate';
@@ -139,7 +139,9 @@ describe('chain reads that fail answer 503 (issue 29 finding 5)', () => {
     const headerFor = async (payer: Wallet, url: string) => {
       const challenge = await fetch(url);
       const client = new x402Client().register('eip155:31337', new ClientExactEvmScheme(privateKeyToAccount(payer.privateKey as `0x${string}`))).setSpendControls(false);
-      const payload = await client.createPaymentPayload(decodePaymentRequiredHeader(challenge.headers.get('payment-required')!));
+      // Signed at the chain's time: earlier files of a run move the shared anvil's clock ahead of this process's.
+      const restoreClock = await runAtChainTime(stack.chain);
+      const payload = await client.createPaymentPayload(decodePaymentRequiredHeader(challenge.headers.get('payment-required')!)).finally(restoreClock);
       return Buffer.from(JSON.stringify(payload)).toString('base64');
     };
     const settlementsOf = async (payer: string) => (await stack.t.dataSource.query(`SELECT status FROM x402_settlements WHERE payer = $1`, [payer.toLowerCase()])) as Array<{ status: string }>;

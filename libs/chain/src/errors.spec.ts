@@ -45,6 +45,8 @@ describe('isNodeError (DESIGN §22: a read the node failed is 503, never 500 nor
     ['a revert whose node sends no data', rpcError('eth_call', { code: -32000, message: 'execution reverted' })],
     ['a ChainTxError', new ChainTxError('fund: reverted', null, [], null, null, { cause: makeError('request timeout', 'TIMEOUT', {} as never) })],
     ['a plain bug', new TypeError('x is undefined')],
+    // x402's verifier calls Multicall3, which our anvil does not deploy: the node answered "no code here".
+    ['an empty result of a call to an address without code', makeError('could not decode result data', 'BAD_DATA', { value: '0x', info: { method: 'tryAggregate' } } as never)],
   ])('%s is not', (_, err) => {
     expect(isNodeError(err)).toBe(false);
   });

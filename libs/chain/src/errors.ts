@@ -77,7 +77,8 @@ const BLOCK_OUT_OF_RANGE = /BlockOutOfRange|block out of range|header not found|
 /**
  * True when `err` is a node failure of a chain *read*, not an answer (DESIGN §22 "Reads that fail
  * answer 503"): ethers' TIMEOUT, NETWORK_ERROR, SERVER_ERROR, UNKNOWN_ERROR (any JSON-RPC error of a
- * method ethers does not classify, e.g. eth_getLogs' "BlockOutOfRangeError") or BAD_DATA; a
+ * method ethers does not classify, e.g. eth_getLogs' "BlockOutOfRangeError") or BAD_DATA (except an
+ * empty `0x` result: a call to an address without code, which is an answer); a
  * CALL_EXCEPTION without revert data whose node message is not a revert (e.g. "header not found"
  * after a reorg); a socket error; a block the read was pinned to that the node does not have. A
  * ChainTxError or ChainVerificationError is an answer of the chain, never a node failure here.
@@ -87,6 +88,8 @@ export function isNodeError(err: unknown): boolean {
   let e = err as Record<string, unknown> | undefined;
   for (let depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
     const code = typeof e.code === 'string' ? e.code : null;
+    // An empty result ("0x") is the node's answer that nothing runs at that address, not a failure.
+    if (code === 'BAD_DATA' && e.value === '0x') return false;
     if (code && NODE_ERROR_CODES.has(code)) return true;
     if (code && SOCKET_ERROR_CODES.has(code)) return true;
     if (code === 'CALL_EXCEPTION') {
