@@ -38,11 +38,13 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
   let agentId: string;
   const ROWS = 20_000;
   let captured: Array<{ sql: string; params: unknown[] }> = [];
+  let seeded: string[] = [];
 
   beforeAll(async () => {
     t = await createTestApp();
     org = await createOrg(t.app);
     const other = await createOrg(t.app);
+    seeded = [org.organizationId, other.organizationId];
     ({ agentId } = await createAgentKey(t.app, org.organizationId, ['agent:pay']));
     const q = (sql: string, params: unknown[]) => t.dataSource.query(sql, params);
     for (const o of [org.organizationId, other.organizationId]) {
@@ -87,7 +89,20 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     };
     (t.dataSource as unknown as { logger: TypeOrmLogger }).logger = logger;
   });
-  afterAll(() => t?.close());
+  // The seeded rows are fake (escrow keys that are not bytes32, payments to '0x'): the run's later files
+  // share this database, and reconciliation there reads every escrow and payment, so they go.
+  afterAll(async () => {
+    if (!t) return;
+    const orgs = seeded;
+    const q = (sql: string) => t.dataSource.query(sql, [orgs]);
+    await t.dataSource.query(`DELETE FROM payments WHERE agent_id = $1`, [agentId]);
+    await q(`DELETE FROM webhook_deliveries WHERE organization_id = ANY($1::uuid[])`);
+    await q(`DELETE FROM outbox_events WHERE organization_id = ANY($1::uuid[])`);
+    await q(`DELETE FROM idempotency_records WHERE organization_id = ANY($1::uuid[])`);
+    await q(`DELETE FROM escrows WHERE seller_organization_id = ANY($1::uuid[]) OR buyer_organization_id = ANY($1::uuid[])`);
+    await q(`DELETE FROM checkout_sessions WHERE organization_id = ANY($1::uuid[])`);
+    await t.close();
+  });
 
   /** Runs `fn`, EXPLAIN ANALYZEs (rolled back) the one statement it issued on `table`, and returns the plan's nodes. */
   async function planOf(table: string, fn: () => Promise<unknown>): Promise<PlanNode[]> {
