@@ -53,6 +53,9 @@ describeBrowser('the console Statement page in a browser', () => {
       const [name, value] = login.cookie.split('=');
       await context.addCookies([{ name, value, url: base }]);
       const page = await context.newPage();
+      // The page bins by the browser's UTC day; earlier files move the shared anvil's clock ahead, so the
+      // browser runs at the chain's time, as a real chain and a real browser agree.
+      await page.clock.setSystemTime(new Date((await chain.headTimestamp()) * 1000));
       expect((await page.goto(`${base}/console/orgs/${org.organizationId}/statement`))?.status()).toBe(200);
       await page.locator('main[data-ready="true"]').waitFor({ state: 'attached', timeout: 30_000 });
       expect(await page.locator('#statement-in').textContent()).toBe('12.50');

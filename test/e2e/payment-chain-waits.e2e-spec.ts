@@ -5,6 +5,7 @@ import type { Queue } from 'bullmq';
 import { Logger } from 'nestjs-pino';
 import { PROCESS_SECRETS } from '../../src/config/secrets';
 import { CoreModule } from '../../src/core.module';
+import { AgentEscrowsModule } from '../../src/modules/agent-escrows/agent-escrows.module';
 import { AUTHORIZATION_CURSOR } from '../../src/chain/chain-cursors.repository';
 import { PAYMENTS_QUEUE, PaymentsWorkerModule } from '../../src/modules/payments/payments.worker.module';
 import { createTestApp, TestApp } from '../support/app';
@@ -15,7 +16,8 @@ import { isolatedWebhookEnv, IsolatedEnv } from '../support/webhook-env';
 
 jest.setTimeout(180_000);
 
-@Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), PaymentsWorkerModule] })
+// The escrow mode's handler too: a process that settles payments refuses to start without every mode (issue 28).
+@Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), PaymentsWorkerModule, AgentEscrowsModule] })
 class PaymentsOnlyWorkerModule {}
 
 /** The worker's payment jobs (indexer and sweep, as the worker schedules them) in this process, with `env` for it only. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Interface } from 'ethers';
 import { TestUSDCArtifact } from '@lib/contracts';
@@ -28,7 +29,7 @@ describe('relayer queue', () => {
   });
 
   const relayer = () => t.app.get(RelayerService);
-  const harmless = (i: number) => ({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('approve', [chain.gateway.escrowAddress, BigInt(i)]), purpose: 'test', reference: `r${i}` });
+  const harmless = (i: number) => ({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('approve', [chain.gateway.escrowAddress, BigInt(i)]), purpose: 'test', reference: `r${i}-${randomUUID()}` }); // each call its own intent (one live relay per intent, DESIGN §22)
 
   it('30 concurrent relays through two workers get distinct consecutive nonces and are all mined', async () => {
     const start = await chain.provider.getTransactionCount(chain.relayer.address, 'pending');
