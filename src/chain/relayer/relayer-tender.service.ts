@@ -74,8 +74,9 @@ export function replacementFees(prev: Fees, node: Fees, cap: bigint): Fees | nul
  * - its nonce is used but none of its hashes was mined (its fill, or a send outside the queue, took
  *   it) → the row is failed: its payload did not run and never will under that nonce;
  * - the node knows none of its hashes (dropped) → its stored signed bytes are sent again; when its call
- *   would now revert (the authorization was used or expired meanwhile) the nonce is filled with a
- *   0-value self-transfer instead, so later nonces are not stuck behind a gap;
+ *   would now revert (the authorization was used or expired meanwhile) and its purpose's
+ *   {@link RelayIntentCheck} confirms it dead by a read (a purpose without a check: the revert alone),
+ *   the nonce is filled with a 0-value self-transfer instead, so later nonces are not stuck behind a gap;
  * - not mined RELAYER_BUMP_AFTER_S after its last send → replaced at the same nonce with
  *   {@link replacementFees}; every signed hash stays on the row.
  */
