@@ -7,6 +7,7 @@ import { RelayerLiveIntent1795300079000 } from '../../migrations/1795300079000-R
 import { createAgent, createPayee, pay, useAgentStack } from '../support/agents';
 import type { TestApp } from '../support/app';
 import { createCheckout, createParties, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
+import { relayIntentProbe } from '../support/relay-intent';
 
 jest.setTimeout(180_000);
 
@@ -24,13 +25,11 @@ describe('one live relay per intent (issue 29 finding 1)', () => {
   let t: TestApp;
   let chain: TestChain;
   useAgentStack({}, (s) => ({ t, chain } = s));
-  const automine = (on: boolean) => chain.provider.send('evm_setAutomine', [on]);
+  const { automine, rows, pooled } = relayIntentProbe(
+    () => t,
+    () => chain,
+  );
   afterEach(() => automine(true));
-
-  const rows = (purpose: string, reference: string): Promise<Array<{ id: string; status: string }>> =>
-    t.dataSource.query(`SELECT id, status FROM relayer_transactions WHERE purpose = $1 AND reference = $2`, [purpose, reference]);
-  /** Transactions the relayer has in the pool (sent, not mined). */
-  const pooled = async () => (await chain.provider.getTransactionCount(chain.relayer.address, 'pending')) - (await chain.provider.getTransactionCount(chain.relayer.address, 'latest'));
 
   it('relay(): 10 concurrent relays of one intent with different payloads: one row, one transaction; a new row only once it failed', async () => {
     const relayer = t.app.get(RelayerService);
