@@ -13,8 +13,9 @@ export interface RelayIntentProbe {
   /** Transactions the relayer has in the pool (sent, not mined). */
   pooled(): Promise<number>;
   /**
-   * The relayer's transactions in the pool whose calldata holds `needle` (hex, e.g. an authorization
-   * nonce or an escrow key): one intent's transactions, whatever else the shared run's relays put there.
+   * Transactions in the pool, from any sender (this file's relayer or another's on the shared anvil),
+   * whose calldata holds `needle` (hex, e.g. an authorization nonce or an escrow key): one intent's
+   * transactions, whatever else the run's relays put there.
    */
   pooledWith(needle: string): Promise<number>;
 }
@@ -29,11 +30,11 @@ export function relayIntentProbe(app: () => TestApp, chain: () => TestChain): Re
       return (await provider.getTransactionCount(relayer.address, 'pending')) - (await provider.getTransactionCount(relayer.address, 'latest'));
     },
     pooledWith: async (needle) => {
-      const content = (await chain().provider.send('txpool_content', [])) as { pending: Record<string, Record<string, { input: string }>> };
-      const from = chain().relayer.address.toLowerCase();
-      const mine = Object.entries(content.pending ?? {}).find(([address]) => address.toLowerCase() === from)?.[1] ?? {};
+      const content = (await chain().provider.send('txpool_content', [])) as { pending?: Record<string, Record<string, { input: string }>> };
       const hex = needle.toLowerCase().replace(/^0x/, '');
-      return Object.values(mine).filter((tx) => tx.input.toLowerCase().includes(hex)).length;
+      return Object.values(content.pending ?? {})
+        .flatMap((bySender) => Object.values(bySender))
+        .filter((tx) => tx.input.toLowerCase().includes(hex)).length;
     },
   };
 }
