@@ -213,14 +213,17 @@ describe('one live relay per intent, per caller (issue 29 finding 1)', () => {
     });
   });
 
-  it('the payment sweep: two replicas at once, then another pass, resuming a signed payment while its transfer is unmined → one relayer row, one transfer', async () => {
+  it('the payment sweep: two replicas at once resuming a signed payment, then two more resuming it submitted, while its transfer is unmined → one relayer row, one transfer', async () => {
     const payee = await createPayee(t, chain);
     const agent = await createAgent(t, chain, { float: 20n * USDC, policy: { dailyLimit: '100.00' } });
-    const p = await signedUnrelayed(agent, payee.handle, '4.00');
     const sweep = t.app.get(PaymentSettlement);
+    await sweep.sweepOnce(0); // mining on: moves on what earlier files left idle, so the passes below are about this payment
+    const p = await signedUnrelayed(agent, payee.handle, '4.00');
     await probe.automine(false);
     await Promise.all([sweep.sweepOnce(0), sweep.sweepOnce(0)]);
-    await sweep.sweepOnce(0);
+    // Submitted now, its transfer unmined: two more replicas' passes resume it.
+    expect((await paymentRows(t, agent.agentId))[0].status).toBe('submitted');
+    await Promise.all([sweep.sweepOnce(0), sweep.sweepOnce(0)]);
     expect((await paymentRows(t, agent.agentId))[0].status).toBe('submitted');
     expect(await probe.rows('payment', p.id)).toHaveLength(1);
     expect(await probe.pooledWith(p.auth_nonce!)).toBe(1);
@@ -239,11 +242,13 @@ describe('one live relay per intent, per caller (issue 29 finding 1)', () => {
       const reported = await t.http.post(`/api/v1/escrows/${escrowId}/${path}`).set('X-Api-Key', seller.org.key).send({ txHash: await chain.act(seller.wallet, action, escrowKey) });
       expect(reported.status).toBe(200);
     }
+    const indexer = t.app.get(EscrowIndexer);
+    // Mining on: releases what earlier files left due, so the passes below do not wait on their unmined releases.
+    expect(await indexer.autoReleaseDue()).not.toContain(escrowId);
     const autoReleaseAt = Date.parse((await t.http.get(`/api/v1/escrows/${escrowId}`).set('X-Api-Key', seller.org.key)).body.autoReleaseAt) / 1000;
     await chain.increaseTime(Math.max(1, autoReleaseAt - (await chain.headTimestamp()) + 1));
     const seller0 = await chain.usdcBalance(seller.wallet.address);
 
-    const indexer = t.app.get(EscrowIndexer);
     const relay = jest.spyOn(t.app.get(RelayerService), 'relay'); // calls through: only to know when a pass has relayed
     /** The relay() answer of the `n`-th call of this escrow's auto-release (1-based), once it is made. */
     const relayed = async (n: number) => {
@@ -288,8 +293,9 @@ describe('one live relay per intent, per caller (issue 29 finding 1)', () => {
     it("cancelAuthorization on every sweep pass (two replicas, then a third pass) while the first cancel is unmined → one relayer row, one cancel; the payment fails cancelled", async () => {
       const payee = await createPayee(t, chain);
       const agent = await createAgent(t, chain, { float: 20n * USDC, policy: { dailyLimit: '100.00' } });
-      const p = await signedUnrelayed(agent, payee.handle, '5.00');
       const sweep = off.app.get(PaymentSettlement);
+      await sweep.sweepOnce(0); // mining on: cancels what earlier files left signed, so the passes below do not wait on those cancels
+      const p = await signedUnrelayed(agent, payee.handle, '5.00');
       await probe.automine(false);
       await Promise.all([sweep.sweepOnce(0), sweep.sweepOnce(0)]);
       await sweep.sweepOnce(0);
