@@ -261,8 +261,16 @@ export class PaymentsService {
   }
 
   async list(principal: Principal, q: { limit?: number; startingAfter?: string; status?: PaymentStatus }): Promise<ListPage<PaymentDto>> {
+    return this.pageForAgent(principal.agentId!, q);
+  }
+
+  /**
+   * The payments of agent `agentId`, newest first (GET /payments for its key; the console's agent
+   * page once AgentsService.requireOwned has checked the session may see it).
+   */
+  async pageForAgent(agentId: string, q: { limit?: number; startingAfter?: string; status?: PaymentStatus }): Promise<ListPage<PaymentDto>> {
     const limit = q.limit ?? 10;
-    const rows = await this.repo.list(principal.agentId!, { limit, startingAfter: q.startingAfter, status: q.status });
+    const rows = await this.repo.list(agentId, { limit, startingAfter: q.startingAfter, status: q.status });
     return toPage(rows, limit, (p) => this.toDto(p));
   }
 
