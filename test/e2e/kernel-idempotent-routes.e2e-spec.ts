@@ -34,7 +34,7 @@ describe('keyed routes run declared operations (no route-scoped keys)', () => {
 
   it('PATCH /invoices/{id}: the same key replays byte for byte, another body under it is 422, and the record is scoped to update-invoice', async () => {
     const { t, org } = ctx;
-    const created = await t.http.post('/api/v1/invoices').set('X-Api-Key', org.key).send({ customer: { name: 'Ada' }, lineItems: [{ description: 'A', unitAmount: '1.00' }] }).expect(200);
+    const created = await t.http.post('/api/v1/invoices').set('X-Api-Key', org.key).send({ customer: { name: 'Ada Lovelace', email: 'ada@example.com' }, lineItems: [{ description: 'A', unitAmount: '1.00' }] }).expect(200);
     const key = `patch-${created.body.id}`;
     const patch = (body: object) => t.http.patch(`/api/v1/invoices/${created.body.id}`).set('X-Api-Key', org.key).set('Idempotency-Key', key).send(body);
     const first = await patch({ memo: 'first' });
