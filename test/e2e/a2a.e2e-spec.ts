@@ -146,6 +146,20 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     expect(foreign.body.error).toMatchObject({ code: -32001 });
   });
 
+  it('the pay skill reads amount and payee as POST /payments does (one function): the same refusal body for a payee without a payout address and an unknown one', async () => {
+    const agent: TestAgent = await createAgent(t, chain, { float: 0n, policy: { perTransactionMax: '1.00', dailyLimit: '100.00' } });
+    const client = await clientFor(base, agent.key);
+    const org = await createOrg(t.app);
+    const [row] = await t.dataSource.query<Array<{ handle: string }>>('SELECT handle FROM organizations WHERE id = $1', [org.organizationId]);
+    for (const to of [row.handle, `no-such-${randomUUID().slice(0, 8)}`]) {
+      const rest = await t.http.post('/api/v1/payments').set('X-Api-Key', agent.key).set('Idempotency-Key', `terms-${randomUUID()}`).send({ to, amount: '0.50' });
+      expect(rest.status).toBe(400);
+      const task = (await client.sendMessage(userMessage({ to, amount: '0.50' }))) as Task;
+      expect(stateOf(task)).toBe('TASK_STATE_FAILED');
+      expect(statusMeta(task).error).toEqual({ error: rest.body.error, code: rest.body.code, details: rest.body.details });
+    }
+  });
+
   it('a refused payment ends the task failed with our error body; a payment in flight cannot be canceled', async () => {
     const payee = await createPayee(t, chain);
     const agent: TestAgent = await createAgent(t, chain, { float: 10n * USDC, policy: { perTransactionMax: '1.00', dailyLimit: '100.00' } });

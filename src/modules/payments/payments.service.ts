@@ -356,7 +356,20 @@ export class PaymentsService {
     await this.tx(() => this.repo.touch(p.id));
   }
 
-  private parse(text: string): bigint {
+  /**
+   * The one reading of a payment's terms (issue 31: REST/MCP payments, the A2A pay skill and x402
+   * challenges all call it): `amount` as USDC decimal text → base units, and the payee `to` (an
+   * organisation handle or agent slug) with its payout address.
+   * @throws AppError 400 invalid_request: `amount` malformed or above MAX_AMOUNT; unknown payee
+   *   (`unknown_payee`) or one without a payout address (`no_payout_address`), both on param `to`.
+   */
+  async payTerms(to: string, amount: string): Promise<{ units: bigint; payee: PayeeTarget & { address: string } }> {
+    const units = this.parse(amount);
+    return { units, payee: await this.resolvePayee(to) };
+  }
+
+  /** USDC decimal text → base units. @throws AppError 400 invalid_request (param `amount`). */
+  parse(text: string): bigint {
     try {
       return parseAmount(text, this.config.maxAmountUnits);
     } catch (err) {
