@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
 import { REDIS } from '../../src/common/redis/redis.module';
 import { X402_EXTENSION_URI } from '../../src/transports/a2a/a2a-card.service';
+import { A2aOperations, SUBMIT_A2A_PAYMENT } from '../../src/transports/a2a/a2a.operations';
+import { PaymentSubmittedParamsDto } from '../../src/transports/a2a/dto/a2a.dto';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
@@ -144,6 +146,12 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     const other = await createAgent(t, chain);
     const foreign = await t.http.post('/api/v1/a2a').set('X-Api-Key', other.key).send({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: sent.body.result.id } });
     expect(foreign.body.error).toMatchObject({ code: -32001 });
+  });
+
+  it('the pay skill declares its input: it runs the declaration of POST /a2a/payment-submitted, DTO included (issue 31)', () => {
+    const pay = t.app.get(A2aOperations).pay;
+    expect(pay.declaration).toBe(SUBMIT_A2A_PAYMENT);
+    expect(pay.input).toBe(PaymentSubmittedParamsDto);
   });
 
   it('the pay skill reads amount and payee as POST /payments does (one function): the same refusal body for a payee without a payout address and an unknown one', async () => {
