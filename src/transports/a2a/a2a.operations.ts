@@ -40,7 +40,7 @@ export class A2aOperations {
   readonly createCheckout: Operation<CreateCheckoutSessionDto>;
 
   constructor(payments: A2aPaymentsService, checkout: CheckoutOperations) {
-    this.pay = defineOperation(PAY_SKILL, (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId));
+    this.pay = defineOperation(PAY_SKILL, (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId ?? null));
     this.createCheckout = checkout.create;
   }
 }
