@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
+import { formatAmount, parseAmount } from '@lib/money';
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
 import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
@@ -10,7 +10,6 @@ import { getAddress } from 'ethers';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
-import { AgentSpendGate } from '../../modules/agents/agent-spend.service';
 import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
 import type { RowOwnedWork } from '../../kernel/idempotency/idempotency.service';
 import { mapOwned, PAYMENT_RELAY_PURPOSE, PaymentRecord, PaymentsService } from '../../modules/payments/payments.service';
@@ -107,7 +106,6 @@ export class X402Service {
   constructor(
     private readonly config: AppConfig,
     private readonly chain: ChainAccess,
-    private readonly agents: AgentSpendGate,
     private readonly relayer: RelayerService,
     private readonly payments: PaymentsService,
     private readonly settlement: PaymentSettlement,
@@ -339,18 +337,11 @@ export class X402Service {
     const to = (query.to ?? this.config.env.X402_DEFAULT_PAY_TO).trim();
     if (!to) throw AppError.invalidParam('to', 'is required (this service has no X402_DEFAULT_PAY_TO)');
     const amountText = query.amount ?? this.config.env.X402_DEFAULT_AMOUNT;
-    let amount: bigint;
-    try {
-      amount = parseAmount(amountText, this.config.maxAmountUnits);
-    } catch (err) {
-      if (err instanceof AmountFormatError) throw AppError.invalidParam('amount', err.message);
-      throw err;
-    }
+    // Amount and payee are read as every payment reads them (PaymentsService); the challenge adds its minimum first.
+    const amount = this.payments.parse(amountText);
     const min = parseAmount(this.config.env.X402_MIN_AMOUNT, this.config.maxAmountUnits);
     if (amount < min) throw AppError.invalidParam('amount', `must be at least ${this.config.env.X402_MIN_AMOUNT} USDC (the relayer pays the gas)`, { reason: 'below_minimum' });
-    const payee = await this.agents.resolveHandle(to);
-    if (!payee) throw AppError.invalidParam('to', 'is not a known organisation handle or agent slug', { reason: 'unknown_payee' });
-    if (!payee.address) throw new AppError('invalid_request', `${to} has no payout address`, { reason: 'no_payout_address', fields: [{ param: 'to', message: 'has no payout address' }] });
+    const { payee } = await this.payments.payTerms(to, amountText);
     const canonical = `${this.config.env.API_BASE_URL.replace(/\/$/, '')}${CHALLENGE_PATH}?to=${encodeURIComponent(payee.handle)}&amount=${formatAmount(amount)}`;
     return { payeeHandle: payee.handle, payTo: getAddress(payee.address), amount, resource: query.resource ?? canonical };
   }
