@@ -9,6 +9,8 @@ import { ListQueryDto } from '../../common/http/list.dto';
 import { Idempotent } from '../../kernel/idempotency/idempotent.decorator';
 import { CreateMandateDto, MandateDto, MandateListDto, RevokeMandateDto } from './dto/mandate.dto';
 import { MandatesService } from './mandates.service';
+import { LIST_MANDATES, GET_MANDATE } from './mandates.operations';
+import { Runs } from '../../kernel/http';
 
 const mandateId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('mandate') });
 
@@ -40,7 +42,7 @@ export class MandatesController {
   }
 
   @Get()
-  @RequireAgentKey('agent:mandate')
+  @Runs(LIST_MANDATES)
   @ApiOperation({ summary: "The agent's mandates, newest first, with usedAmount and status computed" })
   @ApiOkResponse({ type: MandateListDto })
   @ApiStandardErrors()
@@ -49,7 +51,7 @@ export class MandatesController {
   }
 
   @Get(':id')
-  @RequireAgentKey('agent:mandate')
+  @Runs(GET_MANDATE)
   @ApiOperation({ summary: 'One mandate of the agent' })
   @ApiOkResponse({ type: MandateDto })
   @ApiStandardErrors({ notFound: true })
