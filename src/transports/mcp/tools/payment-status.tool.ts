@@ -23,7 +23,7 @@ import { requireUuid } from './ids';
 export class PaymentStatusTool implements ServiceTool<PaymentStatusQueryDto & Record<string, unknown>> {
   readonly name = 'svc_get_payment_status';
   readonly title = 'Payment status';
-  readonly description = 'Status of an agent payment (paymentId, agent keys) or of a checkout session (checkoutSessionId) with its escrow, if funded.';
+  readonly description = 'Status of a payment (paymentId: an agent key’s own, or one your organisation received) or of a checkout session (checkoutSessionId) with its escrow, if funded.';
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
   readonly declaration = GET_PAYMENT_STATUS;
   constructor(
