@@ -31,8 +31,8 @@ describe('PaymentStatusTool', () => {
   const session = { id: sessionId, status: 'funded', escrowId };
   const checkout = { get: jest.fn(() => Promise.resolve(session)) } as unknown as CheckoutService;
   const payments = {} as PaymentsService;
-  const call = (escrows: Partial<EscrowService>, granted: string[]) => {
-    const tool = new PaymentStatusTool(checkout, escrows as EscrowService, payments);
+  const call = (escrows: object, granted: string[]) => {
+    const tool = new PaymentStatusTool(checkout, escrows as unknown as EscrowService, payments);
     const mcp = new McpService([tool], new Runner({} as IdempotencyService));
     return (mcp as unknown as { call(p: Principal, requestId: string, name: string, args: Record<string, unknown>): Promise<{ isError?: boolean; structuredContent?: Record<string, unknown> }> }).call(
       merchant(granted),

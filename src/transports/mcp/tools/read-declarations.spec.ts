@@ -50,7 +50,7 @@ const tool = (cls: new (...args: never[]) => ReadTool): ReadTool => new cls(...(
 /** Reads are operations too (issue 31, DESIGN §17): declared once in their domain, stated by REST with `@Runs`, named by MCP. */
 describe('read declarations', () => {
   it('every read tool names the declaration its REST route states with @Runs (the same object), with idempotency none', () => {
-    const pairs: Array<[ReadTool, object, OperationSpec<never>]> = [
+    const pairs: Array<[ReadTool, object, OperationSpec<object>]> = [
       [tool(CheckoutGetTool), CheckoutController.prototype.get, GET_CHECKOUT],
       [tool(CheckoutListTool), CheckoutController.prototype.list, LIST_CHECKOUTS],
       [tool(EscrowGetTool), EscrowController.prototype.get, GET_ESCROW],
