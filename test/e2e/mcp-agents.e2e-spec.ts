@@ -86,14 +86,17 @@ describe('MCP agent tools (official client)', () => {
       expect(forbidden.details).toEqual({ reason: 'agent_key_required' });
       const agentGet = await t.http.get('/api/v1/agent').set('X-Api-Key', merchant.key);
       expect(agentGet.body.code).toBe('forbidden');
+      // svc_get_payment_status {paymentId} runs GET /payments/{id}'s declaration (issue 31), so it answers as that route:
+      // a payee organisation may read payments (refund:read, DESIGN §21), and one it did not receive is not found.
       const id = randomUUID();
-      const status = await refused(client, 'svc_get_payment_status', { paymentId: id }, 'missing_scope');
-      expect((status.details as Body).required).toEqual(['agent:pay', 'agent:balance:read']);
-      // GET /payments/{id} also answers a payee organisation (refund:read, DESIGN §21): a payment it did not receive is not found.
+      const status = await refused(client, 'svc_get_payment_status', { paymentId: id }, 'not_found');
       const statusRest = await t.http.get(`/api/v1/payments/${id}`).set('X-Api-Key', merchant.key);
       expect([statusRest.status, statusRest.body.code]).toEqual([404, 'not_found']);
+      expect(status.error).toBe(statusRest.body.error);
       const noScope = await createAgent(t, chain, { scopes: ['agent:escrow:fund'] });
-      await refused(await asKey(noScope.key), 'svc_get_payment_status', { paymentId: randomUUID() }, 'missing_scope');
+      const noScopeTool = await refused(await asKey(noScope.key), 'svc_get_payment_status', { paymentId: id }, 'missing_scope');
+      const noScopeRest = await t.http.get(`/api/v1/payments/${id}`).set('X-Api-Key', noScope.key);
+      expect([noScopeRest.status, noScopeTool.details]).toEqual([403, noScopeRest.body.details]);
     });
   });
 

@@ -187,7 +187,11 @@ describe('MCP tools over Streamable HTTP (official client)', () => {
       expect(scope.details).toEqual({ required: ['checkout:write'], granted: ['checkout:read'] });
       const client = await asKey(merchant.key);
       const invalid = await refused(client, 'svc_checkout_create', { amount: 12, description: 'x' }, 'invalid_request');
-      expect(invalid.details).toEqual({ fields: [{ param: 'amount', message: expect.any(String) }] });
+      // The kernel's validation is the one check (issue 31): the fields and messages REST gives for the same body.
+      const invalidRest = await t.http.post('/api/v1/checkout-sessions').set('X-Api-Key', merchant.key).send({ amount: 12, description: 'x' });
+      expect(invalidRest.status).toBe(400);
+      expect(invalid.details).toEqual(invalidRest.body.details);
+      expect((invalid.details as { fields: Array<{ param: string }> }).fields.map((f) => f.param)).toContain('amount');
       const extra = await refused(client, 'svc_checkout_list', { limit: 500 }, 'invalid_request');
       expect(extra.details).toEqual({ fields: [{ param: 'limit', message: 'limit must be an integer from 1 to 100' }] });
       await refused(client, 'svc_nope', {}, 'not_found');

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, RequireAgentKey } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
@@ -8,7 +8,7 @@ import { Runs } from '../../kernel/http';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { ListQueryDto } from '../../common/http/list.dto';
 import { SPEND_REFUSALS } from '../payments/payments.controller';
-import { ACT_ON_AGENT_ESCROW, CREATE_AGENT_ESCROW } from './agent-escrows.operations';
+import { ACT_ON_AGENT_ESCROW, CREATE_AGENT_ESCROW, GET_AGENT_ESCROW, LIST_AGENT_ESCROWS } from './agent-escrows.operations';
 import { AgentEscrowsService } from './agent-escrows.service';
 import { AgentEscrowActionDto, AgentEscrowActionResultDto, AgentEscrowDto, AgentEscrowListDto, CreateAgentEscrowDto } from './dto/agent-escrow.dto';
 
@@ -35,7 +35,7 @@ export class AgentEscrowsController {
   }
 
   @Get()
-  @RequireAgentKey('agent:escrow:fund')
+  @Runs(LIST_AGENT_ESCROWS)
   @ApiOperation({ summary: "The agent's escrows, newest first" })
   @ApiOkResponse({ type: AgentEscrowListDto })
   @ApiStandardErrors()
@@ -44,7 +44,7 @@ export class AgentEscrowsController {
   }
 
   @Get(':id')
-  @RequireAgentKey('agent:escrow:fund')
+  @Runs(GET_AGENT_ESCROW)
   @ApiOperation({ summary: 'One agent escrow' })
   @ApiOkResponse({ type: AgentEscrowDto })
   @ApiStandardErrors({ notFound: true })

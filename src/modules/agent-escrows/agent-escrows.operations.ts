@@ -2,6 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
 import { AgentEscrowAction, AgentEscrowsService } from './agent-escrows.service';
 import { AgentEscrowActionDto, CreateAgentEscrowDto } from './dto/agent-escrow.dto';
+import { ListQueryDto } from '../../common/http/list.dto';
+
+/** `list-agent-escrows` (GET /agent-escrows): the agent's escrows, newest first. Agent keys with agent:escrow:fund; no key. */
+export const LIST_AGENT_ESCROWS: OperationSpec<ListQueryDto> = { name: 'list-agent-escrows', scopes: ['agent:escrow:fund'], kinds: ['agent'], input: ListQueryDto, idempotency: 'none' };
+
+/** `get-agent-escrow` (GET /agent-escrows/{id}): one agent escrow. Agent keys with agent:escrow:fund; no key. */
+export const GET_AGENT_ESCROW: OperationSpec = { name: 'get-agent-escrow', scopes: ['agent:escrow:fund'], kinds: ['agent'], idempotency: 'none' };
 
 /**
  * `create-agent-escrow` (POST /agent-escrows, svc_create_escrow; DESIGN §13, §17): an escrow in the

@@ -1,12 +1,14 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, Public, RequireAgentKey } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal, Public } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { AgentsService } from './agents.service';
 import { AgentDto, BalanceDto, EnableSignerDto, EnableSignerResultDto, WithdrawDto, WithdrawResultDto } from './dto/agent.dto';
+import { GET_AGENT, GET_AGENT_BALANCE } from './agents.operations';
+import { Runs } from '../../kernel/http';
 
 const agentId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('agent') });
 
@@ -16,7 +18,7 @@ export class AgentsController {
   constructor(private readonly agents: AgentsService) {}
 
   @Get('agent')
-  @RequireAgentKey()
+  @Runs(GET_AGENT)
   @ApiOperation({ summary: 'The calling agent: identity, policy, session signer and usage today / this month' })
   @ApiOkResponse({ type: AgentDto })
   @ApiStandardErrors()
@@ -25,7 +27,7 @@ export class AgentsController {
   }
 
   @Get('balance')
-  @RequireAgentKey('agent:balance:read')
+  @Runs(GET_AGENT_BALANCE)
   @ApiOperation({ summary: "USDC of the agent's session signer and of its owner, read from the chain (reads work with AGENTS_ENABLED=false)" })
   @ApiOkResponse({ type: BalanceDto })
   @ApiStandardErrors()

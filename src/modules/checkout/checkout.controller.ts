@@ -1,13 +1,13 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { ListQueryDto } from '../../common/http/list.dto';
 import type { IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { Runs } from '../../kernel/http';
-import { CREATE_CHECKOUT } from './checkout.operations';
+import { CREATE_CHECKOUT, GET_CHECKOUT, LIST_CHECKOUTS } from './checkout.operations';
 import { CheckoutService } from './checkout.service';
 import { CheckoutSessionDto, CheckoutSessionListDto } from './dto/checkout-session.dto';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
@@ -30,7 +30,7 @@ export class CheckoutController {
   }
 
   @Get()
-  @RequireScopes('checkout:read')
+  @Runs(LIST_CHECKOUTS)
   @ApiOperation({ summary: 'List checkout sessions, newest first' })
   @ApiOkResponse({ type: CheckoutSessionListDto })
   @ApiStandardErrors()
@@ -39,7 +39,7 @@ export class CheckoutController {
   }
 
   @Get(':id')
-  @RequireScopes('checkout:read')
+  @Runs(GET_CHECKOUT)
   @ApiOperation({ summary: 'Retrieve a checkout session' })
   @ApiOkResponse({ type: CheckoutSessionDto })
   @ApiStandardErrors({ notFound: true })

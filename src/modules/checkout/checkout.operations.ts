@@ -3,6 +3,13 @@ import type { AnyIdempotentWork } from '../../kernel/idempotency/idempotency.ser
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
 import { CheckoutService } from './checkout.service';
 import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
+import { ListQueryDto } from '../../common/http/list.dto';
+
+/** `get-checkout` (GET /checkout-sessions/{id}, svc_checkout_get): a read (DESIGN §17). checkout:read; no key; `{id}` is the path parameter. */
+export const GET_CHECKOUT: OperationSpec = { name: 'get-checkout', scopes: ['checkout:read'], idempotency: 'none' };
+
+/** `list-checkouts` (GET /checkout-sessions, svc_checkout_list): newest first. checkout:read; no key. */
+export const LIST_CHECKOUTS: OperationSpec<ListQueryDto> = { name: 'list-checkouts', scopes: ['checkout:read'], input: ListQueryDto, idempotency: 'none' };
 
 /**
  * `create-checkout` (POST /checkout-sessions, svc_checkout_create and its alias svc_create_checkout,

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, Public, RequireScopes } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal, Public } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
@@ -8,7 +8,7 @@ import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import type { IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { Runs } from '../../kernel/http';
 import { CheckoutFundingDto, ConfirmedEscrowActionDto, EscrowActionDto, EscrowDto, EscrowListDto, EscrowListQueryDto, FundingTermsQueryDto } from './dto/escrow.dto';
-import { ACT_ON_ESCROW } from './escrow.operations';
+import { ACT_ON_ESCROW, GET_ESCROW, LIST_ESCROWS } from './escrow.operations';
 import { EscrowService, PreparedEscrowAction } from './escrow.service';
 
 type ActionSteps = IdempotentSteps<PreparedEscrowAction, EscrowDto>;
@@ -24,7 +24,7 @@ export class EscrowController {
   constructor(private readonly escrows: EscrowService) {}
 
   @Get()
-  @RequireScopes('escrow:read')
+  @Runs(LIST_ESCROWS)
   @ApiOperation({ summary: 'List escrows your organisation is buyer or seller of, newest first' })
   @ApiOkResponse({ type: EscrowListDto })
   list(@CurrentPrincipal() p: Principal, @Query() q: EscrowListQueryDto): Promise<EscrowListDto> {
@@ -32,7 +32,7 @@ export class EscrowController {
   }
 
   @Get(':id')
-  @RequireScopes('escrow:read')
+  @Runs(GET_ESCROW)
   @ApiOperation({ summary: 'Retrieve an escrow with its on-chain transactions' })
   @ApiOkResponse({ type: EscrowDto })
   get(@CurrentPrincipal() p: Principal, @Param('id', escrowId) id: string): Promise<EscrowDto> {

@@ -2,9 +2,15 @@ import { Injectable } from '@nestjs/common';
 import { requireUuid } from '../../common/http/path-id';
 import type { AnyIdempotentWork } from '../../kernel/idempotency/idempotency.service';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
-import { ConfirmedEscrowActionDto, EscrowActionDto } from './dto/escrow.dto';
+import { ConfirmedEscrowActionDto, EscrowActionDto, EscrowListQueryDto } from './dto/escrow.dto';
 import { type EscrowActionInput, EscrowService } from './escrow.service';
 import { ESCROW_ACTIONS, type EscrowApiAction } from './escrow.state';
+
+/** `get-escrow` (GET /escrows/{id}, svc_escrow_get; also the escrow beside a checkout in svc_get_payment_status): a read. escrow:read; no key. */
+export const GET_ESCROW: OperationSpec = { name: 'get-escrow', scopes: ['escrow:read'], idempotency: 'none' };
+
+/** `list-escrows` (GET /escrows, svc_escrow_list): newest first, by role and status. escrow:read; no key. */
+export const LIST_ESCROWS: OperationSpec<EscrowListQueryDto> = { name: 'list-escrows', scopes: ['escrow:read'], input: EscrowListQueryDto, idempotency: 'none' };
 
 /** The declaration of a party action from its rule in {@link ESCROW_ACTIONS}: confirm ⇒ the confirmed DTO, idempotencyRequired ⇒ `required`. */
 function actionOperation(name: string, action: EscrowApiAction): OperationSpec<EscrowActionInput> {

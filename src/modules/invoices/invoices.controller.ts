@@ -7,7 +7,7 @@ import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { CreateInvoiceDto, InvoiceActionDto, InvoiceDto, InvoiceListDto, InvoiceListQueryDto, UpdateInvoiceDto } from './dto/invoice.dto';
 import { Runs } from '../../kernel/http';
-import { CREATE_INVOICE, InvoicesOperations, SEND_INVOICE, UPDATE_INVOICE, VOID_INVOICE } from './invoices.operations';
+import { CREATE_INVOICE, GET_INVOICE, InvoicesOperations, LIST_INVOICES, SEND_INVOICE, UPDATE_INVOICE, VOID_INVOICE } from './invoices.operations';
 import { InvoicesService } from './invoices.service';
 
 const invoiceId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('invoice') });
@@ -33,7 +33,7 @@ export class InvoicesController {
   }
 
   @Get()
-  @RequireScopes('invoices:read')
+  @Runs(LIST_INVOICES)
   @ApiOperation({ summary: 'List invoices, newest first; filter by status' })
   @ApiOkResponse({ type: InvoiceListDto })
   @ApiStandardErrors()
@@ -42,7 +42,7 @@ export class InvoicesController {
   }
 
   @Get(':id')
-  @RequireScopes('invoices:read')
+  @Runs(GET_INVOICE)
   @ApiOperation({ summary: 'Retrieve an invoice' })
   @ApiOkResponse({ type: InvoiceDto })
   @ApiStandardErrors({ notFound: true })

@@ -1,8 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { requireUuid } from '../../common/http/path-id';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
-import { CreateInvoiceDto, UpdateInvoiceDto } from './dto/invoice.dto';
+import { CreateInvoiceDto, InvoiceListQueryDto, UpdateInvoiceDto } from './dto/invoice.dto';
 import { InvoicesService } from './invoices.service';
+
+/** `get-invoice` (GET /invoices/{id}, svc_invoice_get): a read. invoices:read; no key. */
+export const GET_INVOICE: OperationSpec = { name: 'get-invoice', scopes: ['invoices:read'], idempotency: 'none' };
+
+/** `list-invoices` (GET /invoices, svc_invoice_list): newest first, by status. invoices:read; no key. */
+export const LIST_INVOICES: OperationSpec<InvoiceListQueryDto> = { name: 'list-invoices', scopes: ['invoices:read'], input: InvoiceListQueryDto, idempotency: 'none' };
 
 /** `create-invoice` (POST /invoices, svc_invoice_create; docs/api.md invoices): a draft invoice. invoices:write; Idempotency-Key optional. */
 export const CREATE_INVOICE: OperationSpec<CreateInvoiceDto> = { name: 'create-invoice', scopes: ['invoices:write'], input: CreateInvoiceDto, idempotency: 'optional' };

@@ -9,7 +9,7 @@ import { ListQueryDto } from '../../common/http/list.dto';
 import { Runs } from '../../kernel/http';
 import { CreateMandateDto, MandateDto, MandateListDto, RevokeMandateDto } from './dto/mandate.dto';
 import { MandatesService } from './mandates.service';
-import { CREATE_MANDATE, MandatesOperations } from './mandates.operations';
+import { CREATE_MANDATE, GET_MANDATE, LIST_MANDATES, MandatesOperations } from './mandates.operations';
 
 const mandateId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('mandate') });
 
@@ -43,7 +43,7 @@ export class MandatesController {
   }
 
   @Get()
-  @RequireAgentKey('agent:mandate')
+  @Runs(LIST_MANDATES)
   @ApiOperation({ summary: "The agent's mandates, newest first, with usedAmount and status computed" })
   @ApiOkResponse({ type: MandateListDto })
   @ApiStandardErrors()
@@ -52,7 +52,7 @@ export class MandatesController {
   }
 
   @Get(':id')
-  @RequireAgentKey('agent:mandate')
+  @Runs(GET_MANDATE)
   @ApiOperation({ summary: 'One mandate of the agent' })
   @ApiOkResponse({ type: MandateDto })
   @ApiStandardErrors({ notFound: true })

@@ -1,12 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { Runs } from '../../kernel/http';
 import { CreateOfferingDto, OfferingDto, OfferingListDto, OfferingListQueryDto, UpdateOfferingDto } from './dto/offering.dto';
-import { CREATE_OFFERING, OfferingsOperations, UPDATE_OFFERING } from './offerings.operations';
+import { CREATE_OFFERING, GET_OFFERING, LIST_OFFERINGS, OfferingsOperations, UPDATE_OFFERING } from './offerings.operations';
 import { OfferingsService } from './offerings.service';
 
 const offeringId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('offering') });
@@ -31,7 +31,7 @@ export class OfferingsController {
   }
 
   @Get()
-  @RequireScopes('offerings:read')
+  @Runs(LIST_OFFERINGS)
   @ApiOperation({ summary: 'List offerings, newest first; filter by active' })
   @ApiOkResponse({ type: OfferingListDto })
   @ApiStandardErrors()
@@ -40,7 +40,7 @@ export class OfferingsController {
   }
 
   @Get(':id')
-  @RequireScopes('offerings:read')
+  @Runs(GET_OFFERING)
   @ApiOperation({ summary: 'Retrieve an offering' })
   @ApiOkResponse({ type: OfferingDto })
   @ApiStandardErrors({ notFound: true })

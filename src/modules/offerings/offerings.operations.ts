@@ -1,8 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { requireUuid } from '../../common/http/path-id';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
-import { CreateOfferingDto, UpdateOfferingDto } from './dto/offering.dto';
+import { CreateOfferingDto, UpdateOfferingDto, OfferingListQueryDto } from './dto/offering.dto';
 import { OfferingsService } from './offerings.service';
+
+/** `get-offering` (GET /offerings/{id}, svc_offering_get): a read. offerings:read; no key. */
+export const GET_OFFERING: OperationSpec = { name: 'get-offering', scopes: ['offerings:read'], idempotency: 'none' };
+
+/** `list-offerings` (GET /offerings, svc_offering_list): newest first, by active. offerings:read; no key. */
+export const LIST_OFFERINGS: OperationSpec<OfferingListQueryDto> = { name: 'list-offerings', scopes: ['offerings:read'], input: OfferingListQueryDto, idempotency: 'none' };
 
 /** `create-offering` (POST /offerings, svc_offering_create; docs/architecture.md §11): a catalogue item. offerings:write; Idempotency-Key optional. */
 export const CREATE_OFFERING: OperationSpec<CreateOfferingDto> = { name: 'create-offering', scopes: ['offerings:write'], input: CreateOfferingDto, idempotency: 'optional' };

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { CredentialExchange, CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorators';
+import { CredentialExchange, CurrentPrincipal } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
@@ -9,6 +9,8 @@ import { MeDto, PayoutBalanceDto } from './dto/me.dto';
 import { TokenRequestDto, TokenResponseDto } from './dto/token.dto';
 import { OrgsService } from './orgs.service';
 import { PayoutBalanceService } from './payout-balance.service';
+import { GET_ME, GET_PAYOUT_BALANCE } from './orgs.operations';
+import { Runs } from '../../kernel/http';
 
 @ApiTags('identity')
 @Controller('api/v1')
@@ -19,7 +21,7 @@ export class MeController {
   ) {}
 
   @Get('me')
-  @RequireScopes()
+  @Runs(GET_ME)
   @ApiOperation({ summary: 'Identity, organisation, scopes and verification snapshot of the caller' })
   @ApiOkResponse({ type: MeDto })
   @ApiStandardErrors()
@@ -28,7 +30,7 @@ export class MeController {
   }
 
   @Get('payout-balance')
-  @RequireScopes()
+  @Runs(GET_PAYOUT_BALANCE)
   @ApiOperation({ summary: "USDC and ETH of the organisation's payout address, read from the chain (503 unavailable when the node does not answer within RPC_TIMEOUT_MS)" })
   @ApiOkResponse({ type: PayoutBalanceDto })
   @ApiServiceUnavailableResponse({ description: 'unavailable (details.reason chain_unavailable): the node did not answer in time', type: ErrorBody })

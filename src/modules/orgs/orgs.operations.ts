@@ -5,6 +5,12 @@ import { AddOwnerDto, apiKeyView, type ConsoleOrganizationDto, CreateApiKeyDto, 
 import { OrgsService } from './orgs.service';
 import { PayoutProofService } from './payout-proof.service';
 
+/** `get-me` (GET /me, svc_me): the calling credential, its organisation, scopes and verification. Any valid credential; no key. */
+export const GET_ME: OperationSpec = { name: 'get-me', scopes: [], idempotency: 'none' };
+
+/** `get-payout-balance` (GET /payout-balance): the payout address's USDC and ETH, read from the chain. Any valid credential; no key. */
+export const GET_PAYOUT_BALANCE: OperationSpec = { name: 'get-payout-balance', scopes: [], idempotency: 'none' };
+
 /**
  * A console owner action on the organisation (DESIGN §17, §19): a console session acting for an
  * organisation its address owns; no scope (an owner's session holds them all); no Idempotency-Key:

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiForbiddenResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
-import { CurrentPrincipal, RequireAgentKey, RequireScopes } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
@@ -8,7 +8,7 @@ import { Runs } from '../../kernel/http';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { CreatePaymentDto, PaymentDto, PaymentListDto, PaymentListQueryDto } from './dto/payment.dto';
 import type { PaymentStatus } from './payment.entity';
-import { PAY } from './payments.operations';
+import { GET_PAYMENT, LIST_PAYMENTS, PAY } from './payments.operations';
 import { PaymentsService } from './payments.service';
 
 const paymentId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('payment') });
@@ -43,7 +43,7 @@ export class PaymentsController {
   }
 
   @Get()
-  @RequireAgentKey('agent:pay', 'agent:balance:read')
+  @Runs(LIST_PAYMENTS)
   @ApiOperation({ summary: "The agent's payments, newest first (extension)" })
   @ApiOkResponse({ type: PaymentListDto })
   @ApiStandardErrors()
@@ -52,7 +52,7 @@ export class PaymentsController {
   }
 
   @Get(':id')
-  @RequireScopes('agent:pay', 'agent:balance:read', 'refund:read')
+  @Runs(GET_PAYMENT)
   @ApiOperation({ summary: 'One payment of the agent, or (read-only, refund:read) one this organisation received (extension)' })
   @ApiOkResponse({ type: PaymentDto })
   @ApiStandardErrors({ notFound: true })

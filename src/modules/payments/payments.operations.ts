@@ -1,7 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
-import { CreatePaymentDto } from './dto/payment.dto';
+import { CreatePaymentDto, PaymentListQueryDto, PaymentStatusQueryDto } from './dto/payment.dto';
 import { PaymentsService } from './payments.service';
+
+/** `get-payment` (GET /payments/{id}; svc_get_payment_status with `paymentId`): one payment of the agent, or (refund:read) one the organisation received. No key. */
+export const GET_PAYMENT: OperationSpec = { name: 'get-payment', scopes: ['agent:pay', 'agent:balance:read', 'refund:read'], idempotency: 'none' };
+
+/** `list-payments` (GET /payments): the agent's payments, newest first. Agent keys; no key. */
+export const LIST_PAYMENTS: OperationSpec<PaymentListQueryDto> = { name: 'list-payments', scopes: ['agent:pay', 'agent:balance:read'], kinds: ['agent'], input: PaymentListQueryDto, idempotency: 'none' };
+
+/** `get-payment-status` (svc_get_payment_status, DESIGN §15): an agent payment (`paymentId`, as {@link GET_PAYMENT}) or a checkout with its escrow (`checkoutSessionId`, as get-checkout and get-escrow). Any credential may call it; reading the object needs that read's access. No key. */
+export const GET_PAYMENT_STATUS: OperationSpec<PaymentStatusQueryDto> = { name: 'get-payment-status', scopes: [], input: PaymentStatusQueryDto, idempotency: 'none' };
 
 /**
  * `pay` (POST /payments, svc_pay; DESIGN §13, §17): an instant USDC payment from the agent's

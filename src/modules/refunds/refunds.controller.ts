@@ -1,13 +1,13 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentPrincipal, RequireScopes } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { Runs } from '../../kernel/http';
 import { CreateRefundDto, RefundDto, RefundListDto, RefundListQueryDto, SubmitRefundDto } from './dto/refund.dto';
-import { CANCEL_REFUND, CREATE_REFUND, RefundsOperations, SUBMIT_REFUND } from './refunds.operations';
+import { CANCEL_REFUND, CREATE_REFUND, GET_REFUND, LIST_REFUNDS, RefundsOperations, SUBMIT_REFUND } from './refunds.operations';
 import { RefundsService } from './refunds.service';
 
 const uuid = (what: string) => new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound(what) });
@@ -57,7 +57,7 @@ export class RefundsController {
   }
 
   @Get('refunds')
-  @RequireScopes('refund:read')
+  @Runs(LIST_REFUNDS)
   @ApiOperation({ summary: 'List refunds, newest first' })
   @ApiOkResponse({ type: RefundListDto })
   list(@CurrentPrincipal() p: Principal, @Query() q: RefundListQueryDto): Promise<RefundListDto> {
@@ -65,7 +65,7 @@ export class RefundsController {
   }
 
   @Get('refunds/:id')
-  @RequireScopes('refund:read')
+  @Runs(GET_REFUND)
   @ApiOperation({ summary: 'Retrieve a refund' })
   @ApiOkResponse({ type: RefundDto })
   get(@CurrentPrincipal() p: Principal, @Param('id', uuid('refund')) id: string): Promise<RefundDto> {

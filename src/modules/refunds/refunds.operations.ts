@@ -3,9 +3,15 @@ import { requireUuid } from '../../common/http/path-id';
 import { AppError } from '../../common/errors/app-error';
 import type { AnyIdempotentWork } from '../../kernel/idempotency/idempotency.service';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
-import { CreateRefundDto, SubmitRefundDto } from './dto/refund.dto';
+import { CreateRefundDto, SubmitRefundDto, RefundListQueryDto } from './dto/refund.dto';
 import type { RefundSourceType } from './refund.entity';
 import { RefundsService } from './refunds.service';
+
+/** `get-refund` (GET /refunds/{id}, svc_refund_get): a read. refund:read; no key. */
+export const GET_REFUND: OperationSpec = { name: 'get-refund', scopes: ['refund:read'], idempotency: 'none' };
+
+/** `list-refunds` (GET /refunds, svc_refund_list): newest first, by status. refund:read; no key. */
+export const LIST_REFUNDS: OperationSpec<RefundListQueryDto> = { name: 'list-refunds', scopes: ['refund:read'], input: RefundListQueryDto, idempotency: 'none' };
 
 /**
  * The path parameter naming each refund source (REST `/{checkout-sessions|payments|x402-settlements}/{param}/refunds`;

@@ -1,14 +1,14 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
 import { ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Request } from 'express';
-import { CurrentPrincipal, Public, RequireScopes } from '../../kernel/auth/auth.decorators';
+import { CurrentPrincipal, Public } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { Runs } from '../../kernel/http';
 import { ConfirmWalletDto, ProviderCallbackAckDto, VerificationDto, VerificationStartDto, WalletCheckDto } from './dto/verification.dto';
-import { CONFIRM_WALLET_CHECK, START_IDENTITY_CHECK, START_WALLET_CHECK, VerificationOperations } from './verification.operations';
+import { CONFIRM_WALLET_CHECK, GET_VERIFICATION, START_IDENTITY_CHECK, START_WALLET_CHECK, VerificationOperations } from './verification.operations';
 import { VerificationService } from './verification.service';
 
 const REJECTED = '403 kyb_rejected once the organisation’s verification is rejected (until the operator reopens it).';
@@ -24,7 +24,7 @@ export class VerificationController {
   ) {}
 
   @Get()
-  @RequireScopes('verification:read')
+  @Runs(GET_VERIFICATION)
   @ApiOperation({ summary: 'KYB status: the wallet check and the identity check; verified when both passed' })
   @ApiOkResponse({ type: VerificationDto })
   get(@CurrentPrincipal() p: Principal): Promise<VerificationDto> {

@@ -3,6 +3,9 @@ import { defineOperation, type Operation, type OperationSpec } from '../../kerne
 import { ConfirmWalletDto } from './dto/verification.dto';
 import { VerificationService } from './verification.service';
 
+/** `get-verification` (GET /verification, svc_verification_get): the KYB status. verification:read; no key. */
+export const GET_VERIFICATION: OperationSpec = { name: 'get-verification', scopes: ['verification:read'], idempotency: 'none' };
+
 /** `start-wallet-check` (POST /verification/checkout, svc_verification_checkout; docs/architecture.md §12): the chain head first, then the locked write. */
 export const START_WALLET_CHECK: OperationSpec = { name: 'start-wallet-check', scopes: ['verification:write'], idempotency: 'optional' };
 

@@ -9,7 +9,7 @@ import { Runs } from '../../kernel/http';
 import { ListWebhookDeliveriesQueryDto, WebhookDeliveryDto, WebhookDeliveryListDto } from './dto/webhook-delivery.dto';
 import { PutWebhookEndpointDto, WebhookEndpointDto } from './dto/webhook-endpoint.dto';
 import { WebhookErrors } from './webhooks.errors';
-import { PUT_WEBHOOK_ENDPOINT, RETRY_WEBHOOK_DELIVERY, SEND_TEST_WEBHOOK, WebhooksOperations } from './webhooks.operations';
+import { GET_WEBHOOK_ENDPOINT, LIST_WEBHOOK_DELIVERIES, PUT_WEBHOOK_ENDPOINT, RETRY_WEBHOOK_DELIVERY, SEND_TEST_WEBHOOK, WebhooksOperations } from './webhooks.operations';
 import { WebhooksService } from './webhooks.service';
 
 const notFoundOnBadId = new ParseUUIDPipe({ exceptionFactory: () => WebhookErrors.deliveryNotFound() });
@@ -24,7 +24,7 @@ export class WebhookEndpointsController {
   ) {}
 
   @Get()
-  @RequireScopes('webhooks:read')
+  @Runs(GET_WEBHOOK_ENDPOINT)
   @ApiOperation({ summary: "The organisation's webhook endpoint (its secret is never shown here)" })
   @ApiOkResponse({ type: WebhookEndpointDto })
   @ApiStandardErrors({ notFound: true })
@@ -78,7 +78,7 @@ export class WebhookDeliveriesController {
   ) {}
 
   @Get()
-  @RequireScopes('webhooks:read')
+  @Runs(LIST_WEBHOOK_DELIVERIES)
   @ApiOperation({ summary: 'List webhook deliveries, newest first' })
   @ApiOkResponse({ type: WebhookDeliveryListDto })
   @ApiStandardErrors()

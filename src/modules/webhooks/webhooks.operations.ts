@@ -3,6 +3,13 @@ import { requireUuid } from '../../common/http/path-id';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
 import { PutWebhookEndpointDto } from './dto/webhook-endpoint.dto';
 import { WebhooksService } from './webhooks.service';
+import { ListWebhookDeliveriesQueryDto } from './dto/webhook-delivery.dto';
+
+/** `get-webhook-endpoint` (GET /webhook-endpoints, svc_webhook_endpoint_get): the endpoint without its secret. webhooks:read; no key. */
+export const GET_WEBHOOK_ENDPOINT: OperationSpec = { name: 'get-webhook-endpoint', scopes: ['webhooks:read'], idempotency: 'none' };
+
+/** `list-webhook-deliveries` (GET /webhook-deliveries, svc_webhook_deliveries_list): newest first. webhooks:read; no key. */
+export const LIST_WEBHOOK_DELIVERIES: OperationSpec<ListWebhookDeliveriesQueryDto> = { name: 'list-webhook-deliveries', scopes: ['webhooks:read'], input: ListWebhookDeliveriesQueryDto, idempotency: 'none' };
 
 /**
  * `put-webhook-endpoint` (PUT /webhook-endpoints, svc_webhook_endpoint_put; docs/api.md Events 3):

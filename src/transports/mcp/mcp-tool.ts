@@ -1,10 +1,10 @@
-import type { ClassConstructor } from 'class-transformer';
-import type { z } from 'zod';
 import type { Principal } from '../../kernel/auth/principal';
-import type { Scope } from '../../kernel/auth/scopes';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
+import type { ToolParam } from './tool-schema';
 
-/** What a service tool's handler gets besides its input: who calls. */
+export type { ToolParam } from './tool-schema';
+
+/** What a read tool's `run` gets besides its input: who calls. */
 export interface McpToolContext {
   principal: Principal;
 }
@@ -17,64 +17,55 @@ export interface McpToolAnnotations {
   openWorldHint?: boolean;
 }
 
-/**
- * One `svc_*` tool (DESIGN §15, §17): a declarative adapter `{name, operation, annotations}` over a
- * declared operation, which the MCP server runs through the kernel's runner (access, validation of
- * the operation's DTO, idempotency, then the work) exactly as its REST twin runs it. The tool adds
- * only what MCP shows: title, description, annotations and the zod input schema of tools/list (the
- * REST body, path/query parameters and `idempotencyKey`).
- *
- * To add a tool: one file in `tools/` with an @Injectable class implementing this (naming an
- * operation declared in its domain's `<d>.operations.ts`; a plain read implements
- * {@link ServiceTool}), listed in `MCP_TOOLS` (tools/index.ts).
- */
-export interface McpTool<Input = Record<string, unknown>> {
+/** What every tool shows in tools/list besides its input schema, which is derived from its operation (tool-schema.ts). */
+interface McpToolFace {
   /** `svc_<noun>_<verb>` (docs/api.md, Tool interface). */
   readonly name: string;
   readonly title: string;
   readonly description: string;
   readonly annotations: McpToolAnnotations;
-  /** The input schema shown in tools/list: the REST body (and path/query parameters) plus `idempotencyKey`. */
-  readonly input: z.ZodObject;
-  /** Input fields that are path or query parameters, not part of the operation's body. */
-  readonly params?: readonly string[];
-  /** The operation the tool runs: its domain's, the same object its REST twin's `@Runs` declaration belongs to (for read {@link ServiceTool}s the MCP server declares one from their fields). */
+  /** Arguments that are path or query parameters of the REST twin (e.g. `id`), not part of the operation's input DTO. */
+  readonly params?: Readonly<Record<string, ToolParam>>;
+}
+
+/**
+ * One `svc_*` tool (DESIGN §15, §17): a declarative adapter `{name, operation, annotations}` over a
+ * declared operation, which the MCP server runs through the kernel's runner (access, validation of
+ * the operation's DTO, idempotency, then the work) exactly as its REST twin runs it. The tool adds
+ * only what MCP shows: title, description, annotations and which arguments are path parameters;
+ * its input schema is derived from the operation (its DTO, `params` and idempotency mode:
+ * {@link toolInputSchema}), so the kernel's validation is the only one that refuses.
+ *
+ * To add a tool: one file in `tools/` with an @Injectable class implementing this (naming an
+ * operation declared in its domain's `<d>.operations.ts`; a read implements {@link ServiceTool}),
+ * listed in `MCP_TOOLS` (tools/index.ts).
+ */
+export interface McpTool<Input = Record<string, unknown>> extends McpToolFace {
+  /** The operation the tool runs: its domain's, the same object its REST twin's `@Runs` declaration belongs to. */
   readonly operation: Operation<Input>;
 }
 
 /**
- * A read tool over a plain service method (DESIGN §17: "plain reads may stay service methods with
- * declared scopes"): its fields declare who may call it (scopes, credential kind) and how its
- * arguments are validated (the REST query DTO), and `run` answers the REST body. Every tool that
- * changes state names its domain's declared operation instead ({@link McpTool}); a read has no
- * network step before a transaction and no required key. The MCP server turns it into an
- * {@link McpTool} ({@link serviceToolOperation}), so it runs through the same runner.
+ * A read tool (DESIGN §17: reads are operations too): `declaration` is the read's declaration in its
+ * domain's `<d>.operations.ts`, the very object its REST route states with `@Runs` (access, input
+ * DTO, `idempotency: 'none'`), and `run` answers the REST body with the service method REST calls.
+ * The MCP server turns it into an {@link McpTool} ({@link serviceToolOperation}).
  */
-export interface ServiceTool<Input extends Record<string, unknown> = Record<string, unknown>> extends Omit<McpTool<Input>, 'operation'> {
-  /** Any one of these grants the tool (after `:*` and write⇒read expansion); empty = any credential. */
-  readonly scopes: readonly Scope[];
-  /** Restricts the tool to one credential kind (agent spend tools need an agent key). */
-  readonly credentialKind?: 'agent';
-  /** The REST query DTO the arguments (without `idempotencyKey` and path parameters) are validated as, if any. */
-  readonly dto?: ClassConstructor<object>;
+export interface ServiceTool<Input extends Record<string, unknown> = Record<string, unknown>> extends McpToolFace {
+  readonly declaration: OperationSpec<object>;
   /** Answers the call with the REST response body. Throws AppError for refusals (404 not_found, …). */
   run(ctx: McpToolContext, input: Input): Promise<unknown>;
 }
 
 /**
- * The generic operation of a read {@link ServiceTool} (only reads use it; every state-changing tool
- * names its domain's declared operation, DESIGN §17): named after the tool, access from its
- * `scopes` and `credentialKind`, its `dto` validating the arguments, idempotency `optional` (as
- * before: a key sent is honoured), and as work `{run}`: `run` with the validated arguments and the
- * parameter fields beside them.
+ * The operation of a read {@link ServiceTool}: its declaration, and as work `{run}`: `run` with the
+ * validated arguments and the parameter fields beside them. A read takes no key: an
+ * `idempotencyKey` sent is checked for form and ignored (no lock, no record), as REST ignores the
+ * header on a GET.
+ * @throws Error at start-up when the declaration is not a read (`idempotency` other than `none`).
  */
 export function serviceToolOperation(tool: ServiceTool): Operation {
-  const spec: OperationSpec = {
-    name: tool.name,
-    scopes: tool.scopes,
-    ...(tool.credentialKind ? { kinds: [tool.credentialKind] } : {}),
-    ...(tool.dto ? { input: tool.dto as ClassConstructor<Record<string, unknown>> } : {}),
-    idempotency: 'optional',
-  };
+  const spec = tool.declaration as OperationSpec;
+  if (spec.idempotency !== 'none') throw new Error(`${tool.name}: a read tool's operation ${spec.name} must declare idempotency 'none'`);
   return defineOperation(spec, (ctx, input) => ({ run: () => tool.run({ principal: ctx.principal }, { ...input, ...ctx.params }) }));
 }

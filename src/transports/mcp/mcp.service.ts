@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, CallToolResult, ListToolsRequestSchema, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { toAppError } from '../../common/errors/all-exceptions.filter';
@@ -10,6 +9,7 @@ import { accessRefusal } from '../../kernel/access';
 import { Runner } from '../../kernel/runner';
 import { type McpTool, serviceToolOperation, type ServiceTool } from './mcp-tool';
 import { MCP_TOOLS } from './tools';
+import { toolInputSchema } from './tool-schema';
 import { errorBody } from '../../common/errors/error-body';
 
 /** Server name and version shown to MCP clients at initialize. */
@@ -18,19 +18,21 @@ export const MCP_SERVER_INFO = { name: 'payments-control-plane', version: '2.0.0
 /**
  * Builds the MCP server for one request (stateless Streamable HTTP: a new server and transport
  * per request, DESIGN §15) around the caller's principal. tools/list shows the tools whose
- * operation the principal may run (the kernel's access check); tools/call checks the zod shape
- * tools/list promised, then runs the tool's operation through the kernel's runner (access,
- * validation, idempotency, work: DESIGN §17) and answers the REST body as `structuredContent`
- * (with its JSON as text), or an `isError` result with our error body. Only malformed requests
- * become protocol errors.
+ * operation the principal may run (the kernel's access check), each with the input schema derived
+ * from its operation (tool-schema.ts); tools/call splits the arguments into the operation's input,
+ * its path parameters and `idempotencyKey`, and runs the tool's operation through the kernel's
+ * runner (access, validation, idempotency, work: DESIGN §17), which is the one check of the
+ * arguments, so a bad argument gets the body REST gives. It answers the REST body as
+ * `structuredContent` (with its JSON as text), or an `isError` result with our error body. Only
+ * malformed requests become protocol errors.
  */
 @Injectable()
 export class McpService {
   private readonly logger = new Logger('Mcp');
   private readonly tools: McpTool[];
   private readonly byName: Map<string, McpTool>;
-  /** Each tool's zod shape without `idempotencyKey`, which the runner checks (and before the body, as REST). */
-  private readonly shapes = new Map<string, z.ZodObject>();
+  /** Each tool's input schema (tools/list), derived once from its operation. */
+  private readonly schemas = new Map<string, Tool['inputSchema']>();
 
   constructor(
     @Inject(MCP_TOOLS) tools: Array<McpTool | ServiceTool>,
@@ -38,13 +40,13 @@ export class McpService {
   ) {
     this.tools = tools.map((t) => ('operation' in t ? t : { ...describeFields(t), operation: serviceToolOperation(t) }));
     this.byName = new Map(this.tools.map((t) => [t.name, t]));
-    for (const t of this.tools) this.shapes.set(t.name, 'idempotencyKey' in t.input.shape ? (t.input.omit({ idempotencyKey: true }) as unknown as z.ZodObject) : t.input);
+    for (const t of this.tools) this.schemas.set(t.name, toolInputSchema(t.operation, t.params) as Tool['inputSchema']);
   }
 
   /** A fresh low-level MCP server bound to `principal`; connect it to one transport, once. */
   serverFor(principal: Principal, requestId: string): Server {
     const server = new Server(MCP_SERVER_INFO, { capabilities: { tools: { listChanged: false } } });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.tools.filter((t) => !accessRefusal(principal, t.operation)).map(describe) }));
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.tools.filter((t) => !accessRefusal(principal, t.operation)).map((t) => this.describe(t)) }));
     server.setRequestHandler(CallToolRequestSchema, (req) => this.call(principal, requestId, req.params.name, req.params.arguments ?? {}));
     return server;
   }
@@ -52,6 +54,16 @@ export class McpService {
   /** Names of the tools `principal` may call (what tools/list shows). */
   visibleTools(principal: Principal): string[] {
     return this.tools.filter((t) => !accessRefusal(principal, t.operation)).map((t) => t.name);
+  }
+
+  private describe(tool: McpTool): Tool {
+    return {
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: this.schemas.get(tool.name)!,
+      annotations: { title: tool.title, ...tool.annotations },
+    };
   }
 
   private async call(principal: Principal, requestId: string, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
@@ -62,16 +74,10 @@ export class McpService {
       const refused = accessRefusal(principal, tool.operation);
       if (refused) throw refused;
       const { idempotencyKey: rawKey, ...rest } = args;
-      const parsed = this.shapes.get(tool.name)!.safeParse(rest);
-      if (!parsed.success) {
-        const fields = parsed.error.issues.map((i) => ({ param: i.path.join('.') || 'arguments', message: i.message }));
-        throw new AppError('invalid_request', fields.map((f) => `${f.param}: ${f.message}`).join('; '), { fields });
-      }
       const key = resolveIdempotencyKey(undefined, rawKey);
-      const paramNames = new Set(tool.params ?? []);
-      const source = tool.operation.input ? rest : (parsed.data as Record<string, unknown>);
-      const body = Object.fromEntries(Object.entries(source).filter(([k]) => !paramNames.has(k)));
-      const params = Object.fromEntries(Object.entries(parsed.data as Record<string, unknown>).filter(([k]) => paramNames.has(k)).map(([k, v]) => [k, String(v)]));
+      const paramNames = new Set(Object.keys(tool.params ?? {}));
+      const body = Object.fromEntries(Object.entries(rest).filter(([k]) => !paramNames.has(k)));
+      const params = Object.fromEntries(Object.entries(rest).filter(([k, v]) => paramNames.has(k) && v !== undefined && v !== null).map(([k, v]) => [k, String(v)]));
       const { body: result } = await this.runner.invoke(tool.operation, principal, body, key, params);
       return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
     } catch (err) {
@@ -83,17 +89,7 @@ export class McpService {
   }
 }
 
-/** The MCP-facing fields of a service tool (its `run` and declaration fields stay in its operation). */
+/** The MCP-facing fields of a read tool (its `run` and declaration stay in its operation). */
 function describeFields(t: ServiceTool): Omit<McpTool, 'operation'> {
-  return { name: t.name, title: t.title, description: t.description, annotations: t.annotations, input: t.input, ...(t.params ? { params: t.params } : {}) };
-}
-
-function describe(tool: McpTool): Tool {
-  return {
-    name: tool.name,
-    title: tool.title,
-    description: tool.description,
-    inputSchema: z.toJSONSchema(tool.input, { target: 'draft-7', io: 'input' }) as Tool['inputSchema'],
-    annotations: { title: tool.title, ...tool.annotations },
-  };
+  return { name: t.name, title: t.title, description: t.description, annotations: t.annotations, ...(t.params ? { params: t.params } : {}) };
 }

@@ -44,3 +44,20 @@ export class PaymentListQueryDto extends ListQueryDto {
   @IsIn(PAYMENT_STATUSES as unknown as string[])
   status?: string;
 }
+
+/**
+ * Arguments of svc_get_payment_status (DESIGN §15): exactly one of `paymentId` (an agent's payment)
+ * and `checkoutSessionId` (a checkout with its escrow). An id that is not a UUID is not found (404),
+ * as on the REST paths the two read.
+ */
+export class PaymentStatusQueryDto {
+  @ApiPropertyOptional({ description: 'An agent payment id (agent keys, or refund:read for a payment received)' })
+  @IsOptional()
+  @IsString({ message: 'paymentId must be a string' })
+  paymentId?: string;
+
+  @ApiPropertyOptional({ description: 'A checkout session id: its status, and its escrow once funded (escrow:read)' })
+  @IsOptional()
+  @IsString({ message: 'checkoutSessionId must be a string' })
+  checkoutSessionId?: string;
+}

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import type { Operation } from '../../../kernel/operation';
 import { AgentEscrowsOperations } from '../../../modules/agent-escrows/agent-escrows.operations';
 import type { CreateAgentEscrowDto } from '../../../modules/agent-escrows/dto/agent-escrow.dto';
@@ -7,7 +6,7 @@ import { AgentsService } from '../../../modules/agents/agents.service';
 import type { CreatePaymentDto } from '../../../modules/payments/dto/payment.dto';
 import { PaymentsOperations } from '../../../modules/payments/payments.operations';
 import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
-import { idempotencyKey } from './ids';
+import { GET_AGENT, GET_AGENT_BALANCE } from '../../../modules/agents/agents.operations';
 
 /** svc_agent_get: GET /api/v1/agent (identity, policy, signer, usage of the calling agent). */
 @Injectable()
@@ -15,10 +14,8 @@ export class AgentGetTool implements ServiceTool {
   readonly name = 'svc_agent_get';
   readonly title = 'This agent';
   readonly description = 'The calling agent: identity, spending policy, session signer and usage today and this month.';
-  readonly scopes = [];
-  readonly credentialKind = 'agent' as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({});
+  readonly declaration = GET_AGENT;
   constructor(private readonly agents: AgentsService) {}
   run(ctx: McpToolContext) {
     return this.agents.view(ctx.principal.agentId!);
@@ -31,10 +28,8 @@ export class GetBalanceTool implements ServiceTool {
   readonly name = 'svc_get_balance';
   readonly title = 'Balance';
   readonly description = 'USDC of the session signer (on chain, and available after open reservations) and of the owner.';
-  readonly scopes = ['agent:balance:read'] as const;
-  readonly credentialKind = 'agent' as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({});
+  readonly declaration = GET_AGENT_BALANCE;
   constructor(private readonly agents: AgentsService) {}
   run(ctx: McpToolContext) {
     return this.agents.balance(ctx.principal.agentId!);
@@ -52,11 +47,6 @@ export class PayTool implements McpTool<CreatePaymentDto> {
   readonly title = 'Pay';
   readonly description = 'Pays a merchant handle or an agent slug in USDC under this agent’s spending policy. Needs idempotencyKey.';
   readonly annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true };
-  readonly input = z.object({
-    to: z.string().describe('Organisation handle or agent slug'),
-    amount: z.string().describe('USDC as decimal text'),
-    idempotencyKey: idempotencyKey(true),
-  });
   readonly operation: Operation<CreatePaymentDto>;
   constructor(ops: PaymentsOperations) {
     this.operation = ops.pay;
@@ -70,13 +60,6 @@ export class CreateEscrowTool implements McpTool<CreateAgentEscrowDto> {
   readonly title = 'Create an escrow (agent as buyer)';
   readonly description = 'A checkout in the seller organisation funded from the session signer; release, dispute or cancel it later. Needs idempotencyKey.';
   readonly annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true };
-  readonly input = z.object({
-    to: z.string().describe('Organisation handle of the seller'),
-    amount: z.string(),
-    description: z.string(),
-    escrowTemplateId: z.enum(['freelance', 'physical', 'digital', 'custom']).optional(),
-    idempotencyKey: idempotencyKey(true),
-  });
   readonly operation: Operation<CreateAgentEscrowDto>;
   constructor(ops: AgentEscrowsOperations) {
     this.operation = ops.create;

@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import type { Operation } from '../../../kernel/operation';
 import { EscrowOperations } from '../../../modules/escrow/escrow.operations';
 import type { EscrowActionInput } from '../../../modules/escrow/escrow.service';
-import { ESCROW_ACTIONS, EscrowApiAction } from '../../../modules/escrow/escrow.state';
+import type { EscrowApiAction } from '../../../modules/escrow/escrow.state';
 import type { McpTool, McpToolAnnotations } from '../mcp-tool';
-import { idempotencyKey, idParam } from './ids';
+import { idParams } from './ids';
 
 /**
  * The escrow party actions: each tool runs the operation of POST /api/v1/escrows/{id}/<action>
@@ -19,22 +18,13 @@ abstract class EscrowActionTool implements McpTool<EscrowActionInput> {
   abstract readonly name: string;
   abstract readonly title: string;
   abstract readonly description: string;
-  readonly params = ['id'] as const;
+  readonly params = idParams('escrow');
   constructor(private readonly ops: EscrowOperations) {}
   get operation(): Operation<EscrowActionInput> {
     return this.ops.act[this.action];
   }
   get annotations(): McpToolAnnotations {
     return { readOnlyHint: false, destructiveHint: ['release', 'dispute', 'cancel', 'decline'].includes(this.action), idempotentHint: true };
-  }
-  get input() {
-    const rule = ESCROW_ACTIONS[this.action];
-    return z.object({
-      id: idParam('escrow'),
-      txHash: z.string().describe('Hash of the transaction you sent to the escrow contract'),
-      ...(rule.confirm ? { confirm: z.boolean().optional().describe('Must be true: this moves or locks money') } : {}),
-      idempotencyKey: idempotencyKey(rule.idempotencyRequired),
-    });
   }
 }
 

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import { EscrowListQueryDto } from '../../../modules/escrow/dto/escrow.dto';
-import { ESCROW_STATUSES } from '../../../modules/escrow/escrow.state';
 import { EscrowService } from '../../../modules/escrow/escrow.service';
 import type { ServiceTool, McpToolContext } from '../mcp-tool';
-import { idParam, listShape, requireUuid } from './ids';
+import { idParams, requireUuid } from './ids';
+import { GET_ESCROW, LIST_ESCROWS } from '../../../modules/escrow/escrow.operations';
 
 /** svc_escrow_list: GET /api/v1/escrows. */
 @Injectable()
@@ -12,10 +11,8 @@ export class EscrowListTool implements ServiceTool<EscrowListQueryDto & Record<s
   readonly name = 'svc_escrow_list';
   readonly title = 'List escrows';
   readonly description = 'Escrows your organisation is buyer or seller of, newest first.';
-  readonly scopes = ['escrow:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ ...listShape, role: z.enum(['buyer', 'seller']).optional(), status: z.enum(ESCROW_STATUSES).optional() });
-  readonly dto = EscrowListQueryDto;
+  readonly declaration = LIST_ESCROWS;
   constructor(private readonly escrows: EscrowService) {}
   run(ctx: McpToolContext, q: EscrowListQueryDto) {
     return this.escrows.list(ctx.principal, { limit: q.limit, startingAfter: q.starting_after, role: q.role, status: q.status });
@@ -28,9 +25,9 @@ export class EscrowGetTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_escrow_get';
   readonly title = 'Get an escrow';
   readonly description = 'One escrow with its on-chain transactions.';
-  readonly scopes = ['escrow:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ id: idParam('escrow') });
+  readonly declaration = GET_ESCROW;
+  readonly params = idParams('escrow');
   constructor(private readonly escrows: EscrowService) {}
   run(ctx: McpToolContext, input: { id: string }) {
     return this.escrows.get(ctx.principal, requireUuid(input.id, 'escrow'));

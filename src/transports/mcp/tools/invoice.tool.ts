@@ -1,13 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import type { Operation } from '../../../kernel/operation';
 import { type CreateInvoiceDto, InvoiceListQueryDto } from '../../../modules/invoices/dto/invoice.dto';
-import { InvoicesOperations } from '../../../modules/invoices/invoices.operations';
+import { GET_INVOICE, InvoicesOperations, LIST_INVOICES } from '../../../modules/invoices/invoices.operations';
 import { InvoicesService } from '../../../modules/invoices/invoices.service';
 import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
-import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
-
-const INVOICE_STATUSES = ['draft', 'open', 'paid', 'void'] as const;
+import { idParams, requireUuid } from './ids';
 
 /** svc_invoice_create: the operation `create-invoice` of POST /api/v1/invoices, a draft (declared once in invoices.operations.ts). */
 @Injectable()
@@ -16,16 +13,6 @@ export class InvoiceCreateTool implements McpTool<CreateInvoiceDto> {
   readonly title = 'Create an invoice (draft)';
   readonly description = 'A draft invoice with line items priced from offerings or given; send it with svc_invoice_send.';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly input = z.object({
-    customer: z.object({ name: z.string(), email: z.string() }),
-    lineItems: z.array(
-      z.object({ offeringId: z.string().optional(), description: z.string().optional(), quantity: z.number().int().optional(), unitAmount: z.string().optional() }),
-    ),
-    dueAt: z.string().nullable().optional(),
-    memo: z.string().nullable().optional(),
-    metadata: z.record(z.string(), z.unknown()).nullable().optional(),
-    idempotencyKey: idempotencyKey(false),
-  });
   readonly operation: Operation<CreateInvoiceDto>;
   constructor(ops: InvoicesOperations) {
     this.operation = ops.create;
@@ -38,9 +25,9 @@ export class InvoiceGetTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_invoice_get';
   readonly title = 'Get an invoice';
   readonly description = 'One invoice with its status, number, payUrl and checkout.';
-  readonly scopes = ['invoices:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ id: idParam('invoice') });
+  readonly declaration = GET_INVOICE;
+  readonly params = idParams('invoice');
   constructor(private readonly invoices: InvoicesService) {}
   run(ctx: McpToolContext, input: { id: string }) {
     return this.invoices.get(ctx.principal, requireUuid(input.id, 'invoice'));
@@ -53,10 +40,8 @@ export class InvoiceListTool implements ServiceTool<InvoiceListQueryDto & Record
   readonly name = 'svc_invoice_list';
   readonly title = 'List invoices';
   readonly description = 'Invoices newest first, optionally by status.';
-  readonly scopes = ['invoices:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ ...listShape, status: z.enum(INVOICE_STATUSES).optional() });
-  readonly dto = InvoiceListQueryDto;
+  readonly declaration = LIST_INVOICES;
   constructor(private readonly invoices: InvoicesService) {}
   run(ctx: McpToolContext, q: InvoiceListQueryDto) {
     return this.invoices.list(ctx.principal, { limit: q.limit, startingAfter: q.starting_after, status: q.status });
@@ -70,8 +55,7 @@ export class InvoiceSendTool implements McpTool {
   readonly title = 'Send an invoice';
   readonly description = 'Finalises a draft (number, payUrl) and emails the customer, or re-sends an open invoice.';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly input = z.object({ id: idParam('invoice'), idempotencyKey: idempotencyKey(false) });
-  readonly params = ['id'] as const;
+  readonly params = idParams('invoice');
   readonly operation: Operation;
   constructor(ops: InvoicesOperations) {
     this.operation = ops.send;

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import { ListQueryDto } from '../../../common/http/list.dto';
 import { MandatesService } from '../../../modules/mandates/mandates.service';
 import type { ServiceTool, McpToolContext } from '../mcp-tool';
-import { listShape } from './ids';
+import { LIST_MANDATES } from '../../../modules/mandates/mandates.operations';
 
 /**
  * svc_list_mandates: GET /api/v1/mandates (docs/architecture.md §15) — the agent's AP2 intent
@@ -14,11 +13,8 @@ export class ListMandatesTool implements ServiceTool<ListQueryDto & Record<strin
   readonly name = 'svc_list_mandates';
   readonly title = 'Mandates';
   readonly description = 'The AP2 intent mandates of this agent: payees, per-payment max, budget and used amount (USDC base units), expiry and status.';
-  readonly scopes = ['agent:mandate'] as const;
-  readonly credentialKind = 'agent' as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object(listShape);
-  readonly dto = ListQueryDto;
+  readonly declaration = LIST_MANDATES;
   constructor(private readonly mandates: MandatesService) {}
 
   run(ctx: McpToolContext, input: ListQueryDto) {

@@ -1,14 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import type { Operation } from '../../../kernel/operation';
 import { type CreateOfferingDto, OfferingListQueryDto, type UpdateOfferingDto } from '../../../modules/offerings/dto/offering.dto';
-import { OfferingsOperations } from '../../../modules/offerings/offerings.operations';
+import { GET_OFFERING, LIST_OFFERINGS, OfferingsOperations } from '../../../modules/offerings/offerings.operations';
 import { OfferingsService } from '../../../modules/offerings/offerings.service';
 import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
-import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
-
-const TEMPLATES = z.enum(['freelance', 'physical', 'digital', 'custom']);
-const metadata = z.record(z.string(), z.unknown());
+import { idParams, requireUuid } from './ids';
 
 /** svc_offering_create: the operation `create-offering` of POST /api/v1/offerings (declared once in offerings.operations.ts). */
 @Injectable()
@@ -17,15 +13,6 @@ export class OfferingCreateTool implements McpTool<CreateOfferingDto> {
   readonly title = 'Create an offering';
   readonly description = 'A catalogue item with a USDC price; checkouts can sell it by offeringId and quantity.';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly input = z.object({
-    name: z.string(),
-    description: z.string().nullable().optional(),
-    amount: z.string().describe('USDC as decimal text'),
-    escrowTemplateId: TEMPLATES.optional(),
-    active: z.boolean().optional(),
-    metadata: metadata.nullable().optional(),
-    idempotencyKey: idempotencyKey(false),
-  });
   readonly operation: Operation<CreateOfferingDto>;
   constructor(ops: OfferingsOperations) {
     this.operation = ops.create;
@@ -38,9 +25,9 @@ export class OfferingGetTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_offering_get';
   readonly title = 'Get an offering';
   readonly description = 'One offering of your catalogue.';
-  readonly scopes = ['offerings:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ id: idParam('offering') });
+  readonly declaration = GET_OFFERING;
+  readonly params = idParams('offering');
   constructor(private readonly offerings: OfferingsService) {}
   run(ctx: McpToolContext, input: { id: string }) {
     return this.offerings.get(ctx.principal, requireUuid(input.id, 'offering'));
@@ -53,10 +40,8 @@ export class OfferingListTool implements ServiceTool<OfferingListQueryDto & Reco
   readonly name = 'svc_offering_list';
   readonly title = 'List offerings';
   readonly description = 'Your catalogue, newest first; active filters active (true) or archived (false).';
-  readonly scopes = ['offerings:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ ...listShape, active: z.enum(['true', 'false']).optional() });
-  readonly dto = OfferingListQueryDto;
+  readonly declaration = LIST_OFFERINGS;
   constructor(private readonly offerings: OfferingsService) {}
   run(ctx: McpToolContext, q: OfferingListQueryDto) {
     return this.offerings.list(ctx.principal, { limit: q.limit, startingAfter: q.starting_after, active: q.active });
@@ -70,17 +55,7 @@ export class OfferingUpdateTool implements McpTool<UpdateOfferingDto> {
   readonly title = 'Update an offering';
   readonly description = 'Changes the fields given (null clears description or metadata; active: false archives). Binds later checkouts only.';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly input = z.object({
-    id: idParam('offering'),
-    name: z.string().optional(),
-    description: z.string().nullable().optional(),
-    amount: z.string().optional(),
-    escrowTemplateId: TEMPLATES.optional(),
-    active: z.boolean().optional(),
-    metadata: metadata.nullable().optional(),
-    idempotencyKey: idempotencyKey(false),
-  });
-  readonly params = ['id'] as const;
+  readonly params = idParams('offering');
   readonly operation: Operation<UpdateOfferingDto>;
   constructor(ops: OfferingsOperations) {
     this.operation = ops.update;

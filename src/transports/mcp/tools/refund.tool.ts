@@ -1,12 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import type { Operation } from '../../../kernel/operation';
 import { RefundListQueryDto, type CreateRefundDto, type SubmitRefundDto } from '../../../modules/refunds/dto/refund.dto';
-import { REFUND_STATUSES } from '../../../modules/refunds/refund.entity';
-import { RefundsOperations } from '../../../modules/refunds/refunds.operations';
+import { GET_REFUND, LIST_REFUNDS, RefundsOperations } from '../../../modules/refunds/refunds.operations';
 import { RefundsService } from '../../../modules/refunds/refunds.service';
 import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
-import { idempotencyKey, idParam, listShape, requireUuid } from './ids';
+import { idParams, requireUuid } from './ids';
 
 /**
  * svc_refund_create: the operation `create-refund` of POST /api/v1/{checkout-sessions|payments|x402-settlements}/{id}/refunds
@@ -20,16 +18,11 @@ export class RefundCreateTool implements McpTool<CreateRefundDto> {
   readonly description =
     'Creates a refund (requires_signature) of a released checkout, a received agent payment or x402 settlement; then sign its typedData with the receiving wallet and call svc_refund_submit.';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly params = ['checkoutSessionId', 'paymentId', 'x402SettlementId'] as const;
-  readonly input = z.object({
-    checkoutSessionId: idParam('released checkout session').optional(),
-    paymentId: idParam('received payment').optional(),
-    x402SettlementId: idParam('received x402 settlement').optional(),
-    amount: z.string().describe('USDC as decimal text, e.g. "5.00"'),
-    reason: z.string().optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
-    idempotencyKey: idempotencyKey(true),
-  });
+  readonly params = {
+    checkoutSessionId: { description: 'The released checkout session id', optional: true },
+    paymentId: { description: 'The received payment id', optional: true },
+    x402SettlementId: { description: 'The received x402 settlement id', optional: true },
+  } as const;
   readonly operation: Operation<CreateRefundDto>;
   constructor(ops: RefundsOperations) {
     this.operation = ops.create;
@@ -43,8 +36,7 @@ export class RefundSubmitTool implements McpTool<SubmitRefundDto> {
   readonly title = 'Submit a refund';
   readonly description = "Either the receiving wallet's signature of the refund's typedData (relayed gaslessly) or the txHash of a USDC transfer you sent yourself.";
   readonly annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true };
-  readonly params = ['id'] as const;
-  readonly input = z.object({ id: idParam('refund'), signature: z.string().optional(), txHash: z.string().optional(), idempotencyKey: idempotencyKey(true) });
+  readonly params = idParams('refund');
   readonly operation: Operation<SubmitRefundDto>;
   constructor(ops: RefundsOperations) {
     this.operation = ops.submit;
@@ -58,8 +50,7 @@ export class RefundCancelTool implements McpTool<Record<string, never>> {
   readonly title = 'Cancel a refund';
   readonly description = 'Cancels a refund while it requires a signature (409 otherwise).';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly params = ['id'] as const;
-  readonly input = z.object({ id: idParam('refund'), idempotencyKey: idempotencyKey(false) });
+  readonly params = idParams('refund');
   readonly operation: Operation<Record<string, never>>;
   constructor(ops: RefundsOperations) {
     this.operation = ops.cancel;
@@ -72,9 +63,9 @@ export class RefundGetTool implements ServiceTool<{ id: string }> {
   readonly name = 'svc_refund_get';
   readonly title = 'Get a refund';
   readonly description = 'One refund with its status, typedData and transfer.';
-  readonly scopes = ['refund:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ id: idParam('refund') });
+  readonly declaration = GET_REFUND;
+  readonly params = idParams('refund');
   constructor(private readonly refunds: RefundsService) {}
   run(ctx: McpToolContext, input: { id: string }) {
     return this.refunds.get(ctx.principal, requireUuid(input.id, 'refund'));
@@ -87,10 +78,8 @@ export class RefundListTool implements ServiceTool<RefundListQueryDto & Record<s
   readonly name = 'svc_refund_list';
   readonly title = 'List refunds';
   readonly description = "The organisation's refunds, newest first.";
-  readonly scopes = ['refund:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ ...listShape, status: z.enum(REFUND_STATUSES).optional() });
-  readonly dto = RefundListQueryDto;
+  readonly declaration = LIST_REFUNDS;
   constructor(private readonly refunds: RefundsService) {}
   run(ctx: McpToolContext, q: RefundListQueryDto) {
     return this.refunds.list(ctx.principal, { limit: q.limit, startingAfter: q.starting_after, status: q.status });

@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import type { Operation } from '../../../kernel/operation';
 import { VerificationOperations } from '../../../modules/verification/verification.operations';
 import type { McpTool } from '../mcp-tool';
-import { idempotencyKey } from './ids';
 
 /** svc_verification_checkout: the operation `start-wallet-check` of POST /api/v1/verification/checkout (declared once in verification.operations.ts). */
 @Injectable()
@@ -12,7 +10,6 @@ export class VerificationCheckoutTool implements McpTool<Record<string, unknown>
   readonly title = 'Start the wallet check';
   readonly description = 'Issues the exact USDC amount to send from your payout address to payTo within 90 minutes (the open one again while it lasts).';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly input = z.object({ idempotencyKey: idempotencyKey(false) });
   readonly operation: Operation<Record<string, unknown>>;
   constructor(ops: VerificationOperations) {
     this.operation = ops.startWalletCheck;

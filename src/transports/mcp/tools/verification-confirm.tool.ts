@@ -1,10 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import type { Operation } from '../../../kernel/operation';
 import { ConfirmWalletDto } from '../../../modules/verification/dto/verification.dto';
 import { VerificationOperations } from '../../../modules/verification/verification.operations';
 import type { McpTool } from '../mcp-tool';
-import { idempotencyKey } from './ids';
 
 /** svc_verification_confirm: the operation `confirm-wallet-check` of POST /api/v1/verification/confirm (declared once in verification.operations.ts). */
 @Injectable()
@@ -13,10 +11,6 @@ export class VerificationConfirmTool implements McpTool<ConfirmWalletDto> {
   readonly title = 'Confirm the wallet check';
   readonly description = 'Report the hash of the USDC transfer that pays the wallet check; it is verified on chain.';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly input = z.object({
-    txHash: z.string().describe('Hash of the USDC transfer from your payout address'),
-    idempotencyKey: idempotencyKey(true),
-  });
   readonly operation: Operation<ConfirmWalletDto>;
   constructor(ops: VerificationOperations) {
     this.operation = ops.confirmWalletCheck;

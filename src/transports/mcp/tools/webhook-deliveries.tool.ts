@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
 import { ListWebhookDeliveriesQueryDto } from '../../../modules/webhooks/dto/webhook-delivery.dto';
 import type { Operation } from '../../../kernel/operation';
-import { WebhooksOperations } from '../../../modules/webhooks/webhooks.operations';
+import { LIST_WEBHOOK_DELIVERIES, WebhooksOperations } from '../../../modules/webhooks/webhooks.operations';
 import { WebhooksService } from '../../../modules/webhooks/webhooks.service';
 import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
-import { idempotencyKey, idParam, listShape } from './ids';
+import { idParams } from './ids';
 
 /** svc_webhook_deliveries_list: GET /api/v1/webhook-deliveries. */
 @Injectable()
@@ -13,10 +12,8 @@ export class WebhookDeliveriesListTool implements ServiceTool<ListWebhookDeliver
   readonly name = 'svc_webhook_deliveries_list';
   readonly title = 'List webhook deliveries';
   readonly description = 'Webhook deliveries, newest first; filter by status or eventType.';
-  readonly scopes = ['webhooks:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({ ...listShape, status: z.string().optional(), eventType: z.string().optional() });
-  readonly dto = ListWebhookDeliveriesQueryDto;
+  readonly declaration = LIST_WEBHOOK_DELIVERIES;
   constructor(private readonly webhooks: WebhooksService) {}
   run(ctx: McpToolContext, q: ListWebhookDeliveriesQueryDto) {
     return this.webhooks.listDeliveries(ctx.principal, q);
@@ -30,8 +27,7 @@ export class WebhookDeliveriesRetryTool implements McpTool {
   readonly title = 'Retry a webhook delivery';
   readonly description = 'Attempts a delivery once more, now, with the same webhook-id.';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true };
-  readonly input = z.object({ id: idParam('delivery'), idempotencyKey: idempotencyKey(false) });
-  readonly params = ['id'] as const;
+  readonly params = idParams('delivery');
   readonly operation: Operation;
   constructor(ops: WebhooksOperations) {
     this.operation = ops.retryDelivery;

@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { z } from 'zod';
-import { WEBHOOK_EVENTS } from '../../../common/outbox/webhook-event';
 import type { Operation } from '../../../kernel/operation';
 import type { PutWebhookEndpointDto } from '../../../modules/webhooks/dto/webhook-endpoint.dto';
-import { WebhooksOperations } from '../../../modules/webhooks/webhooks.operations';
+import { GET_WEBHOOK_ENDPOINT, WebhooksOperations } from '../../../modules/webhooks/webhooks.operations';
 import { WebhooksService } from '../../../modules/webhooks/webhooks.service';
 import type { McpTool, McpToolContext, ServiceTool } from '../mcp-tool';
 
@@ -13,9 +11,8 @@ export class WebhookEndpointGetTool implements ServiceTool {
   readonly name = 'svc_webhook_endpoint_get';
   readonly title = 'Get the webhook endpoint';
   readonly description = 'Your organisation’s webhook endpoint (its secret is never shown here).';
-  readonly scopes = ['webhooks:read'] as const;
   readonly annotations = { readOnlyHint: true, idempotentHint: true };
-  readonly input = z.object({});
+  readonly declaration = GET_WEBHOOK_ENDPOINT;
   constructor(private readonly webhooks: WebhooksService) {}
   run(ctx: McpToolContext) {
     return this.webhooks.getEndpoint(ctx.principal);
@@ -33,12 +30,6 @@ export class WebhookEndpointPutTool implements McpTool<PutWebhookEndpointDto> {
   readonly title = 'Create or replace the webhook endpoint';
   readonly description = 'Sets the webhook URL; rotateSecret issues a new whsec_ secret, returned once.';
   readonly annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false };
-  readonly input = z.object({
-    url: z.string(),
-    enabled: z.boolean().optional(),
-    events: z.array(z.enum(WEBHOOK_EVENTS)).nullable().optional(),
-    rotateSecret: z.boolean().optional(),
-  });
   readonly operation: Operation<PutWebhookEndpointDto>;
   constructor(ops: WebhooksOperations) {
     this.operation = ops.putEndpoint;
