@@ -313,6 +313,54 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     ]);
   });
 
+  // With REFUND_REMINE_S=3 on its own app: the 24 h "mined again" window is wall-clock seconds after the
+  // reorg was seen, so the test waits 3 s of real time and the shared chain's clock does not move at all.
+  it('a txHash refund whose transfer a reorg removed and that is not mined again within REFUND_REMINE_S ends failed (refund.failed, reorged) and frees its amount', async () => {
+    const shared = t;
+    t = await createTestApp({ REFUND_REMINE_S: '3' });
+    try {
+      const { seller, buyer, checkout } = await released('25.00');
+      const refund = (await create(seller, checkout.id, { amount: '25.00' }).expect(200)).body;
+      const snapshot = await chain.snapshot();
+      const tx = await chain.usdcTransfer(seller.wallet, buyer.wallet.address, 25n * USDC);
+      expect((await submit(seller, refund.id, { txHash: tx })).body.status).toBe('succeeded');
+      expect((await ledgerOf(seller.org.organizationId)).map((r) => r.type)).toEqual(['refund', 'escrow_release']);
+      await chain.revert(snapshot);
+      // The fault happened: the transfer is gone from the node (and not in its pool to be mined again).
+      expect(await chain.provider.getTransactionReceipt(tx)).toBeNull();
+      expect(await chain.provider.getTransaction(tx)).toBeNull();
+      const watcher = t.app.get(RefundsService);
+      await watcher.watchOnce();
+      expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'pending', txHash: tx.toLowerCase() });
+      // While pending it still counts against the bound.
+      expect((await create(seller, checkout.id, { amount: '0.01' })).body.code).toBe('refund_exceeds_amount');
+      // Not mined again within the window: failed, once.
+      await waitFor(
+        async () => {
+          await watcher.watchOnce();
+          return (await getRefund(seller, refund.id)).status === 'failed';
+        },
+        { label: 'the reorged txHash refund fails after REFUND_REMINE_S', timeoutMs: 30_000, intervalMs: 250 },
+      );
+      expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'failed', failureReason: 'reorged', txHash: tx.toLowerCase() });
+      expect(await eventsOf(refund.id)).toEqual([
+        ['refund.created', 'requires_signature'],
+        ['refund.succeeded', 'succeeded'],
+        ['refund.updated', 'pending'],
+        ['refund.failed', 'failed'],
+      ]);
+      await watcher.watchOnce();
+      expect((await eventsOf(refund.id)).length).toBe(4);
+      expect((await getCheckout(t, seller.org, checkout.id)).refundedAmount).toBe('0.00');
+      expect((await ledgerOf(seller.org.organizationId)).map((r) => r.type)).toEqual(['escrow_release']);
+      // Its amount is free again: the whole 25.00 can be refunded anew.
+      expect((await create(seller, checkout.id, { amount: '25.00' })).status).toBe(200);
+    } finally {
+      await t.close();
+      t = shared;
+    }
+  });
+
   it('an instant agent payment this organisation received: its payee reads it (read-only) and refunds part by signature to the agent signer', async () => {
     const payeeWallet = await chain.wallet();
     const handle = `shop-${randomUUID().slice(0, 8)}`;

@@ -20,8 +20,6 @@ import type { CreateRefundDto, RefundDto, SubmitRefundDto } from './dto/refund.d
 import { Refund, RefundSourceType, RefundStatus } from './refund.entity';
 import { RefundsRepository, RefundSourceRow } from './refunds.repository';
 
-/** A txHash refund whose transfer a reorg removed fails when not mined again within this many seconds (DESIGN §21). */
-export const REFUND_REMINE_SECONDS = 24 * 3600;
 /** Relayer `purpose` of a refund's transferWithAuthorization (reference = the refund id; one live relay per refund, DESIGN §22). */
 export const REFUND_RELAY_PURPOSE = 'refund';
 
@@ -377,7 +375,8 @@ export class RefundsService {
     if (tracksTx && r.txHash) {
       const receipt = await gateway.getUsdcTransfers(r.txHash);
       if (!receipt) {
-        if (r.status === 'pending' && r.submittedAt && Date.now() - r.submittedAt.getTime() > REFUND_REMINE_SECONDS * 1000) return { kind: 'lost' };
+        // submittedAt was reset when the reorg was seen ('gone'); wall clock, REFUND_REMINE_S (DESIGN §21: 24 h).
+        if (r.status === 'pending' && r.submittedAt && Date.now() - r.submittedAt.getTime() > this.config.env.REFUND_REMINE_S * 1000) return { kind: 'lost' };
         return r.status === 'succeeded' ? { kind: 'gone' } : { kind: 'waiting' };
       }
       if (receipt.status !== 1) return { kind: 'reverted' };
