@@ -1,6 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { id as topicOf, type Wallet } from 'ethers';
+import { type Contract, ContractFactory, id as topicOf, Wallet } from 'ethers';
+import { TestSmartWalletArtifact } from '@lib/contracts';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, pay, settleUntil, startRelayerWorker } from '../support/agents';
 import { createKey, createOrg } from '../support/factories';
@@ -359,6 +360,44 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
       await t.close();
       t = shared;
     }
+  });
+
+  it('ERC-1271: a seller whose payout wallet is a contract wallet refunds by signature; its key holder signs the same typed data and TestUSDC asks the wallet (isValidSignature)', async () => {
+    const keyHolder = new Wallet(Wallet.createRandom().privateKey);
+    const deployer = await chain.wallet();
+    const contract = (await (await new ContractFactory(TestSmartWalletArtifact.abi, TestSmartWalletArtifact.bytecode, deployer).deploy(keyHolder.address)).waitForDeployment()) as Contract;
+    const walletAddress = await contract.getAddress();
+    const buyerWallet = await chain.wallet({ usdc: 100n * USDC });
+    const seller: Party = { wallet: keyHolder, org: await createOrg(t.app, { payoutAddress: walletAddress }) };
+    const checkout = await createCheckout(t, seller.org, { amount: '10.00' });
+    await fundOnChain(t, chain, checkout.id, buyerWallet);
+    const funded = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    const escrow = (await t.http.get(`/api/v1/escrows/${funded.escrowId as string}`).set('X-Api-Key', seller.org.key)).body;
+    await chain.act(buyerWallet, 'release', escrow.chain.escrowKey as string);
+    await indexUntilStatus(t, seller.org, checkout.id, 'released');
+    expect(await chain.usdcBalance(walletAddress)).toBe(10n * USDC);
+
+    const refund = (await create(seller, checkout.id, { amount: '4.00' }).expect(200)).body;
+    expect(refund).toMatchObject({ from: walletAddress, to: buyerWallet.address, typedData: { message: { from: walletAddress, value: '4000000' } } });
+    // A key the wallet does not accept is refused before anything is stored.
+    const wrong = await submit(seller, refund.id, { signature: await sign(new Wallet(Wallet.createRandom().privateKey), refund.typedData) });
+    expect([wrong.status, wrong.body.details.reason]).toEqual([400, 'authorization_rejected']);
+    // USDC's transferWithAuthorization takes (v, r, s): a longer contract-wallet signature (a multisig's) is refused, pointing to the txHash path.
+    const long = await submit(seller, refund.id, { signature: '0x' + 'ab'.repeat(130) });
+    expect([long.status, long.body.details.reason]).toEqual([400, 'invalid_signature']);
+    expect(JSON.stringify(long.body)).toContain('submits {txHash}');
+    const buyer0 = await chain.usdcBalance(buyerWallet.address);
+    const done = await submit(seller, refund.id, { signature: await sign(keyHolder, refund.typedData) });
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ status: 'succeeded', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect((await chain.usdcBalance(buyerWallet.address)) - buyer0).toBe(4n * USDC);
+    expect(await chain.usdcBalance(walletAddress)).toBe(6n * USDC);
+    expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ status: 'released', refundedAmount: '4.00' });
+    // The ledger: the release into the contract wallet and the refund out of it.
+    expect((await ledgerOf(seller.org.organizationId)).map((r) => [r.type, r.amount])).toEqual([
+      ['refund', '-4.00'],
+      ['escrow_release', '10.00'],
+    ]);
   });
 
   it('an instant agent payment this organisation received: its payee reads it (read-only) and refunds part by signature to the agent signer', async () => {

@@ -214,7 +214,11 @@ export class RefundsService {
         try {
           data = this.transferData(r, signature);
         } catch {
-          throw AppError.invalidParam('signature', 'is not a valid 65-byte signature', { reason: 'invalid_signature' });
+          throw AppError.invalidParam(
+            'signature',
+            'is not a valid 65-byte signature (USDC takes v, r, s; a contract wallet that signs otherwise sends the transfer itself and submits {txHash})',
+            { reason: 'invalid_signature' },
+          );
         }
         try {
           await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.gateway.usdcAddress, data, 'transferWithAuthorization');
