@@ -7,7 +7,7 @@ import { createAgent, pay, settleUntil, startRelayerWorker } from '../support/ag
 import { createKey, createOrg } from '../support/factories';
 import { waitFor } from '../support/wait';
 import { listenForMcp, McpClients, okTool, refusedTool } from '../support/mcp-client';
-import { createCheckout, createParties, fundOnChain, getCheckout, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
+import { cliJson, createCheckout, createParties, fundOnChain, getCheckout, indexUntilStatus, Party, runCli, TestChain, USDC } from '../support/chain';
 import { refundNonce, RefundsService } from '../../src/modules/refunds/refunds.service';
 import { balanceTransactionId } from '../../src/modules/balance/balance-projector.service';
 import { BalanceReconciler } from '../../src/modules/balance/balance-reconciler.service';
@@ -203,6 +203,26 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
       clean: true,
       mismatches: [],
     });
+    // A Transfer without its row is reported too: the release's row, then the refund's, deleted (and put back).
+    const reconciler = t.app.get(BalanceReconciler);
+    for (const row of [rows[1], rows[0]]) {
+      const [saved] = await t.dataSource.query(`SELECT * FROM balance_transactions WHERE id = $1`, [row.id]);
+      await t.dataSource.query(`DELETE FROM balance_transactions WHERE id = $1`, [row.id]);
+      let report: Awaited<ReturnType<BalanceReconciler['check']>>;
+      let cli: Record<string, unknown> | null = null;
+      try {
+        report = await reconciler.check(seller.org.organizationId, new Date(from), new Date(to));
+        // The operator's command reports it the same way (the CLI loads the writers' rules too).
+        if (row.type === 'refund') cli = cliJson(await runCli(['balance:reconcile', '--org', seller.org.organizationId, '--from', from, '--to', to, '--json']));
+      } finally {
+        const cols = Object.keys(saved);
+        await t.dataSource.query(`INSERT INTO balance_transactions (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`, cols.map((c) => saved[c]));
+      }
+      expect(report).toMatchObject({ clean: false, rows: 1, chain: '20.00', mismatches: [{ kind: 'log_without_row', id: row.id, txHash: row.txHash, logIndex: row.logIndex }] });
+      expect(report.mismatches[0].expected).toContain(`${row.type} row of ${row.amount}`);
+      if (row.type === 'refund') expect(cli).toMatchObject({ clean: false, mismatches: [{ kind: 'log_without_row', id: row.id }] });
+    }
+    expect(await reconciler.check(seller.org.organizationId, new Date(from), new Date(to))).toMatchObject({ rows: 2, clean: true, mismatches: [] });
   });
 
   it('partial refunds by txHash: the seller sends its own transfers; each verified on chain; a reused or non-matching txHash is 400; cancel only while requires_signature', async () => {

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ChainTxError, isConfirmed, TRANSFER_WITH_AUTHORIZATION_TYPES } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { getAddress, isError, keccak256, toUtf8Bytes } from 'ethers';
@@ -15,7 +15,7 @@ import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
-import { BalanceProjector } from '../balance/balance-projector.service';
+import { BalanceProjector, type BalanceMovement } from '../balance/balance-projector.service';
 import type { CreateRefundDto, RefundDto, SubmitRefundDto } from './dto/refund.dto';
 import { Refund, RefundSourceType, RefundStatus } from './refund.entity';
 import { RefundsRepository, RefundSourceRow } from './refunds.repository';
@@ -70,7 +70,7 @@ const OPEN: readonly RefundStatus[] = ['requires_signature', 'pending'];
  * state change writes its outbox event (refund.created/updated/succeeded/failed) in its transaction.
  */
 @Injectable()
-export class RefundsService {
+export class RefundsService implements OnModuleInit {
   private readonly logger = new Logger('Refunds');
   /** Where the watcher's next pass continues among open refunds (process-local; null = from the first). */
   private watchCursor: string | null = null;
@@ -84,6 +84,16 @@ export class RefundsService {
     private readonly config: AppConfig,
     private readonly balance: BalanceProjector,
   ) {}
+
+  /**
+   * Registers the refunds' rule with the ledger's reconciliation (DESIGN §21): each succeeded refund
+   * whose transfer is recorded in the blocks gives its Transfer log's `refund` movement.
+   */
+  onModuleInit(): void {
+    this.balance.registerSource('refund', async (organizationId, fromBlock, toBlock) =>
+      (await this.repo.succeededInBlocks(organizationId, fromBlock, toBlock)).flatMap((r) => (r.txHash && r.logIndex !== null ? [this.ledgerMovement(r, r.txHash, r.logIndex)] : [])),
+    );
+  }
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
     return (this.txHost as TxHost).withTransaction(fn);
@@ -348,20 +358,23 @@ export class RefundsService {
    * gives none). Network reads only: call outside any transaction.
    */
   private ledgerRows(r: Refund, txHash: string, logIndexes: readonly number[]): Promise<BalanceTransaction[]> {
-    return this.balance.resolve(
-      logIndexes.map((logIndex) => ({
-        type: 'refund' as const,
-        organizationId: r.organizationId,
-        sourceType: 'refund',
-        sourceId: r.id,
-        cursor: REFUND_LEDGER_CURSOR,
-        txHash,
-        // The projector takes the first Transfer after the event's log: the one just before this transfer names it.
-        eventLogIndex: logIndex - 1,
-        from: r.fromAddress,
-        to: r.toAddress,
-      })),
-    );
+    return this.balance.resolve(logIndexes.map((logIndex) => this.ledgerMovement(r, txHash, logIndex)));
+  }
+
+  /** The `refund` movement of Transfer log `logIndex` of `txHash` for `r` (resolved by the ledger's projector). */
+  private ledgerMovement(r: Refund, txHash: string, logIndex: number): BalanceMovement {
+    return {
+      type: 'refund' as const,
+      organizationId: r.organizationId,
+      sourceType: 'refund',
+      sourceId: r.id,
+      cursor: REFUND_LEDGER_CURSOR,
+      txHash,
+      // The projector takes the first Transfer after the event's log: the one just before this transfer names it.
+      eventLogIndex: logIndex - 1,
+      from: r.fromAddress,
+      to: r.toAddress,
+    };
   }
 
   /**
