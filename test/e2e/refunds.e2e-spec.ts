@@ -420,6 +420,28 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     ]);
   });
 
+  it('a refund created on a branch a reorg removed settles from the new chain: its transfer mined below its creation block is found (chaos finding)', async () => {
+    const { seller, buyer, checkout } = await released('25.00');
+    const snapshot = await chain.snapshot();
+    await chain.mine(3);
+    // Created at the head of blocks a reorg then removes: its creation block lies above the new chain's head.
+    const refund = (await create(seller, checkout.id, { amount: '2.00' }).expect(200)).body;
+    await chain.revert(snapshot);
+    const buyer0 = await chain.usdcBalance(buyer.wallet.address);
+    const done = await submit(seller, refund.id, { signature: await sign(seller.wallet, refund.typedData) });
+    expect(done.status).toBe(200);
+    expect((await chain.usdcBalance(buyer.wallet.address)) - buyer0).toBe(2n * USDC);
+    const watcher = t.app.get(RefundsService);
+    await waitFor(
+      async () => {
+        await watcher.watchOnce();
+        return (await getRefund(seller, refund.id)).status === 'succeeded';
+      },
+      { label: 'the refund mined below its creation block succeeds', timeoutMs: 20_000, intervalMs: 250 },
+    );
+    expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ refundedAmount: '2.00' });
+  });
+
   it('an instant agent payment this organisation received: its payee reads it (read-only) and refunds part by signature to the agent signer', async () => {
     const payeeWallet = await chain.wallet();
     const handle = `shop-${randomUUID().slice(0, 8)}`;

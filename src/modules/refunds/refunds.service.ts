@@ -20,6 +20,8 @@ import type { CreateRefundDto, RefundDto, SubmitRefundDto } from './dto/refund.d
 import { Refund, RefundSourceType, RefundStatus } from './refund.entity';
 import { RefundsRepository, RefundSourceRow } from './refunds.repository';
 
+/** How far below a refund's creation block its AuthorizationUsed log is looked for (a reorg can re-mine lower block numbers; the node's `finalized` depth). */
+export const REFUND_REORG_MARGIN_BLOCKS = 64;
 /** Relayer `purpose` of a refund's transferWithAuthorization (reference = the refund id; one live relay per refund, DESIGN §22). */
 export const REFUND_RELAY_PURPOSE = 'refund';
 
@@ -381,7 +383,7 @@ export class RefundsService implements OnModuleInit {
    * What the chain says about `r`, at the confirmation depth (DESIGN §18). A refund with a transfer
    * on record (txHash path, or succeeded) is judged by that transaction's receipt (`gone` when a reorg
    * removed it); otherwise by the USDC AuthorizationUsed / AuthorizationCanceled log of its nonce
-   * since its creation block, whoever sent it, and `expired` once chain time passed validBefore with
+   * since {@link REFUND_REORG_MARGIN_BLOCKS} below its creation block, whoever sent it, and `expired` once chain time passed validBefore with
    * the nonce unused. Network calls only.
    */
   async observe(r: Refund): Promise<RefundObservation> {
@@ -403,8 +405,12 @@ export class RefundsService implements OnModuleInit {
       return { kind: 'mined', txHash: r.txHash, logIndex: log.logIndex, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
     }
     const confirmedHead = head - confirmations;
-    if (confirmedHead >= r.createdBlock) {
-      const logs = (await gateway.getAuthorizationLogs(r.createdBlock, confirmedHead, r.fromAddress)).filter((l) => l.nonce === r.authNonce);
+    // A reorg may have removed the blocks the refund was created at: on the new chain its transfer can be
+    // mined below `createdBlock` (bench/chaos.mjs found it). The nonce is the refund's own, so reading
+    // further back is safe.
+    const scanFrom = Math.max(0, r.createdBlock - REFUND_REORG_MARGIN_BLOCKS);
+    if (confirmedHead >= scanFrom) {
+      const logs = (await gateway.getAuthorizationLogs(scanFrom, confirmedHead, r.fromAddress)).filter((l) => l.nonce === r.authNonce);
       const used = logs.find((l) => l.kind === 'used');
       if (used) {
         const receipt = await gateway.getUsdcTransfers(used.txHash);
