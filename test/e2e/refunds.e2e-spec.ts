@@ -486,7 +486,15 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
       ),
     );
     await waitFor(async () => (await chain.usdcBalance(buyer.wallet.address)) - buyer0 === 2n * USDC, { label: 'transfer mined' });
+    // Before the watcher saw it, reconciliation reports the refund's Transfer without its ledger row (its status still says requires_signature).
+    const now = (await chain.headTimestamp()) * 1000;
+    const [from, to] = [new Date(now - 3_600_000), new Date(now + 3_600_000)];
+    const reconciler = t.app.get(BalanceReconciler);
+    const early = await reconciler.check(seller.org.organizationId, from, to);
+    expect(early).toMatchObject({ clean: false, ledger: '25.00', chain: '23.00' });
+    expect(early.mismatches).toEqual([expect.objectContaining({ kind: 'log_without_row', expected: expect.stringContaining(`refund row of -2.00 (refund ${refund.id})`) })]);
     await t.app.get(RefundsService).watchOnce();
+    expect(await reconciler.check(seller.org.organizationId, from, to)).toMatchObject({ clean: true, ledger: '23.00', chain: '23.00', mismatches: [] });
     expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
     expect((await eventsOf(refund.id)).map(([type]) => type)).toEqual(['refund.created', 'refund.succeeded']);
   });

@@ -180,6 +180,16 @@ export class RefundsRepository {
       .getMany();
   }
 
+  /** The organisation's refunds whose EIP-3009 nonce is one of `nonces` (lower-case hex; ledger reconciliation). */
+  withNonces(organizationId: string, nonces: string[]): Promise<Refund[]> {
+    if (nonces.length === 0) return Promise.resolve([]);
+    return this.em
+      .getRepository(Refund)
+      .createQueryBuilder('r')
+      .where('r.organization_id = :organizationId AND r.auth_nonce IN (:...nonces)', { organizationId, nonces })
+      .getMany();
+  }
+
   async watchBatch(limit: number, sinceBlock: number, afterId: string | null): Promise<Refund[]> {
     const openFrom = (after: string | null) => {
       const qb = this.em.getRepository(Refund).createQueryBuilder('r').where("r.status IN ('requires_signature', 'pending')");

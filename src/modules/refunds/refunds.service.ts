@@ -87,14 +87,31 @@ export class RefundsService implements OnModuleInit {
     private readonly balance: BalanceProjector,
   ) {}
 
-  /**
-   * Registers the refunds' rule with the ledger's reconciliation (DESIGN §21): each succeeded refund
-   * whose transfer is recorded in the blocks gives its Transfer log's `refund` movement.
-   */
+  /** Registers the refunds' rule with the ledger's reconciliation (DESIGN §21; {@link refundMovementsIn}). */
   onModuleInit(): void {
-    this.balance.registerSource('refund', async (organizationId, fromBlock, toBlock) =>
-      (await this.repo.succeededInBlocks(organizationId, fromBlock, toBlock)).flatMap((r) => (r.txHash && r.logIndex !== null ? [this.ledgerMovement(r, r.txHash, r.logIndex)] : [])),
-    );
+    this.balance.registerSource('refund', (organizationId, fromBlock, toBlock) => this.refundMovementsIn(organizationId, fromBlock, toBlock));
+  }
+
+  /**
+   * The `refund` movements of `organizationId` in blocks `[fromBlock, toBlock]`, for reconciliation:
+   * every USDC AuthorizationUsed log of a refund's nonce (whatever the refund's status says: a transfer
+   * the watcher has not settled yet is a Transfer without its row), read in windows of 2000 blocks, and
+   * each succeeded txHash refund's recorded Transfer. Network and read-only database calls.
+   */
+  private async refundMovementsIn(organizationId: string, fromBlock: number, toBlock: number): Promise<BalanceMovement[]> {
+    const out = new Map<string, BalanceMovement>();
+    for (let start = fromBlock; start <= toBlock; start += 2000) {
+      const used = (await this.chain.gateway.getAuthorizationLogs(start, Math.min(toBlock, start + 1999))).filter((l) => l.kind === 'used');
+      const refunds = await this.repo.withNonces(organizationId, [...new Set(used.map((l) => l.nonce.toLowerCase()))]);
+      for (const r of refunds) {
+        const log = used.find((l) => l.nonce.toLowerCase() === r.authNonce && l.authorizer.toLowerCase() === r.fromAddress.toLowerCase());
+        if (log) out.set(`${log.txHash.toLowerCase()}:${log.logIndex}`, { ...this.ledgerMovement(r, log.txHash, log.logIndex + 1), eventLogIndex: log.logIndex });
+      }
+    }
+    for (const r of await this.repo.succeededInBlocks(organizationId, fromBlock, toBlock)) {
+      if (r.method === 'tx_hash' && r.txHash && r.logIndex !== null) out.set(`${r.txHash}:${r.logIndex}`, this.ledgerMovement(r, r.txHash, r.logIndex));
+    }
+    return [...out.values()];
   }
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
