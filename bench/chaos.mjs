@@ -4,7 +4,9 @@
 // (POST /checkout/{id}/relay with the buyer's EIP-3009 signature), agent payments (POST /payments),
 // agent escrows (POST /agent-escrows, funded gaslessly from the agent's signer) and x402 payments
 // (our GET /x402/challenge settled by the agent with POST /x402/settle), every agent spend under one
-// daily limit — while the harness injects, in this order:
+// daily limit, and refunds (DESIGN §21): the payee organisation refunds part of some succeeded agent
+// payments and of some agent escrows the agent released (POST …/refunds, then the payee wallet's
+// EIP-3009 signature relayed by POST /refunds/{id}/submit) — while the harness injects, in this order:
 //   1. dropped transactions   anvil_dropTransaction on every pending relayer transaction
 //   2. a base-fee spike       anvil_setNextBlockBaseFeePerGas (x8 the current base fee)
 //   3. a reorg                evm_snapshot, blocks mined on top (deeper than CONFIRMATIONS), evm_revert
@@ -20,11 +22,14 @@
 // none; a 200 whose row answers 404 fails); no answer is a 5xx other than 503, and every 503 carries
 // Retry-After (counted per fault window); what was told succeeded/funded and later taken back by the
 // reorg is judged by its final state and counted; every organisation has an endpoint and each object's
-// last event renders its final state; authorizations used once, the daily limit held, reconciliation clean.
+// last event renders its final state; authorizations used once, the daily limit held, reconciliation clean;
+// every refund the payee was told succeeded has its Transfer (payee → agent signer, exactly its amount) on
+// the final chain, its authorization used once (none for a failed one), and the payee's ledger reconciles
+// with the chain both ways (`cli balance:reconcile`).
 //
-//   npm run chaos                                   20 checkouts, 30 payments, 10 agent escrows, 10 x402
-//   npm run chaos -- --checkouts 4 --payments 6 --escrows 3 --x402 3     the short variant CI runs
-//   flags: --checkouts N  --payments N  --escrows N  --x402 N
+//   npm run chaos                                   20 checkouts, 30 payments, 10 agent escrows, 10 x402, 10 refunds
+//   npm run chaos -- --checkouts 4 --payments 6 --escrows 3 --x402 3     the short variant CI runs (3 refunds)
+//   flags: --checkouts N  --payments N  --escrows N  --x402 N  --refunds N (default max(2, ⌈(payments + escrows) / 4⌉))
 //          --dist DIR  --faults all|drop,fee,reorg,drain,kill (default all)
 //   BENCH_LOG_DIR=DIR keeps every api's and worker's whole log (level info) in DIR/<process>.log.
 //
@@ -37,7 +42,8 @@ import { join } from 'node:path';
 import { HOST, REDIS_URL, databaseUrl, eachFlag, fileStamp, freshDatabase, guardChildren, isMain, root, runMain, runNode, sleep, startApi, startWorker, tearDown, withPg, writeResult } from './lib.mjs';
 
 const require = createRequire(import.meta.url);
-const DB_NAME = 'pcp_chaos';
+// Per run, so two runs on one Postgres (two worktrees) never drop each other's database; dropped at the end.
+const DB_NAME = `pcp_chaos_${process.pid}`;
 const DATABASE_URL = databaseUrl(DB_NAME);
 const BLOCK_SECONDS = 2;
 const CONFIRMATIONS = 2;
@@ -56,14 +62,19 @@ const CHECKOUT_AMOUNT = '3.00';
 /** Agent spends the faults add to the load (the drain's probe payment). */
 const PROBE_PAYMENTS = 1;
 const REQUEST_TIMEOUT_MS = 20_000;
+/** What each refund gives back of its 1.00 source (a partial refund). */
+const REFUND_AMOUNT = '0.40';
+/** How long a refund job waits for a source it may refund (a succeeded payment, a funded or released escrow). */
+const REFUND_SOURCE_WAIT_MS = 90_000;
 
 function parseArgs(args) {
-  const opts = { checkouts: 20, payments: 30, escrows: null, x402: null, dist: 'dist', faults: DEFAULT_FAULTS };
+  const opts = { checkouts: 20, payments: 30, escrows: null, x402: null, refunds: null, dist: 'dist', faults: DEFAULT_FAULTS };
   for (const { flag, arg, value } of eachFlag(args)) {
     if (flag === '--checkouts') opts.checkouts = Number(value());
     else if (flag === '--payments') opts.payments = Number(value());
     else if (flag === '--escrows') opts.escrows = Number(value());
     else if (flag === '--x402') opts.x402 = Number(value());
+    else if (flag === '--refunds') opts.refunds = Number(value());
     else if (flag === '--faults') {
       const v = value();
       opts.faults = v === 'all' ? ALL_FAULTS : v.split(',').filter(Boolean);
@@ -75,7 +86,9 @@ function parseArgs(args) {
   if (unknown.length) throw new Error(`unknown fault ${unknown.join(',')} (have ${ALL_FAULTS.join(',')})`);
   opts.escrows ??= 10;
   opts.x402 ??= 10;
+  opts.refunds ??= Math.max(2, Math.ceil((opts.payments + opts.escrows) / 4));
   for (const k of ['checkouts', 'payments']) if (!Number.isInteger(opts[k]) || opts[k] < 1 || opts[k] > 500) throw new Error(`--${k} must be a whole number in 1..500`);
+  if (!Number.isInteger(opts.refunds) || opts.refunds < 0 || opts.refunds > opts.payments + opts.escrows) throw new Error('--refunds must be a whole number in 0..payments + escrows');
   for (const k of ['escrows', 'x402']) if (!Number.isInteger(opts[k]) || opts[k] < 0 || opts[k] > 500) throw new Error(`--${k} must be a whole number in 0..500`);
   return opts;
 }
@@ -183,10 +196,12 @@ export async function main(args = []) {
     const seller = Wallet.createRandom();
     const org = await cli('org:create', '--name', 'Chaos Shop', '--handle', `chaos-${process.pid}`, '--payout-address', seller.address);
     const key = (await cli('key:create', '--org', org.id, '--type', 'merchant', '--scopes', 'checkout:*,webhooks:*,escrow:*')).key;
-    const payeeAddress = Wallet.createRandom().address;
+    // The payee's wallet signs its refunds (DESIGN §21: the receiving wallet's EIP-3009 authorization).
+    const payeeWallet = Wallet.createRandom();
+    const payeeAddress = payeeWallet.address;
     const payee = await cli('org:create', '--name', 'Chaos Payee', '--handle', `chaospayee-${process.pid}`, '--payout-address', payeeAddress);
     // The payee organisation is the seller of every agent escrow: it reads those checkouts and hears their events.
-    const payeeKey = (await cli('key:create', '--org', payee.id, '--type', 'merchant', '--scopes', 'checkout:*,webhooks:*,escrow:*')).key;
+    const payeeKey = (await cli('key:create', '--org', payee.id, '--type', 'merchant', '--scopes', 'checkout:*,webhooks:*,escrow:*,refund:read,refund:write,balance:read')).key;
     const agentOrg = await cli('org:create', '--name', 'Chaos Agent Org', '--handle', `chaosagents-${process.pid}`);
     const agentOrgKey = (await cli('key:create', '--org', agentOrg.id, '--type', 'merchant', '--scopes', 'webhooks:*')).key;
     const agent = await cli('agent:create', '--org', agentOrg.id, '--slug', `chaos-agent-${process.pid}`, '--owner-address', owner.address);
@@ -215,7 +230,7 @@ export async function main(args = []) {
       const put = await call(apis[0], 'PUT', '/api/v1/webhook-endpoints', { key: k, body: { url: receiver.url } });
       if (put.status !== 200) throw new Error(`PUT /webhook-endpoints answered ${put.status}: ${JSON.stringify(put.body)}`);
     }
-    console.log(`chaos: ${opts.checkouts} checkouts, ${opts.payments} payments, ${opts.escrows} agent escrows, ${opts.x402} x402; 2 apis, 2 workers; anvil ${anvil.rpcUrl} (${BLOCK_SECONDS} s blocks, CONFIRMATIONS=${CONFIRMATIONS})`);
+    console.log(`chaos: ${opts.checkouts} checkouts, ${opts.payments} payments, ${opts.escrows} agent escrows, ${opts.x402} x402, ${opts.refunds} refunds; 2 apis, 2 workers; anvil ${anvil.rpcUrl} (${BLOCK_SECONDS} s blocks, CONFIRMATIONS=${CONFIRMATIONS})`);
 
     // ---- the ledger by the clients: every answer a client got, and every object it was told of ----
     let started = Date.now();
@@ -299,13 +314,66 @@ export async function main(args = []) {
       await agentSpend('x402 settle', i, '/api/v1/x402/settle', { paymentRequired });
     };
 
+    /** Refunds the payee was answered for: { kind: 'refund', source, id, answered, amount, attempts, seen, final }. */
+    const refunds = [];
+    /** Sources a refund job took, so no two refund the same one. */
+    const refundSources = new Set();
+    /** A call retried with the same Idempotency-Key (bounded) on 5xx and timeouts, as a client would. */
+    const idempotentCall = async (kind, i, path, callKey, body, attempts) => {
+      const idem = `chaos-${kind.replaceAll(' ', '-')}-${i}-${randomUUID()}`;
+      for (let attempt = 0; attempt < 10; attempt++) {
+        const res = await call(apis[(attempt + (typeof i === 'number' ? i : 0)) % 2], 'POST', path, { key: callKey, headers: { 'idempotency-key': idem }, body });
+        count(kind, res);
+        attempts.push({ kind, status: res.status, code: res.body?.code ?? null, atMs: Date.now() - started });
+        if (typeof res.status === 'number' && res.status < 500) return res;
+        await sleep(3000);
+      }
+      return null;
+    };
+    /**
+     * One refund (DESIGN §21) by the payee organisation of a source that received 1.00: a succeeded agent
+     * payment (`payment`), or an agent escrow the agent then releases (`release`: the checkout is refunded
+     * once released). The payee's wallet signs the typed data; the submit is relayed (signature path).
+     */
+    const oneRefund = async (i, sourceKind) => {
+      const attempts = [];
+      const pick = () => payments.find((p) => p.id && !refundSources.has(p.id) && p.final?.status === 'succeeded' && p.kind === (sourceKind === 'release' ? 'agent escrow' : 'payment'));
+      const source = await waitFor(async () => pick() ?? null, REFUND_SOURCE_WAIT_MS, 500);
+      if (!source) return void refunds.push({ kind: 'refund', label: String(i), source: sourceKind, id: null, note: 'no source in time', attempts, seen: [], final: null });
+      refundSources.add(source.id);
+      let path = `/api/v1/payments/${source.id}/refunds`;
+      if (sourceKind === 'release') {
+        const checkoutStatus = async () => (await call(apis[0], 'GET', `/api/v1/checkout-sessions/${source.checkoutSessionId}`, { key: payeeKey })).body?.status ?? null;
+        await waitFor(async () => (await checkoutStatus()) === 'funded', 60_000, 1000);
+        const released = await idempotentCall('escrow release', i, `/api/v1/agent-escrows/${source.id}/release`, agentKey, { confirm: true }, attempts);
+        if (released?.status !== 200 && released?.status !== 201) return void refunds.push({ kind: 'refund', label: String(i), source: sourceKind, id: null, note: `release answered ${released?.status}: ${JSON.stringify(released?.body)}`, attempts, seen: [], final: null });
+        if (!(await waitFor(async () => (await checkoutStatus()) === 'released', 90_000, 1000))) return void refunds.push({ kind: 'refund', label: String(i), source: sourceKind, id: null, note: 'not released in time', attempts, seen: [], final: null });
+        path = `/api/v1/checkout-sessions/${source.checkoutSessionId}/refunds`;
+      }
+      const created = await idempotentCall('refund create', i, path, payeeKey, { amount: REFUND_AMOUNT, reason: `chaos ${sourceKind} ${i}` }, attempts);
+      if (created?.status !== 200) return void refunds.push({ kind: 'refund', label: String(i), source: sourceKind, id: null, note: `create answered ${created?.status}: ${JSON.stringify(created?.body)}`, attempts, seen: [], final: null });
+      const td = created.body.typedData;
+      const types = { ...td.types };
+      delete types.EIP712Domain;
+      const signature = await payeeWallet.signTypedData(td.domain, types, td.message);
+      const rec = { kind: 'refund', label: String(i), source: sourceKind, sourceId: sourceKind === 'release' ? source.checkoutSessionId : source.id, id: created.body.id, nonce: td.message.nonce.toLowerCase(), answered: null, amount: REFUND_AMOUNT, attempts, seen: [created.body.status], final: null };
+      refunds.push(rec);
+      const submitted = await idempotentCall('refund submit', i, `/api/v1/refunds/${rec.id}/submit`, payeeKey, { signature }, attempts);
+      if (submitted?.status === 200) {
+        rec.answered = submitted.body.status;
+        if (rec.seen.at(-1) !== submitted.body.status) rec.seen.push(submitted.body.status);
+      }
+    };
+
     /** Reads one object back through the API, as its client would: its status joins `seen` when it changed. */
     const readBack = async (rec) => {
       if (!rec.id) return null;
       const res = rec.kind === undefined
         ? await call(apis[0], 'GET', `/api/v1/checkout-sessions/${rec.id}`, { key })
-        : await call(apis[1], 'GET', `/api/v1/payments/${rec.id}`, { key: agentKey });
-      count(rec.kind === undefined ? 'read checkout' : 'read payment', res);
+        : rec.kind === 'refund'
+          ? await call(apis[rec.label.length % 2], 'GET', `/api/v1/refunds/${rec.id}`, { key: payeeKey })
+          : await call(apis[1], 'GET', `/api/v1/payments/${rec.id}`, { key: agentKey });
+      count(rec.kind === undefined ? 'read checkout' : rec.kind === 'refund' ? 'read refund' : 'read payment', res);
       rec.lastRead = res.status;
       if (res.status === 200) {
         rec.final = res.body;
@@ -317,7 +385,7 @@ export async function main(args = []) {
     // Every 2 s, every object the clients were told of is read back, so a state that later went back is seen.
     const poller = (async () => {
       while (polling) {
-        for (const rec of [...checkouts.filter((c) => c.answered200), ...payments]) if (polling) await readBack(rec);
+        for (const rec of [...checkouts.filter((c) => c.answered200), ...payments, ...refunds]) if (polling) await readBack(rec);
         await sleep(2000);
       }
     })();
@@ -511,6 +579,9 @@ export async function main(args = []) {
     // Spread each kind evenly over the load window, interleaved, so every fault meets every kind of traffic.
     const kinds = [[opts.checkouts, oneCheckout], [opts.payments, onePayment], [opts.escrows, oneAgentEscrow], [opts.x402, oneX402]];
     const jobs = kinds.flatMap(([n, run]) => Array.from({ length: n }, (_, i) => ({ at: (i + 0.5) / n, run: () => run(i) })));
+    // Refunds start once sources can have settled, spread over the rest of the window (the reorg, drain and kill meet them).
+    const releaseRefunds = Math.min(opts.escrows, Math.max(Math.ceil(opts.refunds / 3), opts.refunds - opts.payments));
+    for (let i = 0; i < opts.refunds; i++) jobs.push({ at: 0.25 + (0.6 * (i + 0.5)) / opts.refunds, run: () => oneRefund(i, i < releaseRefunds ? 'release' : 'payment') });
     for (const job of jobs.sort((a, b) => a.at - b.at)) load.push(sleep(job.at * loadMs).then(job.run));
     const faultRuns = faults.filter((f) => opts.faults.includes(f.key)).map((f) =>
       sleep(f.at).then(async () => {
@@ -539,12 +610,13 @@ export async function main(args = []) {
       const answered = checkouts.filter((c) => c.answered200);
       const open = answered.filter((c) => c.final?.status === 'open').length;
       const unsettled = payments.filter((p) => p.id && (!p.final || p.final.status === 'pending' || p.final.status === 'submitted')).length;
-      if (open === 0 && unsettled === 0 && answered.every((c) => c.final)) {
+      const refundsOpen = refunds.filter((r) => r.id && (!r.final || r.final.status === 'pending' || r.final.status === 'requires_signature')).length;
+      if (open === 0 && unsettled === 0 && refundsOpen === 0 && answered.every((c) => c.final)) {
         quiet = true;
         break;
       }
       if (Date.now() > deadline) {
-        failures.push(`no quiescence within ${QUIESCENCE_TIMEOUT_MS / 1000} s: ${open} answered checkouts still open, ${unsettled} payments pending/submitted`);
+        failures.push(`no quiescence within ${QUIESCENCE_TIMEOUT_MS / 1000} s: ${open} answered checkouts still open, ${unsettled} payments pending/submitted, ${refundsOpen} refunds open`);
         break;
       }
     }
@@ -553,8 +625,10 @@ export async function main(args = []) {
     polling = false;
     await poller;
     // One last read of everything, then reconciliation read once (never polled until clean).
-    for (const rec of [...checkouts.filter((c) => c.answered200), ...payments]) await readBack(rec);
+    for (const rec of [...checkouts.filter((c) => c.answered200), ...payments, ...refunds]) await readBack(rec);
     const reconcile = await cli('reconcile').catch((err) => ({ clean: false, error: String(err) }));
+    // The payee's ledger (escrow releases, payments, x402, refunds) against the chain, both ways, once.
+    const ledger = await cli('balance:reconcile', '--org', payee.id, '--from', new Date(Date.now() - 86_400_000).toISOString(), '--to', new Date(Date.now() + 86_400_000).toISOString()).catch((err) => ({ clean: false, error: String(err) }));
     watching = false;
     await watcher;
     await watchBlocks();
@@ -623,8 +697,32 @@ export async function main(args = []) {
     if (sentOnChain > limitBase) failures.push(`agent signer sent ${sentOnChain} on chain, above the daily limit ${limitBase}`);
     if (sentOnChain !== spentBase) failures.push(`agent signer sent ${sentOnChain} on chain, the clients were told ${spentBase}`);
 
+    // Refunds: what the payee was told, read back through the API, against the chain's Transfer and AuthorizationUsed logs.
+    const refundsByStatus = {};
+    for (const r of refunds) {
+      if (!r.id) {
+        failures.push(`refund ${r.label} (${r.source}): never created: ${r.note}`);
+        continue;
+      }
+      const status = r.final?.status ?? `HTTP ${r.lastRead}`;
+      refundsByStatus[status] = (refundsByStatus[status] ?? 0) + 1;
+      if (r.lastRead === 404) failures.push(`refund ${r.id}: created, GET /refunds/{id} answers 404`);
+      const used = usedCount(payeeAddress, r.nonce);
+      if (r.answered === 'succeeded' && status !== 'succeeded') failures.push(`refund ${r.id}: submit answered succeeded, the API now says ${status}`);
+      if (status === 'succeeded') {
+        const receipt = r.final.txHash ? await provider.getTransactionReceipt(r.final.txHash) : null;
+        const amount = BigInt(r.amount.replace('.', '')) * 10_000n;
+        const moved = receipt?.status === 1 && receipt.logs.some((l) => l.address.toLowerCase() === deployed.usdcAddress.toLowerCase() && l.topics[0] === transferTopic
+          && l.topics[1] === zeroPadValue(getAddress(payeeAddress), 32).toLowerCase() && l.topics[2] === zeroPadValue(getAddress(signerAddress), 32).toLowerCase() && BigInt(l.data) === amount);
+        if (!moved) failures.push(`refund ${r.id}: the API says succeeded (txHash ${r.final.txHash}), the final chain has no Transfer of ${r.amount} from ${payeeAddress} to ${signerAddress} in it`);
+        if (used !== 1) failures.push(`refund ${r.id} succeeded, its authorization used ${used} times`);
+      } else if (used !== 0) failures.push(`refund ${r.id} ${status}, its authorization used ${used} times`);
+    }
+    if ((refundsByStatus.succeeded ?? 0) < Math.min(2, opts.refunds)) failures.push(`only ${refundsByStatus.succeeded ?? 0} refunds ended succeeded (want at least ${Math.min(2, opts.refunds)})`);
+    if (!ledger?.clean) failures.push(`the payee's ledger does not reconcile with the chain (balance:reconcile): ${JSON.stringify(ledger?.mismatches ?? ledger)}`);
+
     // Objects a client saw succeeded/funded that a reorg later took back: judged by their final state, counted.
-    const wentBack = [...checkouts, ...payments].filter((r) => {
+    const wentBack = [...checkouts, ...payments, ...refunds].filter((r) => {
       const i = r.seen.findIndex((s) => s === 'succeeded' || s === 'funded');
       return i >= 0 && r.seen.slice(i + 1).some((s) => s === 'submitted' || s === 'pending' || s === 'open');
     });
@@ -646,7 +744,7 @@ export async function main(args = []) {
 
     // Webhooks: per object, ordered by createdAt, the last event renders the object's final state; no
     // type sent twice for one state change (a funding reversed and funded again may repeat checkout.funded).
-    const finalOf = new Map(checkouts.filter((c) => c.final).map((c) => [c.id, c.final.status]));
+    const finalOf = new Map([...checkouts, ...refunds].filter((c) => c.final).map((c) => [c.id, c.final.status]));
     for (const p of payments.filter((x) => x.checkoutSessionId)) {
       const r = await call(apis[0], 'GET', `/api/v1/checkout-sessions/${p.checkoutSessionId}`, { key: payeeKey });
       count('read checkout', r);
@@ -665,10 +763,12 @@ export async function main(args = []) {
         eventsLeftBehind++;
         failures.push(`object ${objectId}: its last event ${last.type} renders ${last.status}, its final state is ${final} (events: ${stateEvents.map((e) => e.type).join(' → ')})`);
       }
-      const reversals = events.filter((e) => e.type === 'checkout.funding_reversed').length;
+      // A reversal may repeat an event: a funding reversed and funded again, a refund a reorg took back to pending and that succeeded again.
+      const reversals = events.filter((e) => e.type === 'checkout.funding_reversed').length + Math.max(0, events.filter((e) => e.type === 'refund.updated' && e.status === 'pending').length - 1);
       const perType = new Map();
       for (const e of events) perType.set(e.type, (perType.get(e.type) ?? 0) + 1);
       for (const [type, n] of perType) if (type !== 'checkout.funding_reversed' && n > 1 + reversals) doubled.push(`${objectId} ${type} ×${n}`);
+      if (refunds.some((r) => r.id === objectId) && !perType.has('refund.created')) failures.push(`refund ${objectId}: no refund.created webhook`);
     }
     if (doubled.length) failures.push(`webhook events sent twice for one state change: ${doubled.join(', ')}`);
     const unheard = checkouts.filter((c) => c.final?.status === 'funded' && !(eventsOf.get(c.id) ?? []).some((e) => e.type === 'checkout.funded'));
@@ -696,7 +796,7 @@ export async function main(args = []) {
       const refused = w ? answers.filter((a) => a.status === 503 && a.code === 'unavailable' && a.reason === 'relayer_low_balance' && a.atMs >= w.startMs && a.atMs <= w.endMs) : [];
       if (!refused.length) failures.push('drain: no relay answered 503 unavailable (relayer_low_balance) while the relayer was dry');
       // Nothing was marked failed for a request refused while dry.
-      const hit = [...checkouts, ...payments].filter((r) => r.attempts?.some((a) => a.status === 503 && w && a.atMs >= w.startMs && a.atMs <= w.endMs));
+      const hit = [...checkouts, ...payments, ...refunds].filter((r) => r.attempts?.some((a) => a.status === 503 && w && a.atMs >= w.startMs && a.atMs <= w.endMs));
       const failedAfter = hit.filter((r) => r.final?.status === 'failed' || r.final?.status === 'expired');
       if (failedAfter.length) failures.push(`drain: ${failedAfter.length} objects refused while the relayer was dry ended failed: ${failedAfter.map((r) => r.id).join(', ')}`);
       if (w) Object.assign(w, { refused503: refused.length, objectsRefused: hit.length });
@@ -722,6 +822,8 @@ export async function main(args = []) {
       relaysNotAnswered200: checkouts.filter((c) => !c.answered200).map((c) => ({ id: c.id, answers: c.statuses, used: usedCount(buyer.address, c.nonce) })),
       checkoutsFunded: checkouts.filter((c) => c.final?.status === 'funded').length,
       payments: byStatus,
+      refunds: { total: refunds.length, created: refunds.filter((r) => r.id).length, answeredSucceeded: refunds.filter((r) => r.answered === 'succeeded').length, answered: refunds.map((r) => r.answered), final: refundsByStatus, sources: refunds.map((r) => r.source) },
+      ledgerReconcile: ledger,
       agentSpent: { toldToClients: spentBase.toString(), onChain: sentOnChain.toString(), limit: limitBase.toString() },
       relayerTransactions: db.relayer.txs,
       relayerTxsMinedSeen: minedSeen.length,
@@ -742,6 +844,7 @@ export async function main(args = []) {
   console.log(`  requests: ${JSON.stringify(out.requests)}`);
   console.log(`  checkouts ${out.checkouts}: relay answered 200 for ${out.relaysAnswered200}, authorization used once for ${out.relaysMovedOnce}, funded ${out.checkoutsFunded}`);
   console.log(`  agent spends (final state through the API): ${JSON.stringify(out.payments)}; spent ${out.agentSpent.toldToClients} (told to clients) / ${out.agentSpent.onChain} (chain), limit ${out.agentSpent.limit} base units`);
+  if (out.refunds) console.log(`  refunds ${out.refunds.total} (${out.refunds.sources.filter((x) => x === 'release').length} of released agent escrows, ${out.refunds.sources.filter((x) => x === 'payment').length} of payments): submit answered ${JSON.stringify(out.refunds.answered)}, final ${JSON.stringify(out.refunds.final)}; payee ledger reconciles both ways: ${Boolean(out.ledgerReconcile?.clean)} (${out.ledgerReconcile?.rows ?? '-'} rows, ${out.ledgerReconcile?.ledger ?? '-'} USDC)`);
   console.log(`  faults proven: drop ${out.proofs.drop?.dropped.length ?? '-'} dropped; fee ${out.proofs.fee?.outbid.length ?? '-'} outbid, ${out.proofs.fee?.replacementsMined ?? '-'} replacements mined; reorg ${out.proofs.reorg ? `${out.proofs.reorg.blocks} blocks, removed ${out.proofs.reorg.removedRelayerTxs.length} relayer txs and ${out.proofs.reorg.removedFundings.length} fundings` : '-'}; drain ${out.proofs.drain?.refused503 ?? '-'} relays refused 503; kill ${out.proofs.kill ? `${out.proofs.kill.jobs.length} active jobs, ${out.proofs.kill.pending.length} unmined txs` : '-'}`);
   console.log(`  answers: 503 ${JSON.stringify(out.unavailable)}; timeouts ${out.timeouts}; told succeeded/funded then taken back by the reorg: ${out.wentBackAfterAnswer.length}`);
   console.log(`  relayer transactions ${out.relayerTransactions} (rows), ${out.relayerTxsMinedSeen} seen mined, blocks ${out.blocks}`);

@@ -10,12 +10,16 @@ import { RelayerModule } from './chain/relayer/relayer.module';
 import { VerificationModule } from './modules/verification/verification.module';
 import { InvoicesModule } from './modules/invoices/invoices.module';
 import { ReconciliationModule } from './chain/reconciliation/reconciliation.module';
+import { PaymentsModule } from './modules/payments/payments.module';
+import { AgentEscrowsModule } from './modules/agent-escrows/agent-escrows.module';
+import { RefundsModule } from './modules/refunds/refunds.module';
 
 /**
  * Providers the operator CLI uses: the features' service modules, never their `*.http.module.ts`,
- * so the CLI's application context instantiates no controllers.
+ * so the CLI's application context instantiates no controllers. Payments (with every payment mode's
+ * handler, so agent escrows) and refunds are loaded for balance:reconcile (their ledger rules, run again on the chain, find Transfer logs without rows).
  */
-@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, RelayerModule, VerificationModule, InvoicesModule, MandatesModule, ReconciliationModule] })
+@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, RelayerModule, VerificationModule, InvoicesModule, MandatesModule, ReconciliationModule, PaymentsModule, AgentEscrowsModule, RefundsModule] })
 export class CliModule {
   /** The CLI for one command, loading only the secrets that command uses (docs/architecture.md §10). */
   static forCommand(secrets: readonly SecretName[]): DynamicModule {

@@ -204,6 +204,8 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(1) @Max(3600) RELAYER_BUMP_AFTER_S = 30;
   /** How long a refund's EIP-3009 authorization stays usable: validBefore = chain time at creation + this (DESIGN §21: 24 h). */
   @Transform(toInt) @IsInt() @Min(60) @Max(7 * 86400) REFUND_VALIDITY_S = 86400;
+  /** A txHash refund whose transfer a reorg removed fails (`reorged`) when not mined again this many seconds after the reorg was seen (DESIGN §21: 24 h). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(7 * 86400) REFUND_REMINE_S = 86400;
   /** Most USDC (decimal) an agent's session signer may hold; agent:fund refuses to top it up beyond. */
   @IsString() @Matches(/^(0|[1-9]\d*)(\.\d{1,6})?$/, { message: 'must be a decimal amount' }) SIGNER_FLOAT_MAX = '10000';
   /** How long the api waits for the relayer queue to broadcast before answering with the payment still pending. */

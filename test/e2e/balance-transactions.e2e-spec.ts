@@ -186,7 +186,29 @@ describe('balance transactions', () => {
     const tampered = await reconciler.check(payee.organizationId, new Date(from), new Date(to));
     await t.dataSource.query(`UPDATE balance_transactions SET amount = amount - 1 WHERE id = $1`, [rows[1].id]);
     expect(tampered).toMatchObject({ clean: false, ledger: '7.150001', chain: '7.15' });
-    expect(tampered.mismatches.map((m) => m.id)).toEqual([rows[1].id]);
+    expect(tampered.mismatches.map((m) => [m.kind, m.id])).toEqual([['row_without_log', rows[1].id]]);
+    // The other way round: a Transfer of a relayed payment (and of the x402 settlement) whose row is gone is reported.
+    const [saved] = await t.dataSource.query(`SELECT * FROM balance_transactions WHERE id = $1`, [rows[2].id]);
+    const [savedX402] = await t.dataSource.query(`SELECT * FROM balance_transactions WHERE id = $1`, [rows[0].id]);
+    await t.dataSource.query(`DELETE FROM balance_transactions WHERE id = ANY($1)`, [[rows[2].id, rows[0].id]]);
+    let gone: Awaited<ReturnType<BalanceReconciler['check']>>;
+    try {
+      gone = await reconciler.check(payee.organizationId, new Date(from), new Date(to));
+    } finally {
+      for (const row of [saved, savedX402]) {
+        const cols = Object.keys(row);
+        await t.dataSource.query(`INSERT INTO balance_transactions (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`, cols.map((c) => row[c]));
+      }
+    }
+    expect(gone).toMatchObject({ clean: false, rows: 2, ledger: '4.25', chain: '7.15' });
+    expect(gone.mismatches.map((m) => [m.kind, m.id, m.txHash, m.logIndex]).sort()).toEqual(
+      [
+        ['log_without_row', rows[2].id, rows[2].txHash, rows[2].logIndex],
+        ['log_without_row', rows[0].id, rows[0].txHash, rows[0].logIndex],
+      ].sort(),
+    );
+    expect(gone.mismatches.find((m) => m.id === rows[0].id)!.expected).toContain('x402 row of 0.40');
+    expect(await reconciler.check(payee.organizationId, new Date(from), new Date(to))).toMatchObject({ rows: 4, clean: true, mismatches: [] });
 
     const yearAndADay = new Date(Date.parse(from) + 367 * 86_400_000).toISOString();
     expectError(await t.http.get('/api/v1/balance-transactions/export').query({ from, to: yearAndADay }).set('X-Api-Key', key), 400, 'invalid_request');

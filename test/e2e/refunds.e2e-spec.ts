@@ -1,12 +1,13 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { id as topicOf, type Wallet } from 'ethers';
+import { type Contract, ContractFactory, id as topicOf, Wallet } from 'ethers';
+import { TestSmartWalletArtifact } from '@lib/contracts';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, pay, settleUntil, startRelayerWorker } from '../support/agents';
 import { createKey, createOrg } from '../support/factories';
 import { waitFor } from '../support/wait';
 import { listenForMcp, McpClients, okTool, refusedTool } from '../support/mcp-client';
-import { createCheckout, createParties, fundOnChain, getCheckout, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
+import { cliJson, createCheckout, createParties, fundOnChain, getCheckout, indexUntilStatus, Party, runCli, TestChain, USDC } from '../support/chain';
 import { refundNonce, RefundsService } from '../../src/modules/refunds/refunds.service';
 import { balanceTransactionId } from '../../src/modules/balance/balance-projector.service';
 import { BalanceReconciler } from '../../src/modules/balance/balance-reconciler.service';
@@ -202,6 +203,26 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
       clean: true,
       mismatches: [],
     });
+    // A Transfer without its row is reported too: the release's row, then the refund's, deleted (and put back).
+    const reconciler = t.app.get(BalanceReconciler);
+    for (const row of [rows[1], rows[0]]) {
+      const [saved] = await t.dataSource.query(`SELECT * FROM balance_transactions WHERE id = $1`, [row.id]);
+      await t.dataSource.query(`DELETE FROM balance_transactions WHERE id = $1`, [row.id]);
+      let report: Awaited<ReturnType<BalanceReconciler['check']>>;
+      let cli: Record<string, unknown> | null = null;
+      try {
+        report = await reconciler.check(seller.org.organizationId, new Date(from), new Date(to));
+        // The operator's command reports it the same way (the CLI loads the writers' rules too).
+        if (row.type === 'refund') cli = cliJson(await runCli(['balance:reconcile', '--org', seller.org.organizationId, '--from', from, '--to', to, '--json']));
+      } finally {
+        const cols = Object.keys(saved);
+        await t.dataSource.query(`INSERT INTO balance_transactions (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`, cols.map((c) => saved[c]));
+      }
+      expect(report).toMatchObject({ clean: false, rows: 1, chain: '20.00', mismatches: [{ kind: 'log_without_row', id: row.id, txHash: row.txHash, logIndex: row.logIndex }] });
+      expect(report.mismatches[0].expected).toContain(`${row.type} row of ${row.amount}`);
+      if (row.type === 'refund') expect(cli).toMatchObject({ clean: false, mismatches: [{ kind: 'log_without_row', id: row.id }] });
+    }
+    expect(await reconciler.check(seller.org.organizationId, new Date(from), new Date(to))).toMatchObject({ rows: 2, clean: true, mismatches: [] });
   });
 
   it('partial refunds by txHash: the seller sends its own transfers; each verified on chain; a reused or non-matching txHash is 400; cancel only while requires_signature', async () => {
@@ -313,6 +334,114 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     ]);
   });
 
+  // With REFUND_REMINE_S=3 on its own app: the 24 h "mined again" window is wall-clock seconds after the
+  // reorg was seen, so the test waits 3 s of real time and the shared chain's clock does not move at all.
+  it('a txHash refund whose transfer a reorg removed and that is not mined again within REFUND_REMINE_S ends failed (refund.failed, reorged) and frees its amount', async () => {
+    const shared = t;
+    t = await createTestApp({ REFUND_REMINE_S: '3' });
+    try {
+      const { seller, buyer, checkout } = await released('25.00');
+      const refund = (await create(seller, checkout.id, { amount: '25.00' }).expect(200)).body;
+      const snapshot = await chain.snapshot();
+      const tx = await chain.usdcTransfer(seller.wallet, buyer.wallet.address, 25n * USDC);
+      expect((await submit(seller, refund.id, { txHash: tx })).body.status).toBe('succeeded');
+      expect((await ledgerOf(seller.org.organizationId)).map((r) => r.type)).toEqual(['refund', 'escrow_release']);
+      await chain.revert(snapshot);
+      // The fault happened: the transfer is gone from the node (and not in its pool to be mined again).
+      expect(await chain.provider.getTransactionReceipt(tx)).toBeNull();
+      expect(await chain.provider.getTransaction(tx)).toBeNull();
+      const watcher = t.app.get(RefundsService);
+      await watcher.watchOnce();
+      expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'pending', txHash: tx.toLowerCase() });
+      // While pending it still counts against the bound.
+      expect((await create(seller, checkout.id, { amount: '0.01' })).body.code).toBe('refund_exceeds_amount');
+      // Not mined again within the window: failed, once.
+      await waitFor(
+        async () => {
+          await watcher.watchOnce();
+          return (await getRefund(seller, refund.id)).status === 'failed';
+        },
+        { label: 'the reorged txHash refund fails after REFUND_REMINE_S', timeoutMs: 30_000, intervalMs: 250 },
+      );
+      expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'failed', failureReason: 'reorged', txHash: tx.toLowerCase() });
+      expect(await eventsOf(refund.id)).toEqual([
+        ['refund.created', 'requires_signature'],
+        ['refund.succeeded', 'succeeded'],
+        ['refund.updated', 'pending'],
+        ['refund.failed', 'failed'],
+      ]);
+      await watcher.watchOnce();
+      expect((await eventsOf(refund.id)).length).toBe(4);
+      expect((await getCheckout(t, seller.org, checkout.id)).refundedAmount).toBe('0.00');
+      expect((await ledgerOf(seller.org.organizationId)).map((r) => r.type)).toEqual(['escrow_release']);
+      // Its amount is free again: the whole 25.00 can be refunded anew.
+      expect((await create(seller, checkout.id, { amount: '25.00' })).status).toBe(200);
+    } finally {
+      await t.close();
+      t = shared;
+    }
+  });
+
+  it('ERC-1271: a seller whose payout wallet is a contract wallet refunds by signature; its key holder signs the same typed data and TestUSDC asks the wallet (isValidSignature)', async () => {
+    const keyHolder = new Wallet(Wallet.createRandom().privateKey);
+    const deployer = await chain.wallet();
+    const contract = (await (await new ContractFactory(TestSmartWalletArtifact.abi, TestSmartWalletArtifact.bytecode, deployer).deploy(keyHolder.address)).waitForDeployment()) as Contract;
+    const walletAddress = await contract.getAddress();
+    const buyerWallet = await chain.wallet({ usdc: 100n * USDC });
+    const seller: Party = { wallet: keyHolder, org: await createOrg(t.app, { payoutAddress: walletAddress }) };
+    const checkout = await createCheckout(t, seller.org, { amount: '10.00' });
+    await fundOnChain(t, chain, checkout.id, buyerWallet);
+    const funded = await indexUntilStatus(t, seller.org, checkout.id, 'funded');
+    const escrow = (await t.http.get(`/api/v1/escrows/${funded.escrowId as string}`).set('X-Api-Key', seller.org.key)).body;
+    await chain.act(buyerWallet, 'release', escrow.chain.escrowKey as string);
+    await indexUntilStatus(t, seller.org, checkout.id, 'released');
+    expect(await chain.usdcBalance(walletAddress)).toBe(10n * USDC);
+
+    const refund = (await create(seller, checkout.id, { amount: '4.00' }).expect(200)).body;
+    expect(refund).toMatchObject({ from: walletAddress, to: buyerWallet.address, typedData: { message: { from: walletAddress, value: '4000000' } } });
+    // A key the wallet does not accept is refused before anything is stored.
+    const wrong = await submit(seller, refund.id, { signature: await sign(new Wallet(Wallet.createRandom().privateKey), refund.typedData) });
+    expect([wrong.status, wrong.body.details.reason]).toEqual([400, 'authorization_rejected']);
+    // USDC's transferWithAuthorization takes (v, r, s): a longer contract-wallet signature (a multisig's) is refused, pointing to the txHash path.
+    const long = await submit(seller, refund.id, { signature: '0x' + 'ab'.repeat(130) });
+    expect([long.status, long.body.details.reason]).toEqual([400, 'invalid_signature']);
+    expect(JSON.stringify(long.body)).toContain('submits {txHash}');
+    const buyer0 = await chain.usdcBalance(buyerWallet.address);
+    const done = await submit(seller, refund.id, { signature: await sign(keyHolder, refund.typedData) });
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ status: 'succeeded', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect((await chain.usdcBalance(buyerWallet.address)) - buyer0).toBe(4n * USDC);
+    expect(await chain.usdcBalance(walletAddress)).toBe(6n * USDC);
+    expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ status: 'released', refundedAmount: '4.00' });
+    // The ledger: the release into the contract wallet and the refund out of it.
+    expect((await ledgerOf(seller.org.organizationId)).map((r) => [r.type, r.amount])).toEqual([
+      ['refund', '-4.00'],
+      ['escrow_release', '10.00'],
+    ]);
+  });
+
+  it('a refund created on a branch a reorg removed settles from the new chain: its transfer mined below its creation block is found (chaos finding)', async () => {
+    const { seller, buyer, checkout } = await released('25.00');
+    const snapshot = await chain.snapshot();
+    await chain.mine(3);
+    // Created at the head of blocks a reorg then removes: its creation block lies above the new chain's head.
+    const refund = (await create(seller, checkout.id, { amount: '2.00' }).expect(200)).body;
+    await chain.revert(snapshot);
+    const buyer0 = await chain.usdcBalance(buyer.wallet.address);
+    const done = await submit(seller, refund.id, { signature: await sign(seller.wallet, refund.typedData) });
+    expect(done.status).toBe(200);
+    expect((await chain.usdcBalance(buyer.wallet.address)) - buyer0).toBe(2n * USDC);
+    const watcher = t.app.get(RefundsService);
+    await waitFor(
+      async () => {
+        await watcher.watchOnce();
+        return (await getRefund(seller, refund.id)).status === 'succeeded';
+      },
+      { label: 'the refund mined below its creation block succeeds', timeoutMs: 20_000, intervalMs: 250 },
+    );
+    expect(await getCheckout(t, seller.org, checkout.id)).toMatchObject({ refundedAmount: '2.00' });
+  });
+
   it('an instant agent payment this organisation received: its payee reads it (read-only) and refunds part by signature to the agent signer', async () => {
     const payeeWallet = await chain.wallet();
     const handle = `shop-${randomUUID().slice(0, 8)}`;
@@ -357,7 +486,15 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
       ),
     );
     await waitFor(async () => (await chain.usdcBalance(buyer.wallet.address)) - buyer0 === 2n * USDC, { label: 'transfer mined' });
+    // Before the watcher saw it, reconciliation reports the refund's Transfer without its ledger row (its status still says requires_signature).
+    const now = (await chain.headTimestamp()) * 1000;
+    const [from, to] = [new Date(now - 3_600_000), new Date(now + 3_600_000)];
+    const reconciler = t.app.get(BalanceReconciler);
+    const early = await reconciler.check(seller.org.organizationId, from, to);
+    expect(early).toMatchObject({ clean: false, ledger: '25.00', chain: '23.00' });
+    expect(early.mismatches).toEqual([expect.objectContaining({ kind: 'log_without_row', expected: expect.stringContaining(`refund row of -2.00 (refund ${refund.id})`) })]);
     await t.app.get(RefundsService).watchOnce();
+    expect(await reconciler.check(seller.org.organizationId, from, to)).toMatchObject({ clean: true, ledger: '23.00', chain: '23.00', mismatches: [] });
     expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
     expect((await eventsOf(refund.id)).map(([type]) => type)).toEqual(['refund.created', 'refund.succeeded']);
   });

@@ -35,6 +35,13 @@ export interface BalanceMovement {
 }
 
 /**
+ * A writer's rule, run again for reconciliation (DESIGN §21): the movements it would record for
+ * `organizationId` from the canonical chain in blocks `[fromBlock, toBlock]`, no further than the
+ * writer has read (its cursor). Network and read-only database calls; no transaction.
+ */
+export type BalanceMovementSource = (organizationId: string, fromBlock: number, toBlock: number) => Promise<BalanceMovement[]>;
+
+/**
  * Writes the ledger from chain events (DESIGN §21, §22): indexers hand their movements to
  * {@link resolve} outside any transaction (it reads each transaction's USDC Transfer logs and block
  * time from the node) and {@link record} the result in the transaction that advances their cursor.
@@ -44,6 +51,8 @@ export interface BalanceMovement {
  */
 @Injectable()
 export class BalanceProjector implements OnModuleInit {
+  private readonly movementSources = new Map<string, BalanceMovementSource>();
+
   constructor(
     private readonly repo: BalanceRepository,
     private readonly chain: ChainAccess,
@@ -54,6 +63,19 @@ export class BalanceProjector implements OnModuleInit {
     this.cursors.onRewind(async (name, block) => {
       await this.repo.removeAbove(name, block);
     });
+  }
+
+  /**
+   * Registers a writer's {@link BalanceMovementSource} under `name` (the escrow indexer, the
+   * authorization indexer, the refund watcher register theirs at start-up; the ledger knows none by name).
+   */
+  registerSource(name: string, source: BalanceMovementSource): void {
+    this.movementSources.set(name, source);
+  }
+
+  /** The registered movement sources, by name. */
+  sources(): ReadonlyMap<string, BalanceMovementSource> {
+    return this.movementSources;
   }
 
   /**

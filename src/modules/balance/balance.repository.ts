@@ -37,6 +37,13 @@ export class BalanceRepository {
     return (result.raw as unknown[]).length;
   }
 
+  /** Which of `ids` have a row (reconciliation's "a log without its row"). */
+  async existingIds(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.repo.createQueryBuilder('b').select('b.id', 'id').where('b.id IN (:...ids)', { ids }).getRawMany<{ id: string }>();
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** Deletes the rows of `ids` (a refund a reorg took back, DESIGN §22), in the caller's transaction. @returns how many. */
   async removeIds(ids: string[]): Promise<number> {
     if (ids.length === 0) return 0;

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ChainTxError, EscrowChainEvent } from '@lib/chain';
 import { QueryFailedError } from 'typeorm';
 import { continueTrace, tracing } from '../../common/tracing/trace-context';
@@ -61,7 +61,7 @@ export interface PollResult {
 const AUTO_RELEASE_MINE_TIMEOUT_MS = 60_000;
 
 @Injectable()
-export class EscrowIndexer implements OnModuleDestroy {
+export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(EscrowIndexer.name);
   private readonly lock: ClusterLock;
 
@@ -79,8 +79,28 @@ export class EscrowIndexer implements OnModuleDestroy {
     this.lock = new ClusterLock(config.env.DATABASE_URL);
   }
 
+  /** Registers the escrow releases' rule with the ledger's reconciliation (DESIGN §21). */
+  onModuleInit(): void {
+    this.balance.registerSource('escrow_release', (organizationId, fromBlock, toBlock) => this.releasesIn(organizationId, fromBlock, toBlock));
+  }
+
   async onModuleDestroy(): Promise<void> {
     await this.lock.close();
+  }
+
+  /**
+   * The `escrow_release` movements of `organizationId` in blocks `[fromBlock, toBlock]` as this indexer
+   * derives them ({@link releasesToSellers}), read from the chain in windows of MAX_RANGE blocks, no
+   * further than its cursor (reconciliation; no transaction).
+   */
+  private async releasesIn(organizationId: string, fromBlock: number, toBlock: number): Promise<BalanceMovement[]> {
+    const last = Math.min(toBlock, (await this.cursors.read(CURSOR)) ?? -1);
+    const out: BalanceMovement[] = [];
+    for (let start = fromBlock; start <= last; start += MAX_RANGE) {
+      const events = await this.chain.gateway.getEscrowEvents(start, Math.min(last, start + MAX_RANGE - 1));
+      out.push(...(await this.releasesToSellers(events)).filter((m) => m.organizationId === organizationId));
+    }
+    return out;
   }
 
   /** One indexer pass (see the class doc); skipped when another process runs one. */

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { isNodeError, lastConfirmedBlock } from '@lib/chain';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
@@ -24,7 +24,7 @@ const REORG_REREAD_BLOCKS = 64;
  * or failed once chain time is past validBefore with the authorization unused).
  */
 @Injectable()
-export class PaymentSettlement {
+export class PaymentSettlement implements OnModuleInit {
   private readonly logger = new Logger('PaymentSettlement');
 
   constructor(
@@ -37,6 +37,26 @@ export class PaymentSettlement {
     private readonly config: AppConfig,
     private readonly balance: BalanceProjector,
   ) {}
+
+  /** Registers the relayed payments' and x402 settlements' rule with the ledger's reconciliation (DESIGN §21). */
+  onModuleInit(): void {
+    this.balance.registerSource('authorization', (organizationId, fromBlock, toBlock) => this.movementsIn(organizationId, fromBlock, toBlock));
+  }
+
+  /**
+   * The `payment` and `x402` movements of `organizationId` in blocks `[fromBlock, toBlock]` as this
+   * indexer derives them ({@link ledgerMovements}), read in windows of MAX_BLOCKS_PER_PASS blocks, no
+   * further than its cursor (reconciliation; no transaction).
+   */
+  private async movementsIn(organizationId: string, fromBlock: number, toBlock: number): Promise<BalanceMovement[]> {
+    const last = Math.min(toBlock, (await this.cursors.read(AUTHORIZATION_CURSOR)) ?? -1);
+    const out: BalanceMovement[] = [];
+    for (let start = fromBlock; start <= last; start += MAX_BLOCKS_PER_PASS) {
+      const logs = await this.chain.gateway.getAuthorizationLogs(start, Math.min(last, start + MAX_BLOCKS_PER_PASS - 1));
+      out.push(...(await this.ledgerMovements(logs)).filter((m) => m.organizationId === organizationId));
+    }
+    return out;
+  }
 
   /**
    * One indexer pass. Before reading, the hash stored with the cursor is compared with the chain's

@@ -171,6 +171,25 @@ export class RefundsRepository {
    * pending) in id order after `afterId` (wrapping round to the first), and succeeded refunds mined at or above `sinceBlock` (a reorg
    * may still remove them).
    */
+  /** The organisation's succeeded refunds whose transfer is recorded in blocks `[fromBlock, toBlock]` (ledger reconciliation). */
+  succeededInBlocks(organizationId: string, fromBlock: number, toBlock: number): Promise<Refund[]> {
+    return this.em
+      .getRepository(Refund)
+      .createQueryBuilder('r')
+      .where("r.organization_id = :organizationId AND r.status = 'succeeded' AND r.block_number BETWEEN :fromBlock AND :toBlock", { organizationId, fromBlock, toBlock })
+      .getMany();
+  }
+
+  /** The organisation's refunds whose EIP-3009 nonce is one of `nonces` (lower-case hex; ledger reconciliation). */
+  withNonces(organizationId: string, nonces: string[]): Promise<Refund[]> {
+    if (nonces.length === 0) return Promise.resolve([]);
+    return this.em
+      .getRepository(Refund)
+      .createQueryBuilder('r')
+      .where('r.organization_id = :organizationId AND r.auth_nonce IN (:...nonces)', { organizationId, nonces })
+      .getMany();
+  }
+
   async watchBatch(limit: number, sinceBlock: number, afterId: string | null): Promise<Refund[]> {
     const openFrom = (after: string | null) => {
       const qb = this.em.getRepository(Refund).createQueryBuilder('r').where("r.status IN ('requires_signature', 'pending')");

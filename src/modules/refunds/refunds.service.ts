@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ChainTxError, isConfirmed, TRANSFER_WITH_AUTHORIZATION_TYPES } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { getAddress, isError, keccak256, toUtf8Bytes } from 'ethers';
@@ -15,13 +15,13 @@ import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
-import { BalanceProjector } from '../balance/balance-projector.service';
+import { BalanceProjector, type BalanceMovement } from '../balance/balance-projector.service';
 import type { CreateRefundDto, RefundDto, SubmitRefundDto } from './dto/refund.dto';
 import { Refund, RefundSourceType, RefundStatus } from './refund.entity';
 import { RefundsRepository, RefundSourceRow } from './refunds.repository';
 
-/** A txHash refund whose transfer a reorg removed fails when not mined again within this many seconds (DESIGN §21). */
-export const REFUND_REMINE_SECONDS = 24 * 3600;
+/** How far below a refund's creation block its AuthorizationUsed log is looked for (a reorg can re-mine lower block numbers; the node's `finalized` depth). */
+export const REFUND_REORG_MARGIN_BLOCKS = 64;
 /** Relayer `purpose` of a refund's transferWithAuthorization (reference = the refund id; one live relay per refund, DESIGN §22). */
 export const REFUND_RELAY_PURPOSE = 'refund';
 
@@ -72,7 +72,7 @@ const OPEN: readonly RefundStatus[] = ['requires_signature', 'pending'];
  * state change writes its outbox event (refund.created/updated/succeeded/failed) in its transaction.
  */
 @Injectable()
-export class RefundsService {
+export class RefundsService implements OnModuleInit {
   private readonly logger = new Logger('Refunds');
   /** Where the watcher's next pass continues among open refunds (process-local; null = from the first). */
   private watchCursor: string | null = null;
@@ -86,6 +86,33 @@ export class RefundsService {
     private readonly config: AppConfig,
     private readonly balance: BalanceProjector,
   ) {}
+
+  /** Registers the refunds' rule with the ledger's reconciliation (DESIGN §21; {@link refundMovementsIn}). */
+  onModuleInit(): void {
+    this.balance.registerSource('refund', (organizationId, fromBlock, toBlock) => this.refundMovementsIn(organizationId, fromBlock, toBlock));
+  }
+
+  /**
+   * The `refund` movements of `organizationId` in blocks `[fromBlock, toBlock]`, for reconciliation:
+   * every USDC AuthorizationUsed log of a refund's nonce (whatever the refund's status says: a transfer
+   * the watcher has not settled yet is a Transfer without its row), read in windows of 2000 blocks, and
+   * each succeeded txHash refund's recorded Transfer. Network and read-only database calls.
+   */
+  private async refundMovementsIn(organizationId: string, fromBlock: number, toBlock: number): Promise<BalanceMovement[]> {
+    const out = new Map<string, BalanceMovement>();
+    for (let start = fromBlock; start <= toBlock; start += 2000) {
+      const used = (await this.chain.gateway.getAuthorizationLogs(start, Math.min(toBlock, start + 1999))).filter((l) => l.kind === 'used');
+      const refunds = await this.repo.withNonces(organizationId, [...new Set(used.map((l) => l.nonce.toLowerCase()))]);
+      for (const r of refunds) {
+        const log = used.find((l) => l.nonce.toLowerCase() === r.authNonce && l.authorizer.toLowerCase() === r.fromAddress.toLowerCase());
+        if (log) out.set(`${log.txHash.toLowerCase()}:${log.logIndex}`, { ...this.ledgerMovement(r, log.txHash, log.logIndex + 1), eventLogIndex: log.logIndex });
+      }
+    }
+    for (const r of await this.repo.succeededInBlocks(organizationId, fromBlock, toBlock)) {
+      if (r.method === 'tx_hash' && r.txHash && r.logIndex !== null) out.set(`${r.txHash}:${r.logIndex}`, this.ledgerMovement(r, r.txHash, r.logIndex));
+    }
+    return [...out.values()];
+  }
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
     return (this.txHost as TxHost).withTransaction(fn);
@@ -216,7 +243,11 @@ export class RefundsService {
         try {
           data = this.transferData(r, signature);
         } catch {
-          throw AppError.invalidParam('signature', 'is not a valid 65-byte signature', { reason: 'invalid_signature' });
+          throw AppError.invalidParam(
+            'signature',
+            'is not a valid 65-byte signature (USDC takes v, r, s; a contract wallet that signs otherwise sends the transfer itself and submits {txHash})',
+            { reason: 'invalid_signature' },
+          );
         }
         try {
           await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.gateway.usdcAddress, data, 'transferWithAuthorization');
@@ -346,27 +377,30 @@ export class RefundsService {
    * gives none). Network reads only: call outside any transaction.
    */
   private ledgerRows(r: Refund, txHash: string, logIndexes: readonly number[]): Promise<BalanceTransaction[]> {
-    return this.balance.resolve(
-      logIndexes.map((logIndex) => ({
-        type: 'refund' as const,
-        organizationId: r.organizationId,
-        sourceType: 'refund',
-        sourceId: r.id,
-        cursor: REFUND_LEDGER_CURSOR,
-        txHash,
-        // The projector takes the first Transfer after the event's log: the one just before this transfer names it.
-        eventLogIndex: logIndex - 1,
-        from: r.fromAddress,
-        to: r.toAddress,
-      })),
-    );
+    return this.balance.resolve(logIndexes.map((logIndex) => this.ledgerMovement(r, txHash, logIndex)));
+  }
+
+  /** The `refund` movement of Transfer log `logIndex` of `txHash` for `r` (resolved by the ledger's projector). */
+  private ledgerMovement(r: Refund, txHash: string, logIndex: number): BalanceMovement {
+    return {
+      type: 'refund' as const,
+      organizationId: r.organizationId,
+      sourceType: 'refund',
+      sourceId: r.id,
+      cursor: REFUND_LEDGER_CURSOR,
+      txHash,
+      // The projector takes the first Transfer after the event's log: the one just before this transfer names it.
+      eventLogIndex: logIndex - 1,
+      from: r.fromAddress,
+      to: r.toAddress,
+    };
   }
 
   /**
    * What the chain says about `r`, at the confirmation depth (DESIGN §18). A refund with a transfer
    * on record (txHash path, or succeeded) is judged by that transaction's receipt (`gone` when a reorg
    * removed it); otherwise by the USDC AuthorizationUsed / AuthorizationCanceled log of its nonce
-   * since its creation block, whoever sent it, and `expired` once chain time passed validBefore with
+   * since {@link REFUND_REORG_MARGIN_BLOCKS} below its creation block, whoever sent it, and `expired` once chain time passed validBefore with
    * the nonce unused. Network calls only.
    */
   async observe(r: Refund): Promise<RefundObservation> {
@@ -377,7 +411,8 @@ export class RefundsService {
     if (tracksTx && r.txHash) {
       const receipt = await gateway.getUsdcTransfers(r.txHash);
       if (!receipt) {
-        if (r.status === 'pending' && r.submittedAt && Date.now() - r.submittedAt.getTime() > REFUND_REMINE_SECONDS * 1000) return { kind: 'lost' };
+        // submittedAt was reset when the reorg was seen ('gone'); wall clock, REFUND_REMINE_S (DESIGN §21: 24 h).
+        if (r.status === 'pending' && r.submittedAt && Date.now() - r.submittedAt.getTime() > this.config.env.REFUND_REMINE_S * 1000) return { kind: 'lost' };
         return r.status === 'succeeded' ? { kind: 'gone' } : { kind: 'waiting' };
       }
       if (receipt.status !== 1) return { kind: 'reverted' };
@@ -387,8 +422,12 @@ export class RefundsService {
       return { kind: 'mined', txHash: r.txHash, logIndex: log.logIndex, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
     }
     const confirmedHead = head - confirmations;
-    if (confirmedHead >= r.createdBlock) {
-      const logs = (await gateway.getAuthorizationLogs(r.createdBlock, confirmedHead, r.fromAddress)).filter((l) => l.nonce === r.authNonce);
+    // A reorg may have removed the blocks the refund was created at: on the new chain its transfer can be
+    // mined below `createdBlock` (bench/chaos.mjs found it). The nonce is the refund's own, so reading
+    // further back is safe.
+    const scanFrom = Math.max(0, r.createdBlock - REFUND_REORG_MARGIN_BLOCKS);
+    if (confirmedHead >= scanFrom) {
+      const logs = (await gateway.getAuthorizationLogs(scanFrom, confirmedHead, r.fromAddress)).filter((l) => l.nonce === r.authNonce);
       const used = logs.find((l) => l.kind === 'used');
       if (used) {
         const receipt = await gateway.getUsdcTransfers(used.txHash);
