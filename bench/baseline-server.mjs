@@ -9,10 +9,10 @@
 //                   address's failed-auth allowance and the key's revocation marker and counts the
 //                   request in its rate-limit window (the api's CHECK_KNOWN_AND_COUNT script, same
 //                   keys); the same RateLimit headers
-//   POST /api/v1/checkout-sessions   validation, then the api's four PostgreSQL round trips:
+//   POST /api/v1/checkout-sessions   validation, then the api's three PostgreSQL round trips:
 //                   [BEGIN; the key's advisory lock; the record lookup; SAVEPOINT] as one simple-
 //                   protocol batch, INSERT checkout_sessions (unless the organisation's KYB was
-//                   rejected), INSERT idempotency_records, COMMIT
+//                   rejected), [INSERT idempotency_records; COMMIT] as one simple-protocol batch
 //   GET  /api/v1/checkout-sessions/:id   one SELECT by id and organization_id
 // lean: the fewest round trips a correct server needs, the same Redis call
 //   POST            ONE autocommit statement: a CTE claims the idempotency record with
@@ -241,14 +241,18 @@ async function create(req, res, key) {
     }
     const dto = toDto(rows[0]);
     if (scopeHash) {
+      // The record and COMMIT in one simple-protocol message, as the api's `end` step (values as literals).
+      const lit = (v) => client.escapeLiteral(v);
       await client.query(
         `INSERT INTO idempotency_records (id, scope_hash, idempotency_key, organization_id, method, path, fingerprint,
            response_status, response_body, expires_at)
-         VALUES ($1, $2, $3, $4, 'POST', $5, $6, 200, $7, $8)`,
-        [uuidv7(), scopeHash, idemKey, key.organizationId, COLLECTION, fingerprint, JSON.stringify(dto), new Date(now.getTime() + IDEMPOTENCY_TTL_MS)],
+         VALUES (${lit(uuidv7())}, ${lit(scopeHash)}, ${lit(idemKey)}, ${lit(key.organizationId)}, 'POST', ${lit(COLLECTION)}, ${lit(fingerprint)}, 200,
+           ${lit(JSON.stringify(dto))}, ${lit(new Date(now.getTime() + IDEMPOTENCY_TTL_MS).toISOString())});
+         COMMIT`,
       );
+    } else {
+      await client.query('COMMIT');
     }
-    await client.query('COMMIT');
     send(res, 200, dto);
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

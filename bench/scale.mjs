@@ -2,9 +2,11 @@
 // at each size, the per-request latency of the read and write paths and the time per batch of the
 // background passes. Aims: every per-request p50 and every pass's time per batch grows at most
 // 1.5× from the first size to the last (`--short`: 10k → 100k, fails above 2×; meant to take at
-// most ~3 min on an idle 2-core machine).
+// most ~3 min on an idle 2-core machine; `--ci`: 10k → 50k, 60 requests per figure and every pass's
+// backlog a fifth (outbox 20k, open escrows 2k, recent payments 20k, idle payments 2k, indexer 500
+// events), fails above 2×: sized for CI's shared 2 cores).
 //
-//   npm run bench:scale [-- --sizes 10000,100000,1000000] [--requests 300] [--short] [--dist DIR]
+//   npm run bench:scale [-- --sizes 10000,100000,1000000] [--requests 300] [--short | --ci] [--dist DIR]
 //
 // Seeding (bulk SQL with generate_series, no api calls): per size step, every table of a request
 // path gets rows up to the size (checkout_sessions, outbox_events + webhook_deliveries, escrows,
@@ -33,8 +35,9 @@
 //                     one webhook retention batch (5,000 events with their deliveries) and one
 //                     idempotency reaper batch, each in a transaction rolled back afterwards
 //   reconciliation    10k open (funded) escrows and 100k payments ended in the last 7 days: the
-//                     ledger reads of one pass (held escrows, terminal payments, the held sum),
-//                     measured as the code is today (it reads them whole: the pass is one batch)
+//                     ledger reads of one pass (a batch of RECONCILE_BATCH held escrows and of
+//                     ended payments, each from its cursor, and the held sum), 5 consecutive batches
+//                     (`--ci`: 3)
 //   payment sweep     10k idle pending payments: one sweep selection (PaymentsRepository.idle)
 //   indexer catch-up  APPROXIMATED: the chain part (eth_getLogs) is left out; the database part
 //                     of applying `delivered` events to funded escrows, with the statements the
@@ -55,13 +58,13 @@ import { HOST, REDIS_URL, databaseUrl, deleteRedisKeys, eachFlag, fileStamp, fre
 const DB_NAME = process.env.BENCH_SCALE_DATABASE ?? 'pcp_scale';
 const DATABASE_URL = databaseUrl(DB_NAME);
 const SMALL_ORGS = 200;
-const OUTBOX_BACKLOG = 100_000;
-const OPEN_ESCROWS = 10_000;
-const RECENT_PAYMENTS = 100_000;
-const IDLE_PAYMENTS = 10_000;
+// The passes' backlogs (issue 33); `--ci` shrinks them (each still several batches deep).
+const BACKLOGS = { outbox: 100_000, openEscrows: 10_000, recentPayments: 100_000, idlePayments: 10_000 };
+// Reconciliation's batch (RECONCILE_BATCH's default, src/config/env.schema.ts).
+const RECONCILE_BATCH = 500;
 
 function parseArgs(args) {
-  const opts = { sizes: [10_000, 100_000, 1_000_000], requests: 300, warmup: 30, relayBatches: 10, indexerEvents: 10_000, aim: 1.5, short: false, dist: 'dist', keep: false };
+  const opts = { sizes: [10_000, 100_000, 1_000_000], requests: 300, warmup: 30, relayBatches: 10, indexerEvents: 10_000, aim: 1.5, short: false, ci: false, backlogs: BACKLOGS, dist: 'dist', keep: false };
   for (const { flag, arg, value } of eachFlag(args)) {
     switch (flag) {
       case '--sizes': opts.sizes = value().split(',').map(Number); break;
@@ -72,6 +75,12 @@ function parseArgs(args) {
       case '--keep': opts.keep = true; break;
       case '--short':
         Object.assign(opts, { short: true, sizes: [10_000, 100_000], requests: 100, warmup: 15, relayBatches: 5, indexerEvents: 1_000, aim: 2 });
+        break;
+      case '--ci':
+        Object.assign(opts, {
+          ci: true, sizes: [10_000, 50_000], requests: 60, warmup: 10, relayBatches: 3, indexerEvents: 500, aim: 2,
+          backlogs: { outbox: 20_000, openEscrows: 2_000, recentPayments: 20_000, idlePayments: 2_000 },
+        });
         break;
       default: throw new Error(`unknown flag ${arg} (see the header of bench/scale.mjs)`);
     }
@@ -331,7 +340,7 @@ function passFigures(opts) {
           `INSERT INTO outbox_events (id, organization_id, type, data, created_at)
            SELECT pg_temp.uuid7_at(now() - g * interval '1 millisecond'), $1, 'checkout.funded', '{"backlog":true}', now() - g * interval '1 millisecond'
              FROM generate_series(1, $2) g`,
-          [seed.big, OUTBOX_BACKLOG],
+          [seed.big, opts.backlogs.outbox],
         );
         await c.query('ANALYZE outbox_events');
       },
@@ -364,29 +373,40 @@ function passFigures(opts) {
       },
     },
     {
-      // Reconciliation: 10k open escrows and 100k payments ended in the last 7 days; one pass's ledger reads.
-      name: 'reconciliation ledger reads (one pass)',
-      batches: 3,
-      async setup({ c, seed }) {
+      // Reconciliation: 10k open escrows and 100k payments ended in the last 7 days; one pass's ledger
+      // reads, a batch of RECONCILE_BATCH escrows and of payments from their cursors (each batch goes on after the last).
+      name: `reconciliation ledger reads (one pass: ${RECONCILE_BATCH} escrows, ${RECONCILE_BATCH} payments)`,
+      // Every batch full: fewer than the backlog holds (the escrows run out first).
+      batches: Math.min(5, Math.floor(opts.backlogs.openEscrows / RECONCILE_BATCH) - 1),
+      async setup(t) {
+        const { c, seed } = t;
+        t.recon = { escrowAfter: '', paymentAfter: null };
         await c.query(
           `INSERT INTO escrows (id, escrow_key, status, buyer_address, seller_address, seller_organization_id, amount_units, escrow_template_id, inspection_window_seconds, created_at, updated_at)
            SELECT pg_temp.uuid7_at(now() - g * interval '1 second'), '0xbacklog' || md5('open' || g), 'funded', '0x' || repeat('3', 40), '0x' || repeat('4', 40), $1, 1000000, 'backlog', 86400,
                   now() - g * interval '1 second', now() - g * interval '1 second'
              FROM generate_series(1, $2) g`,
-          [seed.big, OPEN_ESCROWS],
+          [seed.big, opts.backlogs.openEscrows],
         );
         await c.query(
           `INSERT INTO payments (id, agent_id, organization_id, idempotency_key, fingerprint, status, mode, to_handle, to_address, from_address, amount, auth_nonce, auth_signature, created_at, updated_at)
            SELECT pg_temp.uuid7_at(now() - g * interval '5 seconds'), $1, $2, 'backlog-' || g, 'f', 'succeeded', 'instant', 'payee', '0x' || repeat('5', 40), '0x' || repeat('7', 40), 1000000,
                   '0x' || md5('recent' || g) || md5('n' || g), '0x00', now() - g * interval '5 seconds', now() - g * interval '5 seconds'
              FROM generate_series(1, $3) g`,
-          [seed.bigAgent, seed.big, RECENT_PAYMENTS],
+          [seed.bigAgent, seed.big, opts.backlogs.recentPayments],
         );
         await c.query('ANALYZE escrows, payments');
       },
-      async batch({ repos }) {
-        const [escrows, payments] = await Promise.all([repos.reconciliation.escrows(7), repos.reconciliation.terminalPayments(7), repos.reconciliation.heldSum()]);
-        if (escrows.length < OPEN_ESCROWS || payments.length < RECENT_PAYMENTS) throw new Error(`reconciliation read ${escrows.length} escrows and ${payments.length} payments`);
+      async batch(t) {
+        const recon = t.recon;
+        const [escrows, payments] = await Promise.all([
+          t.repos.reconciliation.escrows(7, recon.escrowAfter, RECONCILE_BATCH),
+          t.repos.reconciliation.terminalPayments(7, recon.paymentAfter, RECONCILE_BATCH),
+          t.repos.reconciliation.heldSum(),
+        ]);
+        if (escrows.length !== RECONCILE_BATCH || payments.length !== RECONCILE_BATCH) throw new Error(`a reconciliation batch read ${escrows.length} escrows and ${payments.length} payments, expected ${RECONCILE_BATCH} of each`);
+        recon.escrowAfter = escrows.at(-1).id;
+        recon.paymentAfter = payments.at(-1).cursor;
       },
       // The escrows stay for the indexer's figure below, which removes them.
       teardown: ({ c, seed }) => c.query(`DELETE FROM payments WHERE idempotency_key LIKE 'backlog-%' AND agent_id = $1`, [seed.bigAgent]),
@@ -429,7 +449,7 @@ function passFigures(opts) {
            SELECT pg_temp.uuid7_at(now() - interval '1 hour'), $1, $2, 'idle-' || g, 'f', 'pending', 'instant', 'payee', '0x' || repeat('5', 40), '0x' || repeat('6', 40), 1000000,
                   now() - interval '1 hour' - g * interval '1 second', now() - interval '1 hour' - g * interval '1 second'
              FROM generate_series(1, $3) g`,
-          [seed.bigAgent, seed.big, IDLE_PAYMENTS],
+          [seed.bigAgent, seed.big, opts.backlogs.idlePayments],
         );
         await c.query('ANALYZE payments');
       },

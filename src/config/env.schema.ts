@@ -219,7 +219,7 @@ export class EnvSchema {
   @Transform(toInt) @IsInt() @Min(5) @Max(86400) RECONCILE_INTERVAL_S = 300;
   /** Most blocks one eth_getLogs of reconciliation asks for (public nodes refuse wide ranges; issue 30). */
   @Transform(toInt) @IsInt() @Min(1) @Max(100000) RECONCILE_LOG_WINDOW = 2000;
-  /** Held escrows whose state one reconciliation pass reads (a batch from a cursor; the next pass goes on; issue 30). */
+  /** Held escrows, and ended payments and x402 settlements, one reconciliation pass reads of each (a batch from a cursor; the next pass goes on; issues 30, 33). */
   @Transform(toInt) @IsInt() @Min(1) @Max(100000) RECONCILE_BATCH = 500;
   // Invoice email (docs/architecture.md §11): unset SMTP_URL = invoices are sent without email.
   @IsOptional()

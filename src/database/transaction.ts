@@ -1,13 +1,30 @@
 import { TransactionHost, type TransactionalAdapter } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, Query } from 'pg';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 
-/** The raw pg connection of a transaction, as a `begin` step sees it (simple protocol: no parameters, several statements). */
+/**
+ * The raw pg connection of a transaction, as a `begin` step sees it (simple protocol: no
+ * parameters, several statements). A pg `Query` may be submitted instead of text, to receive the
+ * rows of the statements that ran before one that failed (its `row` events).
+ */
 export interface RawConnection {
   query(sql: string): Promise<unknown>;
+  query(query: Query): Query;
+}
+
+/**
+ * Thrown by a {@link TxOptions.begin} step whose message ended without opening a transaction
+ * (its statements ran as an implicit transaction block that failed before its `BEGIN`, so the
+ * connection is idle): no ROLLBACK is sent before the connection goes back to the pool, and
+ * the error reaches the caller of `withTransaction` as it is. `value` is what the step learned.
+ */
+export class BeginDeclined<V = unknown> extends Error {
+  constructor(readonly value: V) {
+    super('the begin step opened no transaction');
+  }
 }
 
 /**
@@ -22,6 +39,14 @@ export interface TxOptions {
    * transaction in its first statement; if it throws, the transaction is rolled back.
    */
   begin?: (connection: RawConnection) => Promise<void>;
+  /**
+   * Only with `begin`: called once the body has succeeded; the SQL it returns (simple protocol, no
+   * parameters, literals inlined) is sent with `COMMIT` in ONE message, saving the COMMIT round
+   * trip (docs/decisions.md, "Idempotency record and COMMIT in one round trip"). Any error of that
+   * message rolls the whole transaction back and is thrown; a statement that must hold for the
+   * commit to happen fails (raises) instead of returning no rows. Undefined: a plain COMMIT.
+   */
+  end?: () => string | undefined;
 }
 
 /**
@@ -45,7 +70,7 @@ export class TypeOrmTxAdapter implements TransactionalAdapter<DataSource, Entity
       ...stock,
       wrapWithTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void) =>
         options?.begin
-          ? withOwnBegin(dataSource.createQueryRunner(), options.begin, fn, setClient)
+          ? withOwnBegin(dataSource.createQueryRunner(), { begin: options.begin, end: options.end }, fn, setClient)
           : stock.wrapWithTransaction(options as Parameters<Stock['wrapWithTransaction']>[0], fn, setClient),
       // The stock one, re-typed: its options type requires isolationLevel, ours makes it optional.
       wrapWithNestedTransaction: (options: TxOptions | undefined, fn: (...args: unknown[]) => Promise<unknown>, setClient: (client?: EntityManager) => void, client: EntityManager) =>
@@ -56,7 +81,7 @@ export class TypeOrmTxAdapter implements TransactionalAdapter<DataSource, Entity
 
 async function withOwnBegin(
   runner: QueryRunner,
-  begin: (connection: RawConnection) => Promise<void>,
+  { begin, end }: Pick<TxOptions, 'end'> & Required<Pick<TxOptions, 'begin'>>,
   fn: () => Promise<unknown>,
   setClient: (client?: EntityManager) => void,
 ): Promise<unknown> {
@@ -66,8 +91,9 @@ async function withOwnBegin(
       await begin(connection);
     } catch (err) {
       // A statement after BEGIN failed: the connection holds an aborted transaction; it must not
-      // go back to the pool that way (ROLLBACK without a transaction is only a warning).
-      await connection.query('ROLLBACK').catch(() => undefined);
+      // go back to the pool that way (ROLLBACK without a transaction is only a warning). A step
+      // that declined before its BEGIN left the connection idle: nothing to send.
+      if (!(err instanceof BeginDeclined)) await connection.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
     // What startTransaction would have set (PostgresQueryRunner: depth 0 → START TRANSACTION).
@@ -80,7 +106,20 @@ async function withOwnBegin(
       await runner.rollbackTransaction().catch(() => undefined);
       throw err;
     }
-    await runner.commitTransaction();
+    const last = end?.();
+    if (last === undefined) {
+      await runner.commitTransaction();
+      return result;
+    }
+    try {
+      await connection.query(`${last};\nCOMMIT`);
+    } catch (err) {
+      // The message stopped at its failing statement (COMMIT not run): the transaction is aborted.
+      await runner.rollbackTransaction().catch(() => undefined);
+      throw err;
+    }
+    // What commitTransaction would have reset.
+    Object.assign(runner as unknown as { isTransactionActive: boolean; transactionDepth: number }, { isTransactionActive: false, transactionDepth: 0 });
     return result;
   } finally {
     await runner.release();

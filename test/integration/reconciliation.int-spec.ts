@@ -359,6 +359,50 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     }
   });
 
+  it('ended payments are read in batches of RECONCILE_BATCH from a cursor: no pass reads more than one batch, and a wrong amount beyond the first batch is reported once the cursor reaches it', async () => {
+    const BATCH = 2;
+    const small = await createTestApp({ ...env, RECONCILE_BATCH: String(BATCH) });
+    const agent = await createAgent(t, chain, { policy: null, enable: false });
+    const payer = await chain.wallet({ usdc: 10n * USDC });
+    const payee = (await chain.wallet({ eth: false })).address;
+    const submitter = await chain.wallet();
+    const validBefore = (await chain.headTimestamp()) + 3600;
+    const auth = await chain.gateway.signTransferAuthorization(payer, { to: payee, value: 2n * USDC, validBefore: BigInt(validBefore) });
+    const receipt = (await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth) })).wait())!;
+    // Five failed payments whose authorizations were never used (fine) ended before the wrong one: the
+    // first batches are theirs (and any ended earlier by other tests of this file).
+    const fillers: string[] = [];
+    for (let i = 0; i < 5; i++) fillers.push(await insertPayment(agent, { status: 'failed', from: payer.address, to: payee, amount: USDC, validBefore, nonce: hexlify(randomBytes(32)) }));
+    await t.dataSource.query(`UPDATE payments SET updated_at = now() - interval '1 hour' WHERE id = ANY($1)`, [fillers]);
+    const wrongAmount = await insertPayment(agent, { status: 'succeeded', from: payer.address, to: payee, amount: 3n * USDC, validBefore, nonce: auth.nonce, txHash: receipt.hash });
+    const ours = [...fillers, wrongAmount];
+    try {
+      const svc1 = small.app.get(ReconciliationService);
+      // Finish the cycle the earlier passes (batches of 500) left, so this one starts from the window's start.
+      for (let i = 0; i < 100 && !(await svc1.run()).paymentBatch.wrapped; i++);
+      const passes: ReconcileReport[] = [];
+      do passes.push(await svc1.run());
+      while (!passes[passes.length - 1].paymentBatch.wrapped && passes.length < 100);
+      expect(passes[0].paymentBatch.after).toBe('');
+      for (const r of passes) expect(r.checked.payments).toBeLessThanOrEqual(BATCH);
+      const total = (await t.dataSource.query<Array<{ n: number }>>(
+        `SELECT count(*)::int AS n FROM payments WHERE status IN ('succeeded', 'failed') AND auth_nonce IS NOT NULL AND updated_at > now() - interval '7 days'`,
+      ))[0].n;
+      expect(total).toBeGreaterThanOrEqual(ours.length);
+      // Every ended payment is read once across the cycle: ceil(total / BATCH) full-or-partial batches (one more, empty, when BATCH divides it).
+      expect(passes.reduce((n, r) => n + r.checked.payments, 0)).toBe(total);
+      expect(passes.length).toBe(Math.floor(total / BATCH) + 1);
+      const reported = passes.map((r, i) => [i, byKind(r, 'payment_amount').filter((m) => m.ids[0] === wrongAmount).length] as const).filter(([, n]) => n > 0);
+      // The wrong row ended last: not in the first batch, reported by exactly one later pass.
+      expect(reported).toEqual([[expect.any(Number), 1]]);
+      expect(reported[0][0]).toBeGreaterThan(0);
+      expect(passes.flatMap((r) => r.mismatches).filter((m) => fillers.includes(m.ids[0]))).toEqual([]);
+    } finally {
+      await t.dataSource.query(`DELETE FROM payments WHERE id = ANY($1)`, [ours]);
+      await small.close();
+    }
+  });
+
   it('the worker runs the pass on its schedule (RECONCILE_INTERVAL_S); a relayed agent payment reconciles; a payment row edited to failed → payment_authorization', async () => {
     let worker: TestWorker | undefined;
     try {

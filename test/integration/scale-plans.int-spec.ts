@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger as TypeOrmLogger } from 'typeorm';
 import { TransactionHost, TxHost } from '../../src/database/transaction';
 import { IdempotencyRepository } from '../../src/kernel/idempotency/idempotency.repository';
+import { ReconciliationRepository } from '../../src/chain/reconciliation/reconciliation.repository';
 import { CheckoutRepository } from '../../src/modules/checkout/checkout.repository';
 import { EscrowRepository } from '../../src/modules/escrow/escrow.repository';
 import { PaymentsRepository } from '../../src/modules/payments/payments.repository';
@@ -193,6 +194,40 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     await t.dataSource.query(`DELETE FROM outbox_events WHERE relayed_at IS NULL AND organization_id = $1`, [org.organizationId]);
     const payments = t.app.get(PaymentsRepository);
     expectBounded(await planOf('payments', () => withTx(() => payments.idle(new Date(), 100))), 'payments', 100);
+  });
+
+  it('reconciliation batches: ended payments and x402 settlements read one batch from their cursor (issue 33)', async () => {
+    const recon = new ReconciliationRepository(t.dataSource, t.app.get(TransactionHost));
+    const payer = `0xplan${process.pid}`;
+    // 5,000 ended payments and settlements in the last 7 days, beside the 40,000 older ones seeded above.
+    await t.dataSource.query(
+      `INSERT INTO payments (id, agent_id, organization_id, idempotency_key, fingerprint, status, mode, to_handle, to_address, from_address, amount, auth_nonce, auth_signature, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, $2, 'plan-ended-' || g, 'f', CASE WHEN g % 5 = 0 THEN 'failed' ELSE 'succeeded' END, 'instant', 'p', '0x', '0x', 1, md5('plan-ended' || g), '0x00',
+              now() - random() * interval '6 days', now() - random() * interval '6 days'
+         FROM generate_series(1, 5000) g`,
+      [agentId, org.organizationId],
+    );
+    await t.dataSource.query(
+      `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, md5('plan' || g), '0x', 'p', 1, '/x', 'settled', now() - random() * interval '365 days', now() - random() * interval '365 days'
+         FROM generate_series(1, 20000) g`,
+      [payer],
+    );
+    await t.dataSource.query(`UPDATE x402_settlements SET updated_at = now() - random() * interval '6 days' WHERE payer = $1 AND random() < 0.25`, [payer]);
+    await t.dataSource.query('ANALYZE payments, x402_settlements');
+    try {
+      const first = await planOf('payments', () => recon.terminalPayments(7, null, 100));
+      expectBounded(first, 'payments', 100);
+      const page = await recon.terminalPayments(7, null, 100);
+      expect(page).toHaveLength(100);
+      expectBounded(await planOf('payments', () => recon.terminalPayments(7, page[99].cursor, 100)), 'payments', 100);
+      // The next batch starts after the last row of this one, in (updated_at, id) order.
+      const next = await recon.terminalPayments(7, page[99].cursor, 100);
+      expect(new Set([...page, ...next].map((r) => r.id)).size).toBe(200);
+      expectBounded(await planOf('x402_settlements', () => recon.terminalSettlements(7, null, 100)), 'x402_settlements', 100);
+    } finally {
+      await t.dataSource.query(`DELETE FROM x402_settlements WHERE payer = $1`, [payer]);
+    }
   });
 
   it('a webhook retention batch deletes its events and their deliveries without scanning either table', async () => {

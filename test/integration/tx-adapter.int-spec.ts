@@ -1,6 +1,6 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { dataSourceOptions } from '../../src/database/data-source';
-import { RawConnection, TxOptions, TypeOrmTxAdapter } from '../../src/database/transaction';
+import { BeginDeclined, RawConnection, TxOptions, TypeOrmTxAdapter } from '../../src/database/transaction';
 
 /**
  * The transaction adapter's `begin` option (src/database/transaction.ts; docs/decisions.md,
@@ -92,6 +92,39 @@ describe('TypeOrmTxAdapter with a begin step (one pooled connection)', () => {
       await nested(em, (inner) => inner.query(`INSERT INTO ${table} VALUES (3)`));
     });
     expect(await rows()).toEqual([1, 3]);
+    expect(await outsideTransaction()).toBe(true);
+  });
+
+  it('an end step rides with COMMIT: its statement and the body commit together; a failing end statement rolls everything back', async () => {
+    await wrap({ ...beginWith(`INSERT INTO ${table} VALUES (1)`), end: () => `INSERT INTO ${table} VALUES (3)` }, (em) => em.query(`INSERT INTO ${table} VALUES (2)`));
+    expect(await rows()).toEqual([1, 2, 3]);
+    expect(await outsideTransaction()).toBe(true);
+    // The end statement fails (as the idempotency record does when a live one exists): COMMIT never runs.
+    await expect(
+      wrap({ ...beginWith(`INSERT INTO ${table} VALUES (4)`), end: () => `INSERT INTO ${table} VALUES (5); SELECT 1/0` }, (em) => em.query(`INSERT INTO ${table} VALUES (6)`)),
+    ).rejects.toThrow(/division by zero/);
+    expect(await rows()).toEqual([1, 2, 3]);
+    expect(await outsideTransaction()).toBe(true);
+    // An end step that returns nothing: a plain COMMIT.
+    await wrap({ ...beginWith(`INSERT INTO ${table} VALUES (7)`), end: () => undefined }, async () => undefined);
+    expect(await rows()).toEqual([1, 2, 3, 7]);
+  });
+
+  it('a begin step that declines before its BEGIN: the body never runs, the error reaches the caller, the connection is idle', async () => {
+    const declining: TxOptions = {
+      begin: async (c) => {
+        // An implicit transaction block that fails before its BEGIN: nothing stays open.
+        await c.query(`INSERT INTO ${table} VALUES (1); SELECT 1/0; BEGIN`).catch(() => {
+          throw new BeginDeclined('lost');
+        });
+      },
+    };
+    let ran = false;
+    const err = await wrap(declining, async () => void (ran = true)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BeginDeclined);
+    expect((err as BeginDeclined<string>).value).toBe('lost');
+    expect(ran).toBe(false);
+    expect(await rows()).toEqual([]);
     expect(await outsideTransaction()).toBe(true);
   });
 });

@@ -13,6 +13,26 @@ export interface EscrowRecord {
   amount_units: string;
 }
 
+/** A terminal payment as reconciliation checks it; `amount` in base units, `cursor` its place in the batch order. */
+export interface TerminalPayment {
+  id: string;
+  status: string;
+  from_address: string;
+  auth_nonce: string;
+  to_address: string;
+  amount: string;
+  tx_hash: string | null;
+  mode: string;
+  cursor: string;
+}
+
+/** A batch cursor ('<updated_at as text>|<id>', or null from the start) as query parameters. */
+function cursorParts(after: string | null): [string, string] {
+  if (!after) return ['-infinity', '00000000-0000-0000-0000-000000000000'];
+  const bar = after.lastIndexOf('|');
+  return [after.slice(0, bar), after.slice(bar + 1)];
+}
+
 /**
  * Reconciliation's reads of the ledger (DESIGN §18; docs/architecture.md, Conventions 4: all SQL in
  * repositories). Each runs on its own pooled connection, in no transaction: a pass reads the ledger
@@ -38,26 +58,50 @@ export class ReconciliationRepository {
     );
   }
 
-  /** Agent payments with an EIP-3009 authorization that ended (succeeded or failed) within `days`; amount in base units. */
-  terminalPayments(days: number): Promise<Array<{ id: string; status: string; from_address: string; auth_nonce: string; to_address: string; amount: string; tx_hash: string | null; mode: string }>> {
+  /**
+   * One batch of the agent payments with an EIP-3009 authorization that ended (succeeded or failed)
+   * within `days`, in (updated_at, id) order after `after` (null: from the start of the window), at
+   * most `limit` (issue 33: a pass is a bounded batch from a cursor; a range scan of
+   * `payments_reconcile_idx`; the window's start and the cursor are ONE lower bound, as separate
+   * conditions on updated_at the planner multiplied their selectivities, expected a handful of rows
+   * and sorted the whole window instead of reading the index in order). A row updated again moves
+   * ahead of the cursor and is read again.
+   * `amount` in base units; `cursor` is the row's place, to pass back as `after`.
+   */
+  terminalPayments(days: number, after: string | null, limit: number): Promise<Array<TerminalPayment>> {
+    const [at, id] = cursorParts(after);
     return this.dataSource.query(
-      `SELECT id, status, from_address, auth_nonce, to_address, amount::text, tx_hash, mode FROM payments
-        WHERE status IN ('succeeded', 'failed') AND auth_nonce IS NOT NULL AND updated_at > now() - make_interval(days => $1)`,
-      [days],
+      `SELECT id, status, from_address, auth_nonce, to_address, amount::text, tx_hash, mode, updated_at::text || '|' || id AS cursor FROM payments
+        WHERE status IN ('succeeded', 'failed') AND auth_nonce IS NOT NULL
+          AND (updated_at, id) > (GREATEST($2::timestamptz, now() - make_interval(days => $1)), $3::uuid)
+        ORDER BY updated_at, id LIMIT $4`,
+      [days, at, id, limit],
     );
   }
 
   /**
-   * x402 settlements that ended within `days`, and those answered 200 but open again (a reorg took
-   * their transfer off the chain, DESIGN §22): reported until the transfer is mined again.
+   * One batch of the x402 settlements that ended within `days`, as {@link terminalPayments}
+   * (`x402_settlements_reconcile_idx`), followed by at most `limit` of those answered 200 but open
+   * again (a reorg took their transfer off the chain, DESIGN §22: reported until the transfer is
+   * mined again; read on every pass, `cursor` null).
    */
-  terminalSettlements(days: number): Promise<Array<{ id: string; status: string; payer: string; nonce: string }>> {
-    return this.dataSource.query(
-      `SELECT id, status, payer, nonce FROM x402_settlements
-        WHERE (status IN ('settled', 'succeeded', 'failed') AND updated_at > now() - make_interval(days => $1))
-           OR (status IN ('pending', 'reserved') AND answered_at IS NOT NULL)`,
-      [days],
-    );
+  async terminalSettlements(days: number, after: string | null, limit: number): Promise<Array<{ id: string; status: string; payer: string; nonce: string; cursor: string | null }>> {
+    const [at, id] = cursorParts(after);
+    const [ended, reopened] = await Promise.all([
+      this.dataSource.query(
+        `SELECT id, status, payer, nonce, updated_at::text || '|' || id AS cursor FROM x402_settlements
+          WHERE status IN ('settled', 'succeeded', 'failed')
+            AND (updated_at, id) > (GREATEST($2::timestamptz, now() - make_interval(days => $1)), $3::uuid)
+          ORDER BY updated_at, id LIMIT $4`,
+        [days, at, id, limit],
+      ) as Promise<Array<{ id: string; status: string; payer: string; nonce: string; cursor: string }>>,
+      this.dataSource.query(
+        `SELECT id, status, payer, nonce, NULL AS cursor FROM x402_settlements
+          WHERE status IN ('pending', 'reserved') AND answered_at IS NOT NULL ORDER BY updated_at LIMIT $1`,
+        [limit],
+      ) as Promise<Array<{ id: string; status: string; payer: string; nonce: string; cursor: null }>>,
+    ]);
+    return [...ended, ...reopened];
   }
 
   /** Each relayer address's next nonce as allocated in Postgres (docs/architecture.md §5). */

@@ -57,6 +57,9 @@ export interface ReconcileReport {
   escrowBalance: { ledger: string; chain: string };
   /** The escrow batch read this pass: after which id it started ('' = the first) and whether the next pass starts over. */
   escrowBatch: { after: string; wrapped: boolean };
+  /** The batches of ended payments and x402 settlements read this pass, likewise ('' = the first; the cursor is '<updated_at>|<id>'). */
+  paymentBatch: { after: string; wrapped: boolean };
+  x402Batch: { after: string; wrapped: boolean };
   /** How far the AuthorizationCanceled logs are read (a failed-but-used row above it is judged on a later pass). */
   cancelScan: { cursor: number; block: number };
 }
@@ -76,7 +79,8 @@ const TRANSFER_TOPIC = USDC_IFACE.getEvent('Transfer')!.topicHash;
  * Checks (a) the escrow contract's USDC balance equals the sum of held escrows (one aggregate query; a
  * surplus is the notice `escrow_surplus`, not a mismatch: anyone can send dust to the contract); (b) each
  * escrow's status equals the contract's state for its key, a batch of RECONCILE_BATCH per pass from a
- * cursor in Redis; (c) each succeeded payment and settled x402 settlement has its EIP-3009 authorization
+ * cursor in Redis; (c) each succeeded payment and settled x402 settlement (those that ended in the last
+ * 7 days, a batch of RECONCILE_BATCH of each per pass from its own cursor) has its EIP-3009 authorization
  * used on chain, each failed one unused or cancelled (AuthorizationCanceled logs read in windows of
  * RECONCILE_LOG_WINDOW blocks from a cursor), each succeeded payment's transaction moved its amount to
  * its payee (`payment_amount`, `payment_recipient`), and nothing is pending past its validBefore plus
@@ -147,12 +151,14 @@ export class ReconciliationService implements OnModuleDestroy {
 
   private async check(): Promise<ReconcileReport> {
     const batchKey = `${this.config.env.REDIS_PREFIX}:reconcile:escrow-after`;
-    const after = (await this.redis.get(batchKey)) ?? '';
+    const paymentKey = `${this.config.env.REDIS_PREFIX}:reconcile:payment-after`;
+    const x402Key = `${this.config.env.REDIS_PREFIX}:reconcile:x402-after`;
+    const [after = '', paymentAfter = '', x402After = ''] = (await this.redis.mget(batchKey, paymentKey, x402Key)).map((v) => v ?? '');
     const batchSize = this.config.env.RECONCILE_BATCH;
     const [escrows, payments, settlements, relayers, cursorBlock, held] = await Promise.all([
       this.repo.escrows(RECHECK_TERMINAL_DAYS, after, batchSize),
-      this.repo.terminalPayments(RECHECK_TERMINAL_DAYS),
-      this.repo.terminalSettlements(RECHECK_TERMINAL_DAYS),
+      this.repo.terminalPayments(RECHECK_TERMINAL_DAYS, paymentAfter || null, batchSize),
+      this.repo.terminalSettlements(RECHECK_TERMINAL_DAYS, x402After || null, batchSize),
       this.repo.relayerNonces(),
       this.cursors.read(ESCROW_CURSOR),
       this.repo.heldSum(),
@@ -188,6 +194,15 @@ export class ReconciliationService implements OnModuleDestroy {
     });
     const wrapped = escrows.length < batchSize;
     await this.redis.set(batchKey, wrapped ? '' : escrows[escrows.length - 1].id, 'EX', LAST_REPORT_TTL_S);
+    // The ended payments and settlements: this pass's batch; the next pass goes on after it (issue 33).
+    const endedSettlements = settlements.filter((s) => s.cursor !== null);
+    const paymentsWrapped = payments.length < batchSize;
+    const x402Wrapped = endedSettlements.length < batchSize;
+    await this.redis
+      .multi()
+      .set(paymentKey, paymentsWrapped ? '' : payments[payments.length - 1].cursor, 'EX', LAST_REPORT_TTL_S)
+      .set(x402Key, x402Wrapped ? '' : endedSettlements[endedSettlements.length - 1].cursor!, 'EX', LAST_REPORT_TTL_S)
+      .exec();
 
     // (c) Authorizations: used ⇔ succeeded; failed ⇒ unused or cancelled (cancellations read in windows from a cursor).
     const scanned = await this.scanCancellations(block);
@@ -244,6 +259,8 @@ export class ReconciliationService implements OnModuleDestroy {
       checked: { escrows: escrows.length, payments: payments.length, x402Settlements: settlements.length, relayers: relayers.length },
       escrowBalance: { ledger: formatAmount(ledgerBalance), chain: formatAmount(chainBalances[chainBalances.length - 1]) },
       escrowBatch: { after, wrapped },
+      paymentBatch: { after: paymentAfter, wrapped: paymentsWrapped },
+      x402Batch: { after: x402After, wrapped: x402Wrapped },
       cancelScan: { cursor: scanned, block },
     };
   }

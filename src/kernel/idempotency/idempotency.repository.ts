@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { escapeLiteral } from 'pg';
+import { escapeLiteral, Query } from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { queryRows, type RawConnection, TransactionHost, TxHost } from '../../database/transaction';
+import { BeginDeclined, queryRows, type RawConnection, TransactionHost, TxHost } from '../../database/transaction';
 import { IdempotencyRecord } from './idempotency-record.entity';
 
 /** A stored outcome: status and the body exactly as first sent. */
@@ -21,36 +21,55 @@ export class IdempotencyRepository {
   }
 
   /**
-   * Opens the transaction and claims (scope, key) in one round trip (docs/architecture.md §5;
-   * docs/decisions.md, "Idempotency claim in one round trip"): `BEGIN`, the transaction-scoped
-   * advisory lock taken without waiting, a read of the live record ({@link find}) and
-   * `SAVEPOINT <savepoint>`, as one simple-protocol message of four statements on `connection`
-   * (the `begin` step of {@link TxOptions}). Under READ COMMITTED each statement of the message
-   * takes its own snapshot, so the read still sees a twin's record committed before the lock was
-   * granted. The values are inlined as SQL literals (pg's escapeLiteral; the scope is hex, the key
-   * printable ASCII) because the simple protocol takes no parameters.
+   * Claims (scope, key) and, only when the claim is won, opens the transaction, in one round trip
+   * (docs/architecture.md §5; docs/decisions.md, "Idempotency claim in one round trip" and
+   * "Idempotency record and COMMIT in one round trip"): one simple-protocol message on
+   * `connection` (the `begin` step of {@link TxOptions}) of
+   *   1. the transaction-scoped advisory lock, taken without waiting;
+   *   2. a read of the live record ({@link find});
+   *   3. a check that fails (division by zero) unless the lock is held and no live record exists;
+   *   4. `BEGIN` and 5. `SAVEPOINT <savepoint>`.
+   * Statements 1–3 run as an implicit transaction block; PostgreSQL folds them into the
+   * transaction the `BEGIN` opens, so a won claim keeps its lock until COMMIT. A lost claim fails
+   * at 3, which ends the implicit block (the lock is released, the connection is idle): a replay,
+   * a 422 or a 409 then costs this single round trip. Under READ COMMITTED each statement takes its
+   * own snapshot, so the read still sees a twin's record committed before the lock was granted.
+   * The values are inlined as SQL literals (pg's escapeLiteral; the scope is hex, the key printable
+   * ASCII) because the simple protocol takes no parameters.
    * With `wait` the lock is awaited instead (row-owned reservations: a twin's transaction is short
    * and holds no network call, so waiting for it and then finding its row beats a 409).
-   * @returns whether the lock was taken (false: a twin request is in flight) and, if so, the live
-   *   record (null when there is none).
+   * @returns when the claim is won (the transaction is open, the savepoint set).
+   * @throws BeginDeclined carrying `{ record }` when it is lost: the live record (a finished
+   *   outcome, or an in-flight claim), or null when a twin holds the lock; no transaction is open.
    */
-  async beginAndClaim(connection: RawConnection, scopeHash: string, key: string, savepoint: string, wait = false): Promise<{ locked: boolean; record: StoredOutcome | null }> {
+  async beginAndClaim(connection: RawConnection, scopeHash: string, key: string, savepoint: string, wait = false): Promise<void> {
     if (!/^[a-z_]+$/.test(savepoint)) throw new Error(`beginAndClaim: bad savepoint name ${savepoint}`);
     const lockId = `hashtextextended(${escapeLiteral(`${scopeHash}:${key}`)}, 0)`;
-    const results = (await connection.query(
-      `BEGIN;
-       ${wait ? `SELECT true AS locked FROM pg_advisory_xact_lock(${lockId})` : `SELECT pg_try_advisory_xact_lock(${lockId}) AS locked`};
-       SELECT fingerprint, response_status, response_body FROM idempotency_records
-        WHERE scope_hash = ${escapeLiteral(scopeHash)} AND idempotency_key = ${escapeLiteral(key)} AND expires_at > now();
+    const live = `FROM idempotency_records WHERE scope_hash = ${escapeLiteral(scopeHash)} AND idempotency_key = ${escapeLiteral(key)} AND expires_at > now()`;
+    const rows: Array<Record<string, unknown>> = [];
+    const message = new Query(
+      `${wait ? `SELECT true AS locked FROM pg_advisory_xact_lock(${lockId})` : `SELECT pg_try_advisory_xact_lock(${lockId}) AS locked`};
+       SELECT fingerprint, response_status, response_body ${live};
+       SELECT 1 / (CASE WHEN pg_try_advisory_xact_lock(${lockId}) AND NOT EXISTS (SELECT 1 ${live}) THEN 1 ELSE 0 END) AS claimed;
+       BEGIN;
        SAVEPOINT ${savepoint}`,
-    )) as Array<{ rows: Array<Record<string, unknown>> }>;
-    if (!Array.isArray(results) || results.length !== 4) throw new Error('beginAndClaim: expected four statement results');
-    const locked = results[1].rows[0]?.locked === true;
-    const row = results[2].rows[0] as { fingerprint: string; response_status: number; response_body: string } | undefined;
-    return {
-      locked,
-      record: locked && row ? { fingerprint: row.fingerprint, responseStatus: row.response_status, responseBody: JSON.parse(row.response_body) as unknown } : null,
-    };
+    );
+    const done = new Promise<void>((resolve, reject) => {
+      message.on('row', (row: Record<string, unknown>) => rows.push(row));
+      message.on('end', () => resolve());
+      message.on('error', reject);
+    });
+    connection.query(message);
+    try {
+      await done;
+    } catch (err) {
+      // Not won: the check (3) refused, before BEGIN, so no transaction is open.
+      if ((err as { code?: string }).code !== '22012') throw err;
+      const row = rows.find((r) => 'fingerprint' in r) as { fingerprint: string; response_status: number; response_body: string } | undefined;
+      throw new BeginDeclined<{ record: StoredOutcome | null }>({
+        record: row ? { fingerprint: row.fingerprint, responseStatus: row.response_status, responseBody: JSON.parse(row.response_body) as unknown } : null,
+      });
+    }
   }
 
   /** The live (unexpired) record of (scope, key), or null. */
@@ -66,46 +85,38 @@ export class IdempotencyRepository {
   }
 
   /**
-   * Stores a finished outcome; an expired record under the same key is replaced.
-   * @throws Error when no row was written (a live record exists): the caller holds the key's lock
-   *   and found none, so this is a broken invariant, and the transaction must roll back rather
-   *   than commit an effect without its record.
+   * The statement that stores a finished outcome (or, living `ttlHours` = lease / 3600, an
+   * in-flight claim), to be sent with COMMIT in one message ({@link TxOptions.end}); an expired
+   * record or claim under the key is replaced. The values are inlined as SQL literals (the simple
+   * protocol takes no parameters). Call under the key's advisory lock.
+   * When no row is written (a live record exists: the caller holds the key's lock and found none,
+   * so a broken invariant) the statement fails with division by zero (22012, see
+   * {@link isRecordNotWritten}), so the COMMIT after it never runs and the effect rolls back with it.
    */
-  async insert(record: Omit<IdempotencyRecord, 'id' | 'createdAt' | 'expiresAt'>, ttlHours: number): Promise<void> {
-    const rows = await queryRows(
-      this.txHost,
-      `INSERT INTO idempotency_records
+  recordStatement(record: Omit<IdempotencyRecord, 'id' | 'createdAt' | 'expiresAt'>, ttlHours: number): string {
+    const values = [
+      uuidv7(),
+      record.scopeHash,
+      record.idempotencyKey,
+      record.organizationId,
+      record.method,
+      record.path,
+      record.fingerprint,
+    ].map((v) => escapeLiteral(v));
+    const status = Number(record.responseStatus);
+    const seconds = Number(ttlHours * 3600);
+    if (!Number.isInteger(status) || !Number.isFinite(seconds)) throw new Error('recordStatement: bad status or ttl');
+    return `WITH written AS (
+       INSERT INTO idempotency_records
          (id, scope_hash, idempotency_key, organization_id, method, path, fingerprint, response_status, response_body, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))
+       VALUES (${values.join(', ')}, ${status}, ${escapeLiteral(JSON.stringify(record.responseBody ?? null))}, now() + make_interval(secs => ${seconds}))
        ON CONFLICT (scope_hash, idempotency_key) DO UPDATE SET
          id = EXCLUDED.id, organization_id = EXCLUDED.organization_id, method = EXCLUDED.method, path = EXCLUDED.path,
          fingerprint = EXCLUDED.fingerprint, response_status = EXCLUDED.response_status,
          response_body = EXCLUDED.response_body, created_at = now(), expires_at = EXCLUDED.expires_at
        WHERE idempotency_records.expires_at <= now()
-       RETURNING 1 AS written`,
-      [
-        uuidv7(),
-        record.scopeHash,
-        record.idempotencyKey,
-        record.organizationId,
-        record.method,
-        record.path,
-        record.fingerprint,
-        record.responseStatus,
-        JSON.stringify(record.responseBody ?? null),
-        ttlHours * 3600,
-      ],
-    );
-    if (rows.length !== 1) throw new Error(`idempotency record for key ${record.idempotencyKey} was not written: a live record exists`);
-  }
-
-  /**
-   * Stores an in-flight claim (see IdempotencyService, `after` work) living `leaseSeconds`; an
-   * expired record or claim under the key is replaced. Call under the key's advisory lock.
-   * @throws Error when a live record exists (a broken invariant, as {@link insert}).
-   */
-  async insertClaim(record: Omit<IdempotencyRecord, 'id' | 'createdAt' | 'expiresAt'>, leaseSeconds: number): Promise<void> {
-    await this.insert(record, leaseSeconds / 3600);
+       RETURNING 1)
+     SELECT 1 / (SELECT count(*)::int FROM written) AS written`;
   }
 
   /** Replaces the claim of (scope, key) with its final outcome, living `ttlHours`. */
@@ -144,4 +155,9 @@ export class IdempotencyRepository {
 /** TypeORM returns `[rows, count]` for DELETE … RETURNING on pg; plain rows elsewhere. */
 function flatRows(rows: unknown[]): unknown[] {
   return rows.length === 2 && Array.isArray(rows[0]) && typeof rows[1] === 'number' ? (rows[0] as unknown[]) : rows;
+}
+
+/** Whether `err` is {@link IdempotencyRepository.recordStatement}'s refusal to commit without its record. */
+export function isRecordNotWritten(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === '22012';
 }

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
-import { Propagation, type RawConnection, TransactionHost, TxHost } from '../../database/transaction';
+import { BeginDeclined, Propagation, type RawConnection, TransactionHost, TxHost } from '../../database/transaction';
 import { AppError } from '../../common/errors/app-error';
 import { sha256Hex } from './fingerprint';
-import { IdempotencyRepository, StoredOutcome } from './idempotency.repository';
+import { IdempotencyRepository, isRecordNotWritten, StoredOutcome } from './idempotency.repository';
 
 /** One idempotent call as any transport sees it (HTTP, MCP tool, A2A handler). */
 export interface IdempotentRequest {
@@ -133,10 +133,10 @@ const HANDLER_SAVEPOINT = 'idempotent_handler';
  * flight gets 409 with Retry-After: 1.
  *
  * Order: [if `prepare`: read the record without a lock (replay if finished) → prepare, no
- * connection held] → BEGIN, advisory lock, read the record (next statement, so its snapshot is
- * after the lock) and savepoint, in one round trip → `run` → record → COMMIT. A storable refusal
- * rolls back to the savepoint and is recorded under the same lock, so no twin can slip between
- * the refusal and its record.
+ * connection held] → advisory lock, read the record (next statement, so its snapshot is after
+ * the lock) and, when won, BEGIN and savepoint, in one round trip → `run` → record + COMMIT in
+ * one round trip. A storable refusal rolls back to the savepoint and is recorded under the same
+ * lock, so no twin can slip between the refusal and its record.
  */
 @Injectable()
 export class IdempotencyService {
@@ -216,21 +216,26 @@ export class IdempotencyService {
       outcome = { replayed: false, status: 200, body: await after() };
     } catch (err) {
       if (!isStorableError(err)) {
-        await txHost.withTransaction(Propagation.RequiresNew, () => this.records.release(scopeHash, request.key));
+        await txHost.withTransaction(Propagation.NotSupported, () => this.records.release(scopeHash, request.key));
         throw err;
       }
       outcome = { replayed: false, status: err.status, body: storedError(err) };
     }
-    await txHost.withTransaction(Propagation.RequiresNew, () => this.records.finish(scopeHash, request.key, outcome.status, outcome.body, ttl));
+    // One statement, autocommit: one round trip instead of BEGIN, UPDATE, COMMIT.
+    await txHost.withTransaction(Propagation.NotSupported, () => this.records.finish(scopeHash, request.key, outcome.status, outcome.body, ttl));
     return outcome;
   }
 
   /**
-   * BEGIN + lock + record read, then `run`; on success: `record` writes the outcome, `claim` an
-   * in-flight claim (the outcome comes later, {@link finishClaim}), `none` nothing (row-owned:
-   * the row is the record). A storable refusal is always recorded.
+   * The claim (lock + record read, and BEGIN + savepoint only when won) in one round trip, then
+   * `run`; on success: `record` writes the outcome, `claim` an in-flight claim (the outcome comes
+   * later, {@link finishClaim}), `none` nothing (row-owned: the row is the record). A storable
+   * refusal is always recorded. The record (and a refusal's ROLLBACK TO SAVEPOINT) travels with
+   * COMMIT in one message ({@link TxOptions.end}): a first call costs the claim, the work's own
+   * statements and that last message; a replay, a 422 or a 409 only the claim (docs/decisions.md,
+   * "Idempotency record and COMMIT in one round trip").
    */
-  private locked(request: IdempotentRequest, scopeHash: string, run: () => Promise<unknown>, onSuccess: 'record' | 'claim' | 'none' = 'record', wait = false): Promise<IdempotentOutcome> {
+  private async locked(request: IdempotentRequest, scopeHash: string, run: () => Promise<unknown>, onSuccess: 'record' | 'claim' | 'none' = 'record', wait = false): Promise<IdempotentOutcome> {
     const txHost = this.txHost as TxHost;
     const ttl = this.config.env.IDEMPOTENCY_TTL_HOURS;
     const base = {
@@ -241,33 +246,41 @@ export class IdempotencyService {
       method: request.method,
       path: request.path,
     };
-    let claim: { locked: boolean; record: StoredOutcome | null } | undefined;
-    // BEGIN, the lock, the record read and the handler's savepoint travel in one round trip; the
-    // savepoint is never released: COMMIT releases it.
-    const begin = async (connection: RawConnection) => {
-      claim = await this.records.beginAndClaim(connection, scopeHash, request.key, HANDLER_SAVEPOINT, wait);
-    };
-    return txHost.withTransaction(Propagation.RequiresNew, { begin }, async () => {
-      const { locked, record } = claim!;
-      if (!locked) throw inFlight();
-      if (record) return this.replay(record, request.fingerprint);
-      let outcome: IdempotentOutcome;
-      try {
-        const body = await run();
-        outcome = { replayed: false, status: 200, body };
-      } catch (err) {
-        if (!isStorableError(err)) throw err;
-        await txHost.tx.query(`ROLLBACK TO SAVEPOINT ${HANDLER_SAVEPOINT}`);
-        outcome = { replayed: false, status: err.status, body: storedError(err) };
-      }
-      if (outcome.status < 400 && onSuccess === 'none') return outcome;
-      if (outcome.status < 400 && onSuccess === 'claim') {
-        await this.records.insertClaim({ ...base, responseStatus: IN_FLIGHT_STATUS, responseBody: null }, CLAIM_LEASE_SECONDS);
+    // The savepoint is never released: COMMIT releases it.
+    const begin = (connection: RawConnection) => this.records.beginAndClaim(connection, scopeHash, request.key, HANDLER_SAVEPOINT, wait);
+    let last: string | undefined;
+    try {
+      return await txHost.withTransaction(Propagation.RequiresNew, { begin, end: () => last }, async () => {
+        let outcome: IdempotentOutcome;
+        let refused = false;
+        try {
+          const body = await run();
+          outcome = { replayed: false, status: 200, body };
+        } catch (err) {
+          if (!isStorableError(err)) throw err;
+          refused = true;
+          outcome = { replayed: false, status: err.status, body: storedError(err) };
+        }
+        if (outcome.status < 400 && onSuccess === 'none') return outcome;
+        const record =
+          outcome.status < 400 && onSuccess === 'claim'
+            ? this.records.recordStatement({ ...base, responseStatus: IN_FLIGHT_STATUS, responseBody: null }, CLAIM_LEASE_SECONDS / 3600)
+            : this.records.recordStatement({ ...base, responseStatus: outcome.status, responseBody: outcome.body }, ttl);
+        last = refused ? `ROLLBACK TO SAVEPOINT ${HANDLER_SAVEPOINT};\n${record}` : record;
         return outcome;
+      });
+    } catch (err) {
+      if (err instanceof BeginDeclined) {
+        const { record } = (err as BeginDeclined<{ record: StoredOutcome | null }>).value;
+        // A finished record is final whoever holds the lock; a claim in flight, or a twin holding the lock, is 409.
+        if (!record) throw inFlight();
+        return this.replay(record, request.fingerprint);
       }
-      await this.records.insert({ ...base, responseStatus: outcome.status, responseBody: outcome.body }, ttl);
-      return outcome;
-    });
+      if (last !== undefined && isRecordNotWritten(err)) {
+        throw new Error(`idempotency record for key ${request.key} was not written: a live record exists`);
+      }
+      throw err;
+    }
   }
 
   private replay(record: StoredOutcome, fingerprint: string): IdempotentOutcome {
