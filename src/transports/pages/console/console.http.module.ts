@@ -1,4 +1,5 @@
-import { Module } from '@nestjs/common';
+import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import { consolePageHeaders } from '../page-headers';
 import { AgentsModule } from '../../../modules/agents/agents.module';
 import { MandatesModule } from '../../../modules/mandates/mandates.module';
 import { OrgsModule } from '../../../modules/orgs/orgs.module';
@@ -10,10 +11,14 @@ import { ConsoleModule } from './console.module';
 import { ChainModule } from '../../../chain/chain.module';
 import { PayoutProofService } from '../../../modules/orgs/payout-proof.service';
 
-/** The console's routes and pages on the api port (api only, docs/architecture.md §19). */
+/** The console's routes and pages on the api port (api only, docs/architecture.md §19); the pages' security headers are set by `helmet` ({@link consolePageHeaders}). */
 @Module({
   imports: [ConsoleModule, OrgsModule, AgentsModule, PaymentsModule, MandatesModule, ChainModule],
   providers: [PayoutProofService],
   controllers: [ConsoleSessionController, ConsoleAdminController, ConsolePagesController],
 })
-export class ConsoleHttpModule {}
+export class ConsoleHttpModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(...consolePageHeaders).forRoutes(ConsolePagesController);
+  }
+}
