@@ -219,7 +219,7 @@ export class RefundsService {
           throw AppError.invalidParam('signature', 'is not a valid 65-byte signature', { reason: 'invalid_signature' });
         }
         try {
-          await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.gateway.usdcAddress, data, 'transferWithAuthorization');
+          await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.usdc.address, data, 'transferWithAuthorization');
         } catch (err) {
           if (err instanceof ChainTxError) {
             throw new AppError('invalid_request', `The token refuses this authorization: ${err.errorName ?? err.message}`, {
@@ -294,7 +294,7 @@ export class RefundsService {
    */
   async sendSigned(r: Refund, waitMs: number): Promise<void> {
     if (r.status !== 'pending' || r.method !== 'signature' || !r.signature) return;
-    if (await this.readChain(() => this.chain.gateway.authorizationState(r.fromAddress, r.authNonce))) {
+    if (await this.readChain(() => this.chain.usdc.authorizationState(r.fromAddress, r.authNonce))) {
       await this.settle(r);
       return;
     }
@@ -303,7 +303,7 @@ export class RefundsService {
       const live = (await this.relayer.relaysFor(REFUND_RELAY_PURPOSE, r.id)).find((x) => x.status !== 'failed');
       const sent = live
         ? await this.relayer.resume(live.id)
-        : await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.transferData(r, r.signature), purpose: REFUND_RELAY_PURPOSE, reference: r.id });
+        : await this.relayer.relay({ to: this.chain.usdc.address, data: this.transferData(r, r.signature), purpose: REFUND_RELAY_PURPOSE, reference: r.id });
       relayTxId = sent.relayTxId;
       if (!r.txHash) await this.tx(() => this.repo.update(r.id, { txHash: sent.txHash.toLowerCase() }));
     } catch (err) {
@@ -370,12 +370,11 @@ export class RefundsService {
    * the nonce unused. Network calls only.
    */
   async observe(r: Refund): Promise<RefundObservation> {
-    const gateway = this.chain.gateway;
     const confirmations = this.config.env.CONFIRMATIONS;
     const head = await this.chain.provider.getBlockNumber();
     const tracksTx = r.method === 'tx_hash' || r.status === 'succeeded';
     if (tracksTx && r.txHash) {
-      const receipt = await gateway.getUsdcTransfers(r.txHash);
+      const receipt = await this.chain.usdc.getTransfers(r.txHash);
       if (!receipt) {
         if (r.status === 'pending' && r.submittedAt && Date.now() - r.submittedAt.getTime() > REFUND_REMINE_SECONDS * 1000) return { kind: 'lost' };
         return r.status === 'succeeded' ? { kind: 'gone' } : { kind: 'waiting' };
@@ -388,16 +387,16 @@ export class RefundsService {
     }
     const confirmedHead = head - confirmations;
     if (confirmedHead >= r.createdBlock) {
-      const logs = (await gateway.getAuthorizationLogs(r.createdBlock, confirmedHead, r.fromAddress)).filter((l) => l.nonce === r.authNonce);
+      const logs = (await this.chain.usdc.getAuthorizationLogs(r.createdBlock, confirmedHead, r.fromAddress)).filter((l) => l.nonce === r.authNonce);
       const used = logs.find((l) => l.kind === 'used');
       if (used) {
-        const receipt = await gateway.getUsdcTransfers(used.txHash);
+        const receipt = await this.chain.usdc.getTransfers(used.txHash);
         const log = receipt?.transfers.find((t) => this.matches(r, t));
         if (receipt && log) return { kind: 'mined', txHash: used.txHash.toLowerCase(), logIndex: log.logIndex, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
       }
       if (logs.some((l) => l.kind === 'canceled')) return { kind: 'cancelled' };
     }
-    if ((await this.chain.headTimestamp()) >= r.validBefore && !(await gateway.authorizationState(r.fromAddress, r.authNonce))) return { kind: 'expired' };
+    if ((await this.chain.headTimestamp()) >= r.validBefore && !(await this.chain.usdc.authorizationState(r.fromAddress, r.authNonce))) return { kind: 'expired' };
     return { kind: 'waiting' };
   }
 
@@ -526,7 +525,7 @@ export class RefundsService {
 
   /** The EIP-712 typed data the receiving wallet signs (USDC's domain; EIP-3009 TransferWithAuthorization). */
   private async typedData(r: Refund): Promise<RefundDto['typedData']> {
-    const domain = await this.chain.gateway.usdcEip712Domain();
+    const domain = await this.chain.usdc.eip712Domain();
     return {
       domain: { ...domain },
       types: { ...TRANSFER_WITH_AUTHORIZATION_TYPES },
@@ -543,7 +542,7 @@ export class RefundsService {
   }
 
   private transferData(r: Refund, signature: string): string {
-    return this.chain.gateway.encodeTransferWithAuthorization({
+    return this.chain.usdc.encodeTransferWithAuthorization({
       from: r.fromAddress,
       to: r.toAddress,
       value: r.amountUnits,
@@ -566,7 +565,7 @@ export class RefundsService {
   private async verifyTransfer(r: Refund, txHash: string): Promise<VerifiedTransfer> {
     const bad = (reason: string, message: string) =>
       new AppError('invalid_request', message, { reason, txHash, fields: [{ param: 'txHash', message }] });
-    const receipt = await this.readChain(() => this.chain.gateway.getUsdcTransfers(txHash));
+    const receipt = await this.readChain(() => this.chain.usdc.getTransfers(txHash));
     if (!receipt) {
       const known = await this.readChain(() => this.chain.provider.getTransaction(txHash));
       if (known) throw new AppError('invalid_request', `Transaction ${txHash} is not mined yet`, { reason: 'pending', txHash }, 409);
@@ -577,7 +576,7 @@ export class RefundsService {
     if (!isConfirmed(receipt.blockNumber, head, this.config.env.CONFIRMATIONS)) {
       throw new AppError('invalid_request', `transaction ${txHash} has not reached ${this.config.env.CONFIRMATIONS} confirmations`, { reason: 'pending', txHash }, 409);
     }
-    if (receipt.transfers.length === 0) throw bad('wrong_token', `transaction ${txHash} moved no USDC (token ${this.chain.gateway.usdcAddress})`);
+    if (receipt.transfers.length === 0) throw bad('wrong_token', `transaction ${txHash} moved no USDC (token ${this.chain.usdc.address})`);
     const matching = receipt.transfers.filter((t) => this.matches(r, t));
     if (matching.length === 0) {
       throw bad('no_matching_transfer', `transaction ${txHash} has no USDC transfer of ${formatAmount(r.amountUnits)} from ${r.fromAddress} to ${r.toAddress}`);

@@ -110,10 +110,10 @@ export class A2aPaymentsService {
     const payee = await this.gate.resolveHandle(terms.to.trim());
     if (!payee) throw AppError.invalidParam('to', 'is not a known organisation handle or agent slug', { reason: 'unknown_payee' });
     if (!payee.address) throw AppError.invalidParam('to', 'has no payout address', { reason: 'no_payout_address' });
-    const domain = await this.chain.gateway.usdcEip712Domain();
+    const domain = await this.chain.usdc.eip712Domain();
     const required = paymentRequired({
       chainId: this.chain.chainId,
-      asset: this.chain.gateway.usdcAddress,
+      asset: this.chain.usdc.address,
       payTo: payee.address,
       amountUnits: units,
       eip712: { name: domain.name, version: domain.version },
