@@ -1,4 +1,5 @@
 /** Agents: the list and create form, one agent's page (policy, keys, pause, payments, mandates) and its owner wallet's actions. */
+import { AGENT_SCOPES } from '../../../../../kernel/auth/scopes';
 import { ENABLE_SIGNER_TYPES, ownerDomain, REVOKE_MANDATE_TYPES, WITHDRAW_TYPES } from '../../../../../modules/agents/owner-messages';
 import { setupConnect } from '../../../pay/client/connect';
 import { say } from '../../../pay/client/ui';
@@ -8,6 +9,9 @@ import { attempt, content, data, formValues, h, orgBase, type Row, showSecret, t
 import { randomNonce, sendUsdcTransfer, usdcUnits } from '../wallet-tx';
 
 type List = { data: Row[]; hasMore: boolean };
+
+/** The agent key the console creates holds every agent scope the server declares. */
+const AGENT_KEY_SCOPES = AGENT_SCOPES.filter((s) => s.startsWith('agent:'));
 
 export async function agentsPage(): Promise<void> {
   if (data.item) return agentPage(data.item);
@@ -102,7 +106,7 @@ async function agentPage(id: string): Promise<void> {
     });
   });
   const keyButton = h('button', { id: 'create-agent-key', type: 'button', click: () => void attempt(async () => {
-    const scopes = ['agent:pay', 'agent:balance:read', 'agent:escrow:fund', 'agent:mandate'];
+    const scopes = AGENT_KEY_SCOPES;
     const key = await withOwnerConsent((consent) => call<{ secret: string }>('POST', `/api/v1/agents/${id}/keys`, consent ? { scopes, consent } : { scopes }));
     showSecret('New agent key', key.secret);
   }) }, 'Create agent key');
