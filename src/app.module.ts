@@ -36,12 +36,12 @@ import { BalanceHttpModule } from './modules/balance/balance.http.module';
  * → repository, with one error filter. The only process that mounts the features' routes: each
  * feature's `<feature>.http.module.ts` (controllers over the feature's service module) is
  * imported here and nowhere else; MCP rides on the same services (McpModule).
- * OrgsModule is imported for the auth guard's PrincipalResolver, ConsoleModule for its SessionAuthenticator.
+ * OrgsModule is handed to the kernel for its PrincipalResolver, ConsoleModule for its SessionAuthenticator.
  */
 @Module({
   imports: [
     CoreModule.forProcess({ name: 'api', secrets: PROCESS_SECRETS.api }),
-    KernelModule.forRoot({ credentials: OrgsModule }),
+    KernelModule.forRoot({ credentials: OrgsModule, sessions: ConsoleModule }),
     HealthModule,
     OrgsModule,
     FeesHttpModule,

@@ -30,4 +30,16 @@ describe('accessRefusal (the one scope and credential-kind check, DESIGN §3, §
     const merchantOnly = accessRefusal(principal('agent', ['agent:pay']), { scopes: [], kinds: ['merchant', 'oauth'] })!;
     expect([merchantOnly.code, merchantOnly.details]).toEqual(['forbidden', { reason: 'merchant_credential_required', allowed: ['merchant', 'oauth'] }]);
   });
+
+  it("console-only operations: console_session_required for an API key; an agent owner's session (agentId set) only where consoleActs is agent-owner, else 404", () => {
+    const byKey = accessRefusal(principal('merchant', ['checkout:*']), { scopes: [], kinds: ['console'] })!;
+    expect([byKey.status, byKey.code, byKey.details]).toEqual([403, 'forbidden', { reason: 'console_session_required' }]);
+    const agentOwner: Principal = { ...principal('console', []), agentId: 'a' };
+    expect(accessRefusal(agentOwner, { scopes: [], kinds: ['console'], consoleActs: 'agent-owner' })).toBeNull();
+    for (const access of [{ scopes: [], kinds: ['console' as const] }, { scopes: ['checkout:read' as const] }]) {
+      const e = accessRefusal(agentOwner, access)!;
+      expect([e.status, e.code]).toEqual([404, 'not_found']);
+    }
+    expect(accessRefusal(principal('console', ['checkout:*']), { scopes: [], kinds: ['console'] })).toBeNull();
+  });
 });

@@ -1,7 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import type { Request } from 'express';
 import { CredentialCache, CredentialRevocations, revocationHandle } from './auth/credential-cache';
-import { Principal, PrincipalResolver } from './auth/principal';
+import { Principal, PrincipalResolver, SessionAuthenticator } from './auth/principal';
 import { hashSecret } from './auth/secrets';
 import { AppError } from '../common/errors/app-error';
 import { AuthFailureLimiter } from './rate-limit/auth-failure.limiter';
@@ -59,7 +59,9 @@ export interface CachedCredential {
  * it. A credential resolved within CREDENTIAL_CACHE_TTL_MS comes from the {@link CredentialCache}
  * with its revocation marker and the allowance checked in one Redis round trip
  * (docs/decisions.md, "Credential cache"). Every accepted credential is reported to
- * {@link PrincipalResolver.used} (an API key's "last used", at most one write a minute).
+ * {@link PrincipalResolver.used} (an API key's "last used", at most one write a minute). Console
+ * sessions (DESIGN §19) are read here too, under the same allowance, for the API's guard and the
+ * console pages alike ({@link session}).
  */
 @Injectable()
 export class Authenticator {
@@ -68,7 +70,36 @@ export class Authenticator {
     private readonly limiter: AuthFailureLimiter,
     private readonly cache: CredentialCache,
     private readonly revocations: CredentialRevocations,
+    @Optional() private readonly sessions?: SessionAuthenticator,
   ) {}
+
+  /** Whether `req` carries a console session cookie and no API credential header (an API key always wins). */
+  hasSession(req: Request): boolean {
+    return this.sessions?.present(req) ?? false;
+  }
+
+  /**
+   * The console session of `req` as a `console` principal (DESIGN §19), under a slot of the client
+   * address's failed-auth allowance, as a credential lookup: an unknown, expired or revoked session
+   * → 401 (spends it). `organization`: the session acts for the organisation (or the agent) its
+   * headers name; `csrf: false` only for the console pages, GETs that change nothing and embed the token.
+   * @throws AppError 401 unauthorized, 429 rate_limited, and {@link SessionAuthenticator.resolve}'s
+   *   403 (CSRF) and 404 (organisation or agent not owned).
+   */
+  async session(req: Request, opts: { organization: boolean; csrf?: boolean }): Promise<Principal> {
+    const attempt = await this.limiter.admit(clientAddress(req));
+    let principal: Principal | null;
+    try {
+      if (!this.sessions) throw new AppError('unauthorized', 'No valid console session: sign in again');
+      principal = await this.sessions.resolve(req, opts);
+    } catch (err) {
+      await attempt.settle(false);
+      throw err;
+    }
+    await attempt.settle(principal === null);
+    if (!principal) throw new AppError('unauthorized', 'No valid console session: sign in again');
+    return principal;
+  }
 
   /**
    * The principal of `req`'s credential, every check awaited.

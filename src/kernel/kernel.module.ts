@@ -20,12 +20,15 @@ import { Runner } from './runner';
 @Global()
 @Module({})
 export class KernelModule {
-  /** @param options.credentials the module exporting the credential resolver (a port of `kernel/auth/principal.ts`). */
-  static forRoot(options: { credentials: Type<unknown> }): DynamicModule {
+  /**
+   * @param options.credentials the module exporting the credential resolver (a port of `kernel/auth/principal.ts`).
+   * @param options.sessions the module exporting the {@link SessionAuthenticator} (console sessions), when the process has one.
+   */
+  static forRoot(options: { credentials: Type<unknown>; sessions?: Type<unknown> }): DynamicModule {
     return {
       module: KernelModule,
       global: true,
-      imports: [options.credentials, IdempotencyModule, RateLimitStorageModule],
+      imports: [options.credentials, ...(options.sessions ? [options.sessions] : []), IdempotencyModule, RateLimitStorageModule],
       providers: [Authenticator, RateLimiter, Runner, AuthFailureLimiter, OperatorCredential],
       exports: [Authenticator, RateLimiter, Runner, AuthFailureLimiter, OperatorCredential, IdempotencyModule],
     };

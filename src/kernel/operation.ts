@@ -20,10 +20,21 @@ export type CredentialKind = Principal['kind'];
  */
 export type IdempotencyMode = 'required' | 'optional' | 'row-owned' | 'none';
 
+/**
+ * Whom a console session acts for when it runs a console-only operation (DESIGN §19):
+ * - `organization` (the default): an organisation the signed-in address owns (`X-Console-Organization`);
+ * - `agent-owner`: that, or one agent whose owner address it is (`X-Console-Agent`; no scope): the
+ *   work must keep to `principal.agentId` (AgentsService.requireOwned);
+ * - `address`: the signed-in address itself, no organisation (self-serve organisation creation).
+ */
+export type ConsoleActs = 'organization' | 'agent-owner' | 'address';
+
 /** Who may run an operation: any one of `scopes` (empty = any valid credential) and, when given, one of `kinds`. */
 export interface Access {
   readonly scopes: readonly Scope[];
   readonly kinds?: readonly CredentialKind[];
+  /** For `kinds: ['console']`: whom the session acts for ({@link ConsoleActs}; default `organization`). */
+  readonly consoleActs?: ConsoleActs;
 }
 
 /** What an operation's work sees besides its input. */

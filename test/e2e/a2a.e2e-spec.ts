@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
 import { REDIS } from '../../src/common/redis/redis.module';
 import { X402_EXTENSION_URI } from '../../src/transports/a2a/a2a-card.service';
+import { A2aOperations, SUBMIT_A2A_PAYMENT } from '../../src/transports/a2a/a2a.operations';
+import { PaymentSubmittedParamsDto } from '../../src/transports/a2a/dto/a2a.dto';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
@@ -144,6 +146,26 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
     const other = await createAgent(t, chain);
     const foreign = await t.http.post('/api/v1/a2a').set('X-Api-Key', other.key).send({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: sent.body.result.id } });
     expect(foreign.body.error).toMatchObject({ code: -32001 });
+  });
+
+  it('the pay skill declares its input: it runs the declaration of POST /a2a/payment-submitted, DTO included (issue 31)', () => {
+    const pay = t.app.get(A2aOperations).pay;
+    expect(pay.declaration).toBe(SUBMIT_A2A_PAYMENT);
+    expect(pay.input).toBe(PaymentSubmittedParamsDto);
+  });
+
+  it('the pay skill reads amount and payee as POST /payments does (one function): the same refusal body for a payee without a payout address and an unknown one', async () => {
+    const agent: TestAgent = await createAgent(t, chain, { float: 0n, policy: { perTransactionMax: '1.00', dailyLimit: '100.00' } });
+    const client = await clientFor(base, agent.key);
+    const org = await createOrg(t.app);
+    const [row] = await t.dataSource.query<Array<{ handle: string }>>('SELECT handle FROM organizations WHERE id = $1', [org.organizationId]);
+    for (const to of [row.handle, `no-such-${randomUUID().slice(0, 8)}`]) {
+      const rest = await t.http.post('/api/v1/payments').set('X-Api-Key', agent.key).set('Idempotency-Key', `terms-${randomUUID()}`).send({ to, amount: '0.50' });
+      expect(rest.status).toBe(400);
+      const task = (await client.sendMessage(userMessage({ to, amount: '0.50' }))) as Task;
+      expect(stateOf(task)).toBe('TASK_STATE_FAILED');
+      expect(statusMeta(task).error).toEqual({ error: rest.body.error, code: rest.body.code, details: rest.body.details });
+    }
   });
 
   it('a refused payment ends the task failed with our error body; a payment in flight cannot be canceled', async () => {

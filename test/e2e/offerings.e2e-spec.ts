@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import { NotFoundError, InvalidRequestError, PermissionError, Pcp } from '@pcp/sdk';
 import { createTestApp, TestApp } from '../support/app';
 import { countSessions, expectError, expectInvalidParam } from '../support/errors';
 import { createKey, createOrg, TestOrg } from '../support/factories';
@@ -167,6 +169,31 @@ describe('offerings', () => {
       await patch(o.id, { active: true });
       expect((await checkout({ amount: '12.00', description: 'Seat', offeringId: o.id })).status).toBe(200);
     });
+  });
+
+  it('through the SDK (packages/sdk): create, merge-patch, the active filter over list(), and typed errors', async () => {
+    await t.app.listen(0, '127.0.0.1');
+    const baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    const fresh = await createOrg(t.app);
+    const pcp = new Pcp({ baseUrl, credentials: { apiKey: fresh.key } });
+    const made = [];
+    for (const [n, active] of [[0, true], [1, false], [2, true]] as const) {
+      made.push(await pcp.POST('/api/v1/offerings', { body: { name: `SDK ${n}`, amount: `${n + 1}.5`, active, metadata: { n: String(n) } } }));
+    }
+    expect(made.map((o) => o.amount)).toEqual(['1.50', '2.50', '3.50']);
+    const patched = await pcp.PATCH('/api/v1/offerings/{id}', { params: { path: { id: made[0].id } }, body: { description: 'renamed', metadata: { n: null, k: 'v' } } });
+    expect(patched).toMatchObject({ name: 'SDK 0', description: 'renamed', metadata: { k: 'v' } });
+    expect(await pcp.GET('/api/v1/offerings/{id}', { params: { path: { id: made[0].id } } })).toEqual(patched);
+    const active: string[] = [];
+    for await (const o of pcp.list('/api/v1/offerings', { params: { query: { active: 'true', limit: 1 } } })) active.push(o.id);
+    expect(active).toEqual([made[2].id, made[0].id]);
+
+    await expect(new Pcp({ baseUrl, credentials: { apiKey: other.key } }).GET('/api/v1/offerings/{id}', { params: { path: { id: made[0].id } } })).rejects.toBeInstanceOf(NotFoundError);
+    const invalid = await pcp.POST('/api/v1/offerings', { body: { name: 'X', amount: '0' } }).catch((e: unknown) => e);
+    expect(invalid).toBeInstanceOf(InvalidRequestError);
+    expect((invalid as InvalidRequestError).details).toEqual({ fields: [{ param: 'amount', message: 'amount must be greater than 0' }] });
+    const readOnly = new Pcp({ baseUrl, credentials: { apiKey: await createKey(t.app, fresh.organizationId, ['offerings:read']) } });
+    await expect(readOnly.POST('/api/v1/offerings', { body: { name: 'N', amount: '1.00' } })).rejects.toBeInstanceOf(PermissionError);
   });
 
   it('is in the OpenAPI document with PATCH and examples', async () => {

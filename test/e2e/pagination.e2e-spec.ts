@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import { Pcp } from '@pcp/sdk';
 import type { DataSource } from 'typeorm';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { createTestApp, TestApp } from '../support/app';
@@ -33,6 +35,19 @@ async function walk(t: TestApp, org: TestOrg, path: string, limit: number): Prom
     cursor = body.nextCursor;
   }
   throw new Error(`${path} did not end within 200 pages`);
+}
+
+/**
+ * The same walk through the SDK's `list()` iterator (packages/sdk, DESIGN §20), as a merchant's
+ * code pages: the app listens on a free port for the call and stops listening afterwards.
+ */
+async function walkWithSdk(t: TestApp, org: TestOrg, path: '/api/v1/checkout-sessions' | '/api/v1/webhook-deliveries', limit: number): Promise<string[]> {
+  const server = t.app.getHttpServer();
+  if (!server.listening) await t.app.listen(0, '127.0.0.1');
+  const pcp = new Pcp({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, credentials: { apiKey: org.key } });
+  const seen: string[] = [];
+  for await (const item of pcp.list(path, { params: { query: { limit } } })) seen.push(item.id);
+  return seen;
 }
 
 /** Ids of `table` rows of the organisation, newest first as Postgres orders them (microseconds, then id). */
@@ -89,6 +104,10 @@ describe('list pagination over same-millisecond rows', () => {
       expect(seen).toHaveLength(30);
       expect(seen).toEqual(expected);
     });
+
+    it.each([1, 7])("limit %i through the SDK's list(): all 30 exactly once, newest first", async (limit) => {
+      expect(await walkWithSdk(t, org, '/api/v1/checkout-sessions', limit)).toEqual(expected);
+    });
   });
 
   describe('webhook deliveries of one relay batch', () => {
@@ -135,6 +154,10 @@ describe('list pagination over same-millisecond rows', () => {
       const seen = await walk(t, org, '/api/v1/webhook-deliveries', limit);
       expect(seen).toHaveLength(EVENTS);
       expect(seen).toEqual(expected);
+    });
+
+    it("limit 2 through the SDK's list(): every delivery exactly once, newest first", async () => {
+      expect(await walkWithSdk(t, org, '/api/v1/webhook-deliveries', 2)).toEqual(expected);
     });
   });
 });

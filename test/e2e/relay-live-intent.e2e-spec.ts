@@ -7,6 +7,7 @@ import { RelayerLiveIntent1795300079000 } from '../../migrations/1795300079000-R
 import { createAgent, createPayee, pay, useAgentStack } from '../support/agents';
 import type { TestApp } from '../support/app';
 import { createCheckout, createParties, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
+import { relayIntentProbe } from '../support/relay-intent';
 
 jest.setTimeout(180_000);
 
@@ -24,13 +25,11 @@ describe('one live relay per intent (issue 29 finding 1)', () => {
   let t: TestApp;
   let chain: TestChain;
   useAgentStack({}, (s) => ({ t, chain } = s));
-  const automine = (on: boolean) => chain.provider.send('evm_setAutomine', [on]);
+  const { automine, rows, pooled, pooledWith } = relayIntentProbe(
+    () => t,
+    () => chain,
+  );
   afterEach(() => automine(true));
-
-  const rows = (purpose: string, reference: string): Promise<Array<{ id: string; status: string }>> =>
-    t.dataSource.query(`SELECT id, status FROM relayer_transactions WHERE purpose = $1 AND reference = $2`, [purpose, reference]);
-  /** Transactions the relayer has in the pool (sent, not mined). */
-  const pooled = async () => (await chain.provider.getTransactionCount(chain.relayer.address, 'pending')) - (await chain.provider.getTransactionCount(chain.relayer.address, 'latest'));
 
   it('relay(): 10 concurrent relays of one intent with different payloads: one row, one transaction; a new row only once it failed', async () => {
     const relayer = t.app.get(RelayerService);
@@ -69,7 +68,6 @@ describe('one live relay per intent (issue 29 finding 1)', () => {
     const payee = await createPayee(t, chain);
     const agent = await createAgent(t, chain, { float: 50n * USDC, policy: { dailyLimit: '100.00' } });
     await automine(false);
-    const pool0 = await pooled();
     const key = `pay-${randomUUID()}`;
     const first = await pay(t, agent, { to: payee.handle, amount: '5.00' }, key);
     expect(first.status).toBe(200);
@@ -81,7 +79,8 @@ describe('one live relay per intent (issue 29 finding 1)', () => {
     await t.app.get(PaymentSettlement).sweepOnce(0);
     for (let i = 0; i < 3; i++) await pay(t, agent, { to: payee.handle, amount: '5.00' }, key);
     expect(await rows('payment', p.id)).toHaveLength(1);
-    expect((await pooled()) - pool0).toBe(1);
+    // This intent's transactions only: the sweep also resumes payments other files left idle in the shared database.
+    expect(await pooledWith(p.authNonce!)).toBe(1);
     await automine(true);
     await chain.mine();
     expect(await chain.usdcBalance(payee.address)).toBe(5n * USDC);

@@ -11,12 +11,15 @@ import { AgentsService, PolicyInput } from '../../src/modules/agents/agents.serv
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 import { PaymentSettlement } from '../../src/modules/payments/payment-settlement.service';
 import { RelayerWorkerModule } from '../../src/chain/relayer/relayer.worker.module';
+import { PaymentRelayCheckModule } from '../../src/modules/payments/authorization-relay-check';
+import { RefundRelayCheckModule } from '../../src/modules/refunds/refund-relay-check';
 import { createTestApp, createTestAppWith, type ProviderOverride, type TestApp } from './app';
 import { runAtChainTime, TestChain, USDC } from './chain';
 import { createOrg, type TestOrg } from './factories';
 import { freePort } from './processes';
 
-@Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), RelayerWorkerModule] })
+// The relay intent checks of the domains whose relays the tests send (issue 29 finding 3), as the worker holds them.
+@Module({ imports: [CoreModule.forProcess({ name: 'worker', secrets: PROCESS_SECRETS.worker }), RelayerWorkerModule, PaymentRelayCheckModule, RefundRelayCheckModule] })
 class RelayerOnlyWorkerModule {}
 
 /**

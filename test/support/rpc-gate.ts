@@ -101,9 +101,10 @@ export class RpcGate {
    * From now on, requests of JSON-RPC `method` get `rule` (until {@link clearMethodRules}): `error`
    * answers a JSON-RPC error (e.g. -32603 "header not found") without asking anvil; `forward-then-hang`
    * hands the request to anvil (which acts on it) and never answers, as a node that accepted the
-   * bytes and then timed out. `hits` counts the requests each rule caught.
+   * bytes and then timed out; `result` answers a chosen result; `pass` lets it through (counted).
+   * `hits` counts the requests each rule caught.
    */
-  answerMethod(method: string, rule: { kind: 'error'; code?: number; message?: string } | { kind: 'forward-then-hang' }): void {
+  answerMethod(method: string, rule: MethodRule): void {
     this.methodRules.set(method, rule);
   }
 
@@ -113,7 +114,7 @@ export class RpcGate {
 
   /** Requests caught by a rule of {@link answerMethod}, per method. */
   readonly hits = new Map<string, number>();
-  private readonly methodRules = new Map<string, { kind: 'error'; code?: number; message?: string } | { kind: 'forward-then-hang' }>();
+  private readonly methodRules = new Map<string, MethodRule>();
 
   /** Applies a rule of {@link answerMethod}; true when the request was answered (or deliberately left hanging). */
   private async byMethod(body: Buffer, res: ServerResponse): Promise<boolean> {
@@ -126,9 +127,16 @@ export class RpcGate {
     const rule = msg && !Array.isArray(msg) && msg.method ? this.methodRules.get(msg.method) : undefined;
     if (!rule) return false;
     this.hits.set(msg.method!, (this.hits.get(msg.method!) ?? 0) + 1);
+    if (rule.kind === 'pass') return false;
+    if (rule.kind === 'result') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, result: rule.result }));
+      return true;
+    }
     if (rule.kind === 'error') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: rule.code ?? -32603, message: rule.message ?? 'header not found' } }));
+      const error = { code: rule.code ?? -32603, message: rule.message ?? 'header not found', ...(rule.data ? { data: rule.data } : {}) };
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error }));
       return true;
     }
     await fetch(this.upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body.toString('utf8') }).catch(() => undefined);
@@ -231,6 +239,17 @@ function idOf(body: Buffer): unknown {
     return null;
   }
 }
+
+/**
+ * A rule of {@link RpcGate.answerMethod}: `error` (with optional revert `data`, as a node answers
+ * "execution reverted"), `result` (an answer of the gate's choosing, e.g. null for a transaction the
+ * node does not know), `pass` (reaches the node; only counted in `hits`), `forward-then-hang`.
+ */
+export type MethodRule =
+  | { kind: 'error'; code?: number; message?: string; data?: string }
+  | { kind: 'result'; result: unknown }
+  | { kind: 'pass' }
+  | { kind: 'forward-then-hang' };
 
 /** One JSON-RPC call as the gate reads it. */
 interface Call {

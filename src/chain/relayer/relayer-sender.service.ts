@@ -6,6 +6,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../chain-access.service';
 import { RelayerTender } from './relayer-tender.service';
 import { judgedByChain } from './relay-errors';
+import { RelayIntentChecks } from './relay-intent-check';
 import { RelayerRepository } from './relayer.repository';
 
 /**
@@ -65,7 +66,8 @@ function nodeMessage(err: unknown): string {
 
 /**
  * Signs and broadcasts one queued relayer transaction (docs/architecture.md §5): the gas estimate
- * runs first (a call that would revert fails the job without using a nonce), the nonce is allocated
+ * runs first (a call that would revert fails the job without using a nonce; the row is failed only when
+ * its purpose's {@link RelayIntentCheck} confirms the payload dead by a read, else it stays queued), the nonce is allocated
  * in Postgres in a short transaction, the signed hash is committed before the broadcast, and a
  * refused broadcast gives the nonce back. A row signed before but not known to be broadcast (the
  * process stopped in between) is sent again with the same signed bytes: same nonce, same hash. Fees are
@@ -83,6 +85,7 @@ export class RelayerSender {
     private readonly faults: RelayerFaults,
     private readonly tender: RelayerTender,
     private readonly config: AppConfig,
+    private readonly checks: RelayIntentChecks,
   ) {}
 
   /**
@@ -132,6 +135,14 @@ export class RelayerSender {
       // reports every JSON-RPC error of eth_estimateGas as CALL_EXCEPTION; without revert data (a timeout,
       // "header not found", -32603, a rate limit) the row stays queued and is sent on a later pass.
       if (!judgedByChain(e)) throw new RelayerUnsureError(relayTxId, e.message);
+      // Revert data is the node's word, estimated against its pending block (where this relay's own earlier
+      // bytes may already have used the authorization): dead only when the intent's check confirms it by a
+      // read at head − CONFIRMATIONS (issue 29 finding 3; DESIGN §22 "Dead only when proven").
+      const verdict = await this.checks.judge(row);
+      if (verdict !== 'dead' && verdict !== 'unchecked') {
+        this.logger.warn({ relayTxId, purpose: row.purpose, verdict, error: e.message }, 'estimate reverted but a read of the chain does not prove the relay dead; it stays queued');
+        throw new RelayerUnsureError(relayTxId, `${e.message} (not confirmed by a read: ${verdict})`);
+      }
       await this.repo.markFailed(row.id, e.message);
       throw e;
     }

@@ -7,6 +7,7 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../chain-access.service';
 import { RelayerRepository, RelayTxRow } from './relayer.repository';
 import { judgedByChain } from './relay-errors';
+import { RelayIntentChecks } from './relay-intent-check';
 import { RelayerService } from './relayer.service';
 import { relayerBalance, relayerBalanceLow, relayerReplacements } from './relayer-metrics';
 
@@ -73,8 +74,9 @@ export function replacementFees(prev: Fees, node: Fees, cap: bigint): Fees | nul
  * - its nonce is used but none of its hashes was mined (its fill, or a send outside the queue, took
  *   it) → the row is failed: its payload did not run and never will under that nonce;
  * - the node knows none of its hashes (dropped) → its stored signed bytes are sent again; when its call
- *   would now revert (the authorization was used or expired meanwhile) the nonce is filled with a
- *   0-value self-transfer instead, so later nonces are not stuck behind a gap;
+ *   would now revert (the authorization was used or expired meanwhile) and its purpose's
+ *   {@link RelayIntentCheck} confirms it dead by a read (a purpose without a check: the revert alone),
+ *   the nonce is filled with a 0-value self-transfer instead, so later nonces are not stuck behind a gap;
  * - not mined RELAYER_BUMP_AFTER_S after its last send → replaced at the same nonce with
  *   {@link replacementFees}; every signed hash stays on the row.
  */
@@ -89,6 +91,7 @@ export class RelayerTender {
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
     private readonly relays: RelayerService,
+    private readonly checks: RelayIntentChecks,
   ) {}
 
   /** RELAYER_MAX_FEE_GWEI in wei. */
@@ -219,6 +222,14 @@ export class RelayerTender {
         this.logger.warn({ relayTxId: row.id, error: (err as Error).message }, 'cannot check a dropped relayer transaction now; next pass');
         return null;
       }
+      // Revert data alone is not proof (issue 29 finding 3): the node estimates against its pending block,
+      // where this row's own bytes may sit already. The intent's check reads the chain at head − CONFIRMATIONS.
+      const verdict = await this.checks.judge(row);
+      if (verdict === 'unknown') {
+        this.logger.warn({ relayTxId: row.id, purpose: row.purpose }, 'dropped relayer transaction reverts in an estimate but a read cannot decide; next pass');
+        return null;
+      }
+      dead = verdict !== 'usable';
     }
     if (!dead && row.rawTx) {
       // The same resend the pay-page route uses (RelayerService.resendDropped): same bytes, same hash.

@@ -8,6 +8,7 @@ import { RelayerRepository } from './relayer.repository';
 import { RelayerFaults, RelayerSender } from './relayer-sender.service';
 import { RelayerService } from './relayer.service';
 import { RelayerTender } from './relayer-tender.service';
+import { RelayIntentChecks } from './relay-intent-check';
 
 /**
  * The relayer queue's producer side and the shared chain access (docs/architecture.md §5): any
@@ -15,7 +16,7 @@ import { RelayerTender } from './relayer-tender.service';
  */
 @Module({
   imports: [ChainModule, QueueModule, BullModule.registerQueue({ name: RELAYER_QUEUE })],
-  providers: [RelayerRepository, RelayerSender, RelayerTender, { provide: RelayerFaults, useValue: NO_FAULTS }, RelayerService],
-  exports: [ChainModule, RelayerRepository, RelayerService, RelayerSender, RelayerTender, RelayerFaults, BullModule],
+  providers: [RelayIntentChecks, RelayerRepository, RelayerSender, RelayerTender, { provide: RelayerFaults, useValue: NO_FAULTS }, RelayerService],
+  exports: [ChainModule, RelayIntentChecks, RelayerRepository, RelayerService, RelayerSender, RelayerTender, RelayerFaults, BullModule],
 })
 export class RelayerModule {}

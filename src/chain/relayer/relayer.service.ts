@@ -240,11 +240,22 @@ export class RelayerService implements OnApplicationShutdown {
 
   /**
    * The live relay (status not failed) of the intent (`purpose`, `reference`), or null (DESIGN §22):
-   * its id, status and whether one of its hashes is recorded as mined.
+   * its id, status and whether one of its hashes is mined — the tender's record, else a receipt read
+   * now (the tender records a mined hash only on its next pass; a caller that starts a new intent once
+   * the last one is mined must not wait for that bookkeeping).
+   * @throws ChainUnavailableError when the node fails the receipt read.
    */
   async liveRelay(purpose: string, reference: string): Promise<{ id: string; status: 'queued' | 'broadcast'; mined: boolean } | null> {
     const row = await this.repo.live(purpose, reference);
-    return row ? { id: row.id, status: row.status as 'queued' | 'broadcast', mined: row.minedTxHash !== null } : null;
+    if (!row) return null;
+    let mined = row.minedTxHash !== null;
+    for (const h of mined ? [] : row.txHashes) {
+      if (await this.chain.read('relay receipt', () => this.chain.provider.getTransactionReceipt(h))) {
+        mined = true;
+        break;
+      }
+    }
+    return { id: row.id, status: row.status as 'queued' | 'broadcast', mined };
   }
 
   /** Every transaction hash signed for a caller's record (`purpose`, `reference`), fee-bump replacements included (DESIGN §18). */

@@ -1,7 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
-import { AppError } from '../../common/errors/app-error';
 import { AuthFailureLimiter } from '../rate-limit/auth-failure.limiter';
 import { COUNTED, type CountedRequest, RateLimiter } from '../rate-limit/rate-limiter';
 import { accessRefusal } from '../access';
@@ -9,7 +8,7 @@ import { Authenticator, clientAddress } from '../authenticator';
 import { CREDENTIAL_KINDS } from '../http';
 import type { Access, CredentialKind } from '../operation';
 import { AGENT_ONLY, CONSOLE_AGENT_OWNER, CONSOLE_ONLY, CONSOLE_SESSION, CREDENTIAL_EXCHANGE, OPERATOR_ROUTE, PUBLIC_ROUTE, REQUIRED_SCOPES } from './auth.decorators';
-import { Principal, SessionAuthenticator } from './principal';
+import type { Principal } from './principal';
 import type { Scope } from './scopes';
 
 import { OperatorCredential } from './operator-credential';
@@ -39,7 +38,6 @@ export class AuthGuard implements CanActivate {
     private readonly authenticator: Authenticator,
     private readonly limiter: AuthFailureLimiter,
     private readonly operatorCredential: OperatorCredential,
-    private readonly sessions: SessionAuthenticator,
     private readonly rateLimiter: RateLimiter,
   ) {}
 
@@ -57,8 +55,8 @@ export class AuthGuard implements CanActivate {
       }
       return true;
     }
-    if (this.sessions.present(req) || route.consoleSession) {
-      req.principal = await this.session(req, route);
+    if (this.authenticator.hasSession(req) || route.consoleSession) {
+      req.principal = await this.authenticator.session(req, { organization: !route.consoleSession });
       this.authorize(req.principal, route);
       return true;
     }
@@ -109,15 +107,14 @@ export class AuthGuard implements CanActivate {
       public: flag(PUBLIC_ROUTE),
       credentialExchange: flag(CREDENTIAL_EXCHANGE),
       consoleSession: flag(CONSOLE_SESSION),
-      consoleOnly,
-      consoleAgentOwner: flag(CONSOLE_AGENT_OWNER),
       access: {
         scopes: this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES, targets) ?? [],
         kinds: consoleOnly
-          ? undefined
+          ? ['console']
           : flag(AGENT_ONLY)
             ? ['agent']
             : this.reflector.getAllAndOverride<CredentialKind[] | undefined>(CREDENTIAL_KINDS, targets),
+        ...(consoleOnly ? { consoleActs: flag(CONSOLE_SESSION) ? 'address' : flag(CONSOLE_AGENT_OWNER) ? 'agent-owner' : 'organization' } : {}),
       },
     };
     if (!byClass) this.routes.set(handler, (byClass = new WeakMap()));
@@ -126,39 +123,14 @@ export class AuthGuard implements CanActivate {
   }
 
   /**
-   * The route's access (RequireScopes / RequireAgentKey metadata) through the kernel's one check (DESIGN §3, §17).
-   * Owner routes (`RequireConsole`) take a console session only (DESIGN §19).
-   * @throws AppError 403 missing_scope, 403 forbidden (`agent_key_required`, `console_session_required`);
-   *   404 not_found for an agent owner's console session on any route but its agent's (`RequireConsole({ agentOwner: true })`).
+   * The route's access (RequireScopes / RequireAgentKey / RequireConsole metadata) through the
+   * kernel's one check (DESIGN §3, §17, §19; {@link accessRefusal}).
+   * @throws AppError 404 not_found for an agent owner's console session off its agent's routes,
+   *   403 missing_scope, 403 forbidden (`agent_key_required`, `console_session_required`).
    */
   private authorize(principal: Principal, route: RouteAuth): void {
-    // A console session acting for one agent it owns (not its organisation) sees that agent's routes only.
-    if (principal.kind === 'console' && principal.agentId !== null && !route.consoleAgentOwner) {
-      throw AppError.notFound('organization');
-    }
     const refusal = accessRefusal(principal, route.access);
     if (refusal) throw refusal;
-    if (route.consoleOnly && principal.kind !== 'console') {
-      throw new AppError('forbidden', 'This operation is taken from the console by an owner', { reason: 'console_session_required' });
-    }
-  }
-
-  /**
-   * A console session (docs/architecture.md §19) under a slot of the client address's failed-auth
-   * allowance, as a credential lookup: an unknown, expired or revoked session → 401 (spends it).
-   */
-  private async session(req: Request, route: RouteAuth): Promise<Principal> {
-    const attempt = await this.limiter.admit(clientAddress(req));
-    let principal: Principal | null;
-    try {
-      principal = await this.sessions.resolve(req, { organization: !route.consoleSession });
-    } catch (err) {
-      await attempt.settle(false);
-      throw err;
-    }
-    await attempt.settle(principal === null);
-    if (!principal) throw new AppError('unauthorized', 'No valid console session: sign in again');
-    return principal;
   }
 
   /** The operator credential ({@link OperatorCredential}: one check for every operator surface). */
@@ -173,10 +145,9 @@ interface RouteAuth {
   operator: boolean;
   public: boolean;
   credentialExchange: boolean;
+  /** `ConsoleSessionRoute`: the session acts for its address, no organisation. */
   consoleSession: boolean;
-  consoleOnly: boolean;
-  /** `RequireConsole({ agentOwner: true })`: a console session acting for one agent it owns may use it. */
-  consoleAgentOwner: boolean;
+  /** Console-only routes have `kinds: ['console']` and their `consoleActs`. */
   access: Access;
 }
 

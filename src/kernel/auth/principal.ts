@@ -40,9 +40,10 @@ export abstract class SessionAuthenticator {
   /** Whether the request carries a console session cookie (and no API credential header). */
   abstract present(req: import('express').Request): boolean;
   /**
+   * @param opts.csrf false only for the console pages (GETs that embed the token): the CSRF header is not asked for.
    * @returns the console principal, or null for an unknown, expired or revoked session (401).
    * @throws AppError forbidden (`csrf_token_invalid`) without the session's CSRF header; not_found when
    *   the organisation named by `X-Console-Organization` is missing or not owned by the session's address.
    */
-  abstract resolve(req: import('express').Request, opts: { organization: boolean }): Promise<Principal | null>;
+  abstract resolve(req: import('express').Request, opts: { organization: boolean; csrf?: boolean }): Promise<Principal | null>;
 }

@@ -30,12 +30,12 @@ export function resolveIdempotencyKey(header: string | undefined, bodyKey: unkno
 }
 
 /**
- * The HTTP adapter of {@link IdempotencyService} for routes marked `@Idempotent` (docs/architecture.md, Conventions 8,
- * docs/architecture.md §5): validates the key, scopes it to organisation + actor + method +
- * route template, fingerprints body and path parameters, and answers the outcome with
- * `Idempotent-Replayed`. A plain route's handler (validation pipe included) runs inside the
- * locked transaction; a `steps` route's handler only returns {@link IdempotentSteps}, whose
- * network checks then run before any transaction opens.
+ * The HTTP adapter of {@link IdempotencyService} for routes that run a declared operation with a
+ * key (`@Runs`, DESIGN §17; docs/architecture.md §5): validates the key, scopes it to the
+ * organisation + actor + the operation's name (the scope MCP and A2A use too, {@link operationScope}),
+ * fingerprints body and path parameters, and answers the outcome with `Idempotent-Replayed`. The
+ * handler (validation pipe, then the controller) only returns the operation's work, whose network
+ * steps then run before any transaction opens. There are no route-scoped keys (issue 31).
  */
 @Injectable()
 export class IdempotencyInterceptor implements NestInterceptor {
@@ -54,7 +54,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const key = resolveIdempotencyKey(req.header('idempotency-key'), bodyKey);
     if (!key) {
       if (options.required) throw new AppError('idempotency_required', 'This operation requires an Idempotency-Key header');
-      if (!options.steps) return next.handle();
       return next.handle().pipe(mergeMap((steps) => from(runUnkeyed(asWork(steps)))));
     }
     const principal = req.principal;
@@ -62,20 +61,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
     const { idempotencyKey: _omit, ...rest } = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
     const request: IdempotentRequest = {
       organizationId: principal.organizationId,
-      scope: options.operation ? operationScope(principal, options.operation) : [principal.actor, req.method, path],
+      scope: operationScope(principal, options.operation),
       key,
       fingerprint: sha256Hex(canonicalJson({ body: rest, params: req.params })),
       method: req.method,
       path,
     };
-    return from(this.run(request, options, next, res));
+    return from(this.run(request, next, res));
   }
 
-  private async run(request: IdempotentRequest, options: IdempotentOptions, next: CallHandler, res: Response): Promise<unknown> {
-    const work: AnyIdempotentWork = options.steps
-      ? await this.stepsOf(next)
-      : { run: () => lastValueFrom<unknown, undefined>(next.handle(), { defaultValue: undefined }) };
-    const outcome = await this.idempotency.execute(request, work);
+  private async run(request: IdempotentRequest, next: CallHandler, res: Response): Promise<unknown> {
+    const outcome = await this.idempotency.execute(request, await this.stepsOf(next));
     res.setHeader(REPLAYED, String(outcome.replayed));
     const refusal = outcomeError(outcome);
     if (refusal) throw refusal;
@@ -83,7 +79,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     return outcome.body;
   }
 
-  /** Runs the handler (validation pipe, then the controller returning its steps); a storable refusal it throws becomes the outcome. */
+  /** Runs the handler (validation pipe, then the controller returning its work); a storable refusal it throws becomes the outcome. */
   private async stepsOf(next: CallHandler): Promise<AnyIdempotentWork> {
     try {
       return asWork(await lastValueFrom(next.handle()));
@@ -97,5 +93,5 @@ export class IdempotencyInterceptor implements NestInterceptor {
 function asWork(value: unknown): AnyIdempotentWork {
   if (value instanceof IdempotentSteps) return value as IdempotentSteps<unknown, unknown>;
   if (value && typeof value === 'object' && (isRowOwned(value) || typeof (value as { run?: unknown }).run === 'function')) return value as AnyIdempotentWork;
-  throw new Error('a route declared @Idempotent({ steps: true }) must return its work (IdempotentSteps, {prepare?, run, after?} or a row-owned work)');
+  throw new Error('a route declared with @Runs and a key must return its operation\'s work (IdempotentSteps, {prepare?, run, after?} or a row-owned work)');
 }

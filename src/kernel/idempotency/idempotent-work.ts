@@ -1,4 +1,4 @@
-// What a route marked @Idempotent declares and returns (docs/architecture.md §5), apart from the
+// What a route running a keyed operation (@Runs) declares and returns (docs/architecture.md §5), apart from the
 // decorator itself, so the interceptor and the decorator (which names the interceptor) share it without a cycle.
 import type { Principal } from '../auth/principal';
 import { AppError } from '../../common/errors/app-error';
@@ -9,17 +9,13 @@ export interface IdempotentOptions {
   /** Missing key → 400 idempotency_required (docs/api.md Conventions 2, docs/architecture.md §5). */
   required: boolean;
   /**
-   * The handler makes network calls (chain RPC, DNS) and returns {@link IdempotentSteps} instead
-   * of its result: the interceptor runs `prepare` with no transaction or pooled connection held,
-   * then `run` inside the key's locked transaction (docs/architecture.md §5).
+   * The declared operation the route runs (DESIGN §17): its key is scoped to the operation
+   * ({@link operationScope}), never to the HTTP method and path, so the same key over REST, MCP and
+   * A2A finds the same record. The handler returns the operation's work ({@link IdempotentSteps},
+   * `{prepare?, run, after?}` or a row-owned work): network steps run with no transaction held, then
+   * `run` inside the key's locked transaction (docs/architecture.md §5).
    */
-  steps?: boolean;
-  /**
-   * The declared operation the route runs (DESIGN §17): its key is then scoped to the operation
-   * ({@link operationScope}), not to the HTTP method and path, so the same key over REST, MCP and
-   * A2A finds the same record.
-   */
-  operation?: string;
+  operation: string;
 }
 
 /** What scopes a key of a declared operation: the principal, then the operation's name (DESIGN §5, §17). */
@@ -39,7 +35,7 @@ export async function runUnkeyed(work: AnyIdempotentWork): Promise<unknown> {
 }
 
 /**
- * What a route marked `@Idempotent({ steps: true })` returns: its network checks (`prepare`,
+ * What a route running an operation with a key may return: its network checks (`prepare`,
  * side-effect free, may be absent when the request needs none) and its transactional part
  * (`run`, which opens or joins a transaction itself and re-checks what `prepare` saw).
  */

@@ -7,12 +7,13 @@ import { IDEMPOTENT, type IdempotentOptions } from './idempotent-work';
 export { IDEMPOTENT, IdempotentSteps, operationScope, runUnkeyed, type IdempotentOptions } from './idempotent-work';
 
 /**
- * Enables Idempotency-Key handling on a POST/PUT/PATCH route (docs/architecture.md §5): replay
+ * Idempotency-Key handling for a route running the declared operation `options.operation` — stated
+ * by {@link Runs} (kernel/http.ts), never on its own (docs/architecture.md §5, DESIGN §17): replay
  * of the stored outcome with `Idempotent-Replayed: true`, 422 for a different request under the
  * same key, 409 while the first is in flight. The body field `idempotencyKey`, where the DTO has
  * one, is the same key. The route gets the {@link IdempotencyInterceptor} with it.
  */
-export const Idempotent = (options: IdempotentOptions = { required: false }) =>
+export const Idempotent = (options: IdempotentOptions) =>
   applyDecorators(
     SetMetadata(IDEMPOTENT, options),
     // Only these routes pay for an interceptor: a route without one skips Nest's interceptor chain

@@ -14,6 +14,7 @@ import { readSignerBalance } from './signer-balance';
 import { ENABLE_SIGNER_TYPES, ownerDomain, WITHDRAW_TYPES } from './owner-messages';
 import { AGENT_CONSENT_TYPES, ConsentAction, consentPayloadHash, consentTypedData, policyRaises, SPENDING_SCOPES } from './agent-consent';
 import { expandScopes } from '../../kernel/auth/scopes';
+import type { Principal } from '../../kernel/auth/principal';
 import { SignerVault } from './signer-vault.service';
 
 /** GET /agent (docs/architecture.md §13): amounts decimal text. */
@@ -68,6 +69,11 @@ export interface OwnerSigned {
 export interface ConsoleActor {
   address: string;
   consent?: OwnerSigned;
+}
+
+/** The console session `principal` acting, with the owner's consent its request carries, for the agent-owner rule (DESIGN §19). */
+export function consoleActor(principal: Pick<Principal, 'address'>, consent?: OwnerSigned): ConsoleActor {
+  return { address: principal.address!, consent };
 }
 
 /** How long the AgentConsent a refusal offers stays valid (seconds). */
@@ -143,6 +149,17 @@ export class AgentsService {
     const agent = await this.repo.find(agentId);
     if (!agent || agent.organizationId !== organizationId) throw AppError.notFound('agent');
     return agent;
+  }
+
+  /**
+   * The agent `agentId` as a console session may manage it (DESIGN §19, the ownership check of every
+   * console agent operation): an agent of the principal's organisation, and, for an agent owner's
+   * session (`principal.agentId` set: it acts for that one agent), that very agent.
+   * @throws AppError not_found (agent) otherwise.
+   */
+  async requireOwned(principal: Pick<Principal, 'organizationId' | 'agentId'>, agentId: string): Promise<AgentRow> {
+    if (principal.agentId !== null && principal.agentId !== agentId.toLowerCase()) throw AppError.notFound('agent');
+    return this.requireInOrganization(principal.organizationId, agentId);
   }
 
   /** The organisation's agents as GET /agent renders each, oldest first. */

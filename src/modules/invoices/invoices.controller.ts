@@ -5,10 +5,9 @@ import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
-import { Idempotent, IdempotentSteps } from '../../kernel/idempotency/idempotent.decorator';
 import { CreateInvoiceDto, InvoiceActionDto, InvoiceDto, InvoiceListDto, InvoiceListQueryDto, UpdateInvoiceDto } from './dto/invoice.dto';
 import { Runs } from '../../kernel/http';
-import { CREATE_INVOICE, InvoicesOperations, SEND_INVOICE } from './invoices.operations';
+import { CREATE_INVOICE, InvoicesOperations, SEND_INVOICE, UPDATE_INVOICE, VOID_INVOICE } from './invoices.operations';
 import { InvoicesService } from './invoices.service';
 
 const invoiceId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('invoice') });
@@ -53,14 +52,13 @@ export class InvoicesController {
 
   @Patch(':id')
   @HttpCode(200)
-  @RequireScopes('invoices:write')
-  @Idempotent({ required: false })
+  @Runs(UPDATE_INVOICE)
   @ApiOperation({ summary: 'Edit a draft invoice (JSON merge: absent keeps, null clears dueAt/memo/metadata; lineItems replaces all lines)' })
   @ApiOkResponse({ type: InvoiceDto })
   @ApiStandardErrors({ notFound: true })
   @ApiConflictResponse({ description: STATE_CONFLICT, type: ErrorBody })
-  update(@CurrentPrincipal() p: Principal, @Param('id', invoiceId) id: string, @Body() body: UpdateInvoiceDto): Promise<InvoiceDto> {
-    return this.invoices.update(p, id, body);
+  update(@CurrentPrincipal() p: Principal, @Param('id', invoiceId) id: string, @Body() body: UpdateInvoiceDto) {
+    return this.ops.update.work({ principal: p, params: { id } }, body);
   }
 
   @Post(':id/send')
@@ -79,14 +77,13 @@ export class InvoicesController {
 
   @Post(':id/void')
   @HttpCode(200)
-  @RequireScopes('invoices:write')
-  @Idempotent({ required: false, steps: true })
+  @Runs(VOID_INVOICE)
   @ApiOperation({ summary: 'Void a draft or open invoice (refused while a checkout of it is funded); burns its unfunded checkout on chain first' })
   @ApiOkResponse({ type: InvoiceDto })
   @ApiStandardErrors({ notFound: true })
   @ApiConflictResponse({ description: STATE_CONFLICT, type: ErrorBody })
-  void(@CurrentPrincipal() p: Principal, @Param('id', invoiceId) id: string, @Body() _body: InvoiceActionDto): IdempotentSteps<void, InvoiceDto> {
-    // The on-chain burn runs before the idempotent transaction opens (docs/architecture.md §5).
-    return new IdempotentSteps(() => this.invoices.void(p, id), () => this.invoices.voidOnChain(p, id));
+  void(@CurrentPrincipal() p: Principal, @Param('id', invoiceId) id: string, @Body() _body: InvoiceActionDto) {
+    // The on-chain burn (the work's prepare) runs before the idempotent transaction opens (docs/architecture.md §5).
+    return this.ops.void.work({ principal: p, params: { id } }, {});
   }
 }

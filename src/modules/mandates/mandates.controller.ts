@@ -6,9 +6,10 @@ import { AppError } from '../../common/errors/app-error';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { ListQueryDto } from '../../common/http/list.dto';
-import { Idempotent } from '../../kernel/idempotency/idempotent.decorator';
+import { Runs } from '../../kernel/http';
 import { CreateMandateDto, MandateDto, MandateListDto, RevokeMandateDto } from './dto/mandate.dto';
 import { MandatesService } from './mandates.service';
+import { CREATE_MANDATE, MandatesOperations } from './mandates.operations';
 
 const mandateId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound('mandate') });
 
@@ -16,12 +17,14 @@ const mandateId = new ParseUUIDPipe({ exceptionFactory: () => AppError.notFound(
 @ApiTags('agents')
 @Controller('api/v1/mandates')
 export class MandatesController {
-  constructor(private readonly mandates: MandatesService) {}
+  constructor(
+    private readonly mandates: MandatesService,
+    private readonly ops: MandatesOperations,
+  ) {}
 
   @Post()
   @HttpCode(200)
-  @RequireAgentKey('agent:mandate')
-  @Idempotent({ required: false })
+  @Runs(CREATE_MANDATE)
   @ApiOperation({
     summary: 'Store an AP2 intent mandate signed by the agent’s owner wallet',
     description:
@@ -35,8 +38,8 @@ export class MandatesController {
     type: ErrorBody,
   })
   @ApiStandardErrors()
-  create(@CurrentPrincipal() p: Principal, @Body() body: CreateMandateDto): Promise<MandateDto> {
-    return this.mandates.create(p, body);
+  create(@CurrentPrincipal() p: Principal, @Body() body: CreateMandateDto) {
+    return this.ops.create.work({ principal: p, params: {} }, body);
   }
 
   @Get()

@@ -103,8 +103,16 @@ export class MandatesService {
 
   /** GET /mandates: the agent's mandates, newest first (docs/architecture.md §6). @throws AppError 400 unknown cursor. */
   async list(principal: Principal, q: { limit?: number; startingAfter?: string }): Promise<ListPage<MandateView>> {
+    return this.listForAgent(principal.agentId!, q);
+  }
+
+  /**
+   * The mandates of agent `agentId`, newest first (GET /mandates for its key; the console's agent
+   * page once AgentsService.requireOwned has checked the session may see it).
+   */
+  async listForAgent(agentId: string, q: { limit?: number; startingAfter?: string }): Promise<ListPage<MandateView>> {
     const limit = q.limit ?? 10;
-    const rows = await this.repo.list(principal.agentId!, limit, q.startingAfter);
+    const rows = await this.repo.list(agentId, limit, q.startingAfter);
     const used = await this.repo.usedAmounts(rows.map((r) => r.id));
     const now = new Date();
     return toPage(rows, limit, (m) => this.render(m, used.get(m.id) ?? 0n, now));

@@ -11,6 +11,7 @@ import { PaymentsOperations } from './payments.operations';
 import { PaymentFaults, PaymentsService } from './payments.service';
 import { PaymentModes } from './payment-modes';
 import { TransferPaymentMode } from './transfer-payment-mode';
+import { PaymentRelayCheckModule } from './authorization-relay-check';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { Payment } from './payment.entity';
 import { X402Settlement } from './x402-settlement.entity';
@@ -25,7 +26,7 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
  * and a process holding this module refuses to start without it (issue 28).
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), AgentsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
+  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), PaymentRelayCheckModule, AgentsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
   providers: [
     PaymentsRepository,
     PaymentModes,

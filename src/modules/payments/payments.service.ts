@@ -261,8 +261,16 @@ export class PaymentsService {
   }
 
   async list(principal: Principal, q: { limit?: number; startingAfter?: string; status?: PaymentStatus }): Promise<ListPage<PaymentDto>> {
+    return this.pageForAgent(principal.agentId!, q);
+  }
+
+  /**
+   * The payments of agent `agentId`, newest first (GET /payments for its key; the console's agent
+   * page once AgentsService.requireOwned has checked the session may see it).
+   */
+  async pageForAgent(agentId: string, q: { limit?: number; startingAfter?: string; status?: PaymentStatus }): Promise<ListPage<PaymentDto>> {
     const limit = q.limit ?? 10;
-    const rows = await this.repo.list(principal.agentId!, { limit, startingAfter: q.startingAfter, status: q.status });
+    const rows = await this.repo.list(agentId, { limit, startingAfter: q.startingAfter, status: q.status });
     return toPage(rows, limit, (p) => this.toDto(p));
   }
 
@@ -348,7 +356,20 @@ export class PaymentsService {
     await this.tx(() => this.repo.touch(p.id));
   }
 
-  private parse(text: string): bigint {
+  /**
+   * The one reading of a payment's terms (issue 31: REST/MCP payments, the A2A pay skill and x402
+   * challenges all call it): `amount` as USDC decimal text → base units, and the payee `to` (an
+   * organisation handle or agent slug) with its payout address.
+   * @throws AppError 400 invalid_request: `amount` malformed or above MAX_AMOUNT; unknown payee
+   *   (`unknown_payee`) or one without a payout address (`no_payout_address`), both on param `to`.
+   */
+  async payTerms(to: string, amount: string): Promise<{ units: bigint; payee: PayeeTarget & { address: string } }> {
+    const units = this.parse(amount);
+    return { units, payee: await this.resolvePayee(to) };
+  }
+
+  /** USDC decimal text → base units. @throws AppError 400 invalid_request (param `amount`). */
+  parse(text: string): bigint {
     try {
       return parseAmount(text, this.config.maxAmountUnits);
     } catch (err) {

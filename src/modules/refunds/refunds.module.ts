@@ -6,10 +6,11 @@ import { Refund } from './refund.entity';
 import { RefundsOperations } from './refunds.operations';
 import { RefundsRepository } from './refunds.repository';
 import { RefundsService } from './refunds.service';
+import { RefundRelayCheckModule } from './refund-relay-check';
 
 /** Refunds (DESIGN §21): services and operations only; routes in RefundsHttpModule, the watcher in RefundsWorkerModule. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Refund]), RelayerModule, BalanceModule],
+  imports: [TypeOrmModule.forFeature([Refund]), RefundRelayCheckModule, RelayerModule, BalanceModule],
   providers: [RefundsRepository, RefundsService, RefundsOperations],
   exports: [RefundsService, RefundsOperations],
 })

@@ -5,12 +5,11 @@ import type { Principal } from '../../kernel/auth/principal';
 import { ErrorBody } from '../../common/errors/error-body';
 import { ApiStandardErrors } from '../../common/http/api-errors.decorator';
 import { NoStore } from '../../common/http/no-store.decorator';
-import { Idempotent } from '../../kernel/idempotency/idempotent.decorator';
 import { Runs } from '../../kernel/http';
 import { ListWebhookDeliveriesQueryDto, WebhookDeliveryDto, WebhookDeliveryListDto } from './dto/webhook-delivery.dto';
 import { PutWebhookEndpointDto, WebhookEndpointDto } from './dto/webhook-endpoint.dto';
 import { WebhookErrors } from './webhooks.errors';
-import { PUT_WEBHOOK_ENDPOINT, RETRY_WEBHOOK_DELIVERY, WebhooksOperations } from './webhooks.operations';
+import { PUT_WEBHOOK_ENDPOINT, RETRY_WEBHOOK_DELIVERY, SEND_TEST_WEBHOOK, WebhooksOperations } from './webhooks.operations';
 import { WebhooksService } from './webhooks.service';
 
 const notFoundOnBadId = new ParseUUIDPipe({ exceptionFactory: () => WebhookErrors.deliveryNotFound() });
@@ -19,7 +18,10 @@ const notFoundOnBadId = new ParseUUIDPipe({ exceptionFactory: () => WebhookError
 @ApiTags('webhooks')
 @Controller('api/v1/webhook-endpoints')
 export class WebhookEndpointsController {
-  constructor(private readonly webhooks: WebhooksService) {}
+  constructor(
+    private readonly webhooks: WebhooksService,
+    private readonly ops: WebhooksOperations,
+  ) {}
 
   @Get()
   @RequireScopes('webhooks:read')
@@ -51,8 +53,7 @@ export class WebhookEndpointsController {
 
   @Post('test')
   @HttpCode(200)
-  @RequireScopes('webhooks:write')
-  @Idempotent({ required: false })
+  @Runs(SEND_TEST_WEBHOOK)
   @ApiOperation({
     summary: 'Send a test event (type ping) to the endpoint',
     description:
@@ -62,8 +63,8 @@ export class WebhookEndpointsController {
   @ApiOkResponse({ type: WebhookDeliveryDto })
   @ApiConflictResponse({ description: 'invalid_request (details.reason endpoint_disabled): the endpoint is disabled', type: ErrorBody })
   @ApiStandardErrors({ notFound: true })
-  sendTest(@CurrentPrincipal() principal: Principal): Promise<WebhookDeliveryDto> {
-    return this.webhooks.sendTestEvent(principal);
+  sendTest(@CurrentPrincipal() principal: Principal) {
+    return this.ops.sendTest.work({ principal, params: {} }, {});
   }
 }
 

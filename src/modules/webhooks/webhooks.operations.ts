@@ -16,6 +16,13 @@ export const PUT_WEBHOOK_ENDPOINT: OperationSpec<PutWebhookEndpointDto> = { name
 export const RETRY_WEBHOOK_DELIVERY: OperationSpec = { name: 'retry-webhook-delivery', scopes: ['webhooks:write'], idempotency: 'optional' };
 
 /**
+ * `send-test-webhook` (POST /webhook-endpoints/test; docs/api.md Events 3): a `ping` event to the
+ * endpoint. webhooks:write; Idempotency-Key optional (the same key replays the first answer instead
+ * of sending again); no input.
+ */
+export const SEND_TEST_WEBHOOK: OperationSpec = { name: 'send-test-webhook', scopes: ['webhooks:write'], idempotency: 'optional' };
+
+/**
  * The webhook operations with their work (DESIGN §17: declared once; REST states them with `@Runs`,
  * MCP tools name them). Each work is `{run}`. The PUT route, which takes no key, has no interceptor
  * to hand a work to and calls {@link WebhooksService.putEndpoint} itself, as this work does.
@@ -24,6 +31,7 @@ export const RETRY_WEBHOOK_DELIVERY: OperationSpec = { name: 'retry-webhook-deli
 export class WebhooksOperations {
   readonly putEndpoint: Operation<PutWebhookEndpointDto>;
   readonly retryDelivery: Operation;
+  readonly sendTest: Operation;
 
   constructor(webhooks: WebhooksService) {
     this.putEndpoint = defineOperation(PUT_WEBHOOK_ENDPOINT, (ctx, input) => ({ run: () => webhooks.putEndpoint(ctx.principal, input) }));
@@ -31,5 +39,6 @@ export class WebhooksOperations {
       const id = requireUuid(ctx.params.id, 'webhook delivery');
       return { run: () => webhooks.retryDelivery(ctx.principal, id) };
     });
+    this.sendTest = defineOperation(SEND_TEST_WEBHOOK, (ctx) => ({ run: () => webhooks.sendTestEvent(ctx.principal) }));
   }
 }

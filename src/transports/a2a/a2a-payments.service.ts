@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
+import { formatAmount, parseAmount } from '@lib/money';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
@@ -100,16 +100,7 @@ export class A2aPaymentsService {
    * @throws AppError 400 invalid_request (amount; unknown payee or one without an address).
    */
   async requirements(terms: PayTerms): Promise<{ required: ReturnType<typeof paymentRequired>; terms: PayTerms }> {
-    let units: bigint;
-    try {
-      units = parseAmount(terms.amount, this.config.maxAmountUnits);
-    } catch (err) {
-      if (err instanceof AmountFormatError) throw AppError.invalidParam('amount', err.message);
-      throw err;
-    }
-    const payee = await this.gate.resolveHandle(terms.to.trim());
-    if (!payee) throw AppError.invalidParam('to', 'is not a known organisation handle or agent slug', { reason: 'unknown_payee' });
-    if (!payee.address) throw AppError.invalidParam('to', 'has no payout address', { reason: 'no_payout_address' });
+    const { units, payee } = await this.payments.payTerms(terms.to, terms.amount);
     const domain = await this.chain.usdc.eip712Domain();
     const required = paymentRequired({
       chainId: this.chain.chainId,

@@ -3,7 +3,6 @@ import { defineOperation, type Operation, type OperationSpec } from '../../kerne
 import { CheckoutOperations } from '../../modules/checkout/checkout.operations';
 import { CreateCheckoutSessionDto } from '../../modules/checkout/dto/create-checkout-session.dto';
 import { A2aPaymentsService } from './a2a-payments.service';
-import type { PayTerms } from './a2a-task-status';
 import { PaymentSubmittedParamsDto } from './dto/a2a.dto';
 
 /**
@@ -19,18 +18,12 @@ export const SUBMIT_A2A_PAYMENT: OperationSpec<PaymentSubmittedParamsDto> = {
   idempotency: 'row-owned',
 };
 
-/** The JSON-RPC pay skill's input: the task's terms and the task id, its identity. */
-export interface PaySkillInput extends PayTerms {
-  taskId: string;
-}
-
-/** {@link SUBMIT_A2A_PAYMENT}'s access and key scope for the JSON-RPC pay skill, whose input is the task's terms (checked by the executor), not the REST DTO. */
-const PAY_SKILL: OperationSpec<PaySkillInput> = {
-  name: SUBMIT_A2A_PAYMENT.name,
-  scopes: SUBMIT_A2A_PAYMENT.scopes,
-  kinds: SUBMIT_A2A_PAYMENT.kinds,
-  idempotency: 'row-owned',
-};
+/**
+ * The JSON-RPC pay skill's declaration: {@link SUBMIT_A2A_PAYMENT} itself, its input the same DTO
+ * (`{to, amount, taskId}`, issue 31), validated by the runner; the executor has already read the
+ * terms (PaymentsService.payTerms) when it asked for payment.
+ */
+const PAY_SKILL: OperationSpec<PaymentSubmittedParamsDto> = SUBMIT_A2A_PAYMENT;
 
 /**
  * The A2A skills as operations for the kernel's runner (DESIGN §17): the executor maps a message to
@@ -42,12 +35,12 @@ export class A2aOperations {
    * The pay skill's payment: {@link SUBMIT_A2A_PAYMENT} run with the task id as its idempotency key
    * (A2A's own retry identity); the payment stores the task id, no invented Idempotency-Key.
    */
-  readonly pay: Operation<PaySkillInput>;
+  readonly pay: Operation<PaymentSubmittedParamsDto>;
   /** `create-checkout`: the checkout module's operation of POST /checkout-sessions, run as a skill (checkout.operations.ts). */
   readonly createCheckout: Operation<CreateCheckoutSessionDto>;
 
   constructor(payments: A2aPaymentsService, checkout: CheckoutOperations) {
-    this.pay = defineOperation<PaySkillInput>(PAY_SKILL, (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId));
+    this.pay = defineOperation(PAY_SKILL, (ctx, input) => payments.payWork(ctx.principal, { to: input.to, amount: input.amount }, undefined, input.taskId ?? null));
     this.createCheckout = checkout.create;
   }
 }

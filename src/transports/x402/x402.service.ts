@@ -1,14 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
+import { formatAmount, parseAmount } from '@lib/money';
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import { x402ResourceServer, type FacilitatorClient } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
+import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
 import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
 import { getAddress } from 'ethers';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
-import { AgentSpendGate } from '../../modules/agents/agent-spend.service';
 import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
 import type { RowOwnedWork } from '../../kernel/idempotency/idempotency.service';
 import { mapOwned, PAYMENT_RELAY_PURPOSE, PaymentRecord, PaymentsService } from '../../modules/payments/payments.service';
@@ -100,11 +101,11 @@ export type X402SettleInput = { paymentRequired: string } | Record<string, unkno
 export class X402Service {
   private readonly logger = new Logger('X402');
   private domain?: Promise<{ name: string; version: string }>;
+  private server?: Promise<x402ResourceServer>;
 
   constructor(
     private readonly config: AppConfig,
     private readonly chain: ChainAccess,
-    private readonly agents: AgentSpendGate,
     private readonly relayer: RelayerService,
     private readonly payments: PaymentsService,
     private readonly settlement: PaymentSettlement,
@@ -131,12 +132,9 @@ export class X402Service {
     const terms = await this.terms(query);
     const requirements = await this.requirements(terms);
     const description = `Payment of ${formatAmount(terms.amount)} USDC to ${terms.payeeHandle}`;
-    const paymentRequired: PaymentRequired = {
-      x402Version: 2,
-      error: 'PAYMENT-SIGNATURE header is required',
-      resource: { url: terms.resource, description, mimeType: 'application/json' },
-      accepts: [requirements],
-    };
+    const paymentRequired = await (
+      await this.resourceServer()
+    ).createPaymentRequiredResponse([requirements], { url: terms.resource, description, mimeType: 'application/json' }, 'PAYMENT-SIGNATURE header is required');
     return {
       status: 402,
       headers: { 'PAYMENT-REQUIRED': encodePaymentRequiredHeader(paymentRequired), 'Cache-Control': 'no-store' },
@@ -339,33 +337,53 @@ export class X402Service {
     const to = (query.to ?? this.config.env.X402_DEFAULT_PAY_TO).trim();
     if (!to) throw AppError.invalidParam('to', 'is required (this service has no X402_DEFAULT_PAY_TO)');
     const amountText = query.amount ?? this.config.env.X402_DEFAULT_AMOUNT;
-    let amount: bigint;
-    try {
-      amount = parseAmount(amountText, this.config.maxAmountUnits);
-    } catch (err) {
-      if (err instanceof AmountFormatError) throw AppError.invalidParam('amount', err.message);
-      throw err;
-    }
+    // Amount and payee are read as every payment reads them (PaymentsService); the challenge adds its minimum first.
+    const amount = this.payments.parse(amountText);
     const min = parseAmount(this.config.env.X402_MIN_AMOUNT, this.config.maxAmountUnits);
     if (amount < min) throw AppError.invalidParam('amount', `must be at least ${this.config.env.X402_MIN_AMOUNT} USDC (the relayer pays the gas)`, { reason: 'below_minimum' });
-    const payee = await this.agents.resolveHandle(to);
-    if (!payee) throw AppError.invalidParam('to', 'is not a known organisation handle or agent slug', { reason: 'unknown_payee' });
-    if (!payee.address) throw new AppError('invalid_request', `${to} has no payout address`, { reason: 'no_payout_address', fields: [{ param: 'to', message: 'has no payout address' }] });
+    const { payee } = await this.payments.payTerms(to, amountText);
     const canonical = `${this.config.env.API_BASE_URL.replace(/\/$/, '')}${CHALLENGE_PATH}?to=${encodeURIComponent(payee.handle)}&amount=${formatAmount(amount)}`;
     return { payeeHandle: payee.handle, payTo: getAddress(payee.address), amount, resource: query.resource ?? canonical };
   }
 
+  /**
+   * The payment requirements of a challenge's terms, built by `@x402/core`'s `x402ResourceServer`
+   * with `@x402/evm`'s exact scheme (DESIGN §14): the amount in USDC base units as decimal text,
+   * `asset` USDC_ADDRESS, `extra` the token's EIP-712 domain read from the chain (once).
+   */
   private async requirements(terms: ChallengeTerms): Promise<PaymentRequirements> {
     this.domain ??= this.chain.usdc.eip712Domain().then((d) => ({ name: String(d.name), version: String(d.version) }));
-    return {
+    const extra = await this.domain;
+    const [requirements] = await (
+      await this.resourceServer()
+    ).buildPaymentRequirements({
       scheme: 'exact',
       network: this.caip2 as PaymentRequirements['network'],
-      asset: this.chain.usdc.address,
-      amount: terms.amount.toString(),
       payTo: terms.payTo,
+      price: { amount: terms.amount.toString(), asset: this.chain.usdc.address, extra },
       maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-      extra: await this.domain,
-    };
+    });
+    return requirements;
+  }
+
+  /**
+   * `@x402/core`'s resource server for our one kind (exact, EIP-3009, this chain), with the service
+   * as its own facilitator (DESIGN §14): it builds the requirements and the PAYMENT-REQUIRED
+   * response; verification is {@link verify}, and settlement never goes through it: it is a relay
+   * on the relayer queue (docs/architecture.md §5), so the facilitator's `settle` refuses.
+   */
+  private resourceServer(): Promise<x402ResourceServer> {
+    this.server ??= (async () => {
+      const facilitator: FacilitatorClient = {
+        verify: (payload, requirements) => this.verify(payload, requirements),
+        settle: () => Promise.reject(new Error('x402 settlement is a relay on the relayer queue (docs/architecture.md §5), not a facilitator call')),
+        getSupported: () => Promise.resolve({ kinds: [{ x402Version: 2, scheme: 'exact', network: this.caip2 as PaymentRequirements['network'] }], extensions: [], signers: {} }),
+      };
+      const server = new x402ResourceServer(facilitator).register(this.caip2 as PaymentRequirements['network'], new ExactEvmServerScheme());
+      await server.initialize();
+      return server;
+    })();
+    return this.server;
   }
 
   /**

@@ -3,6 +3,8 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { Public } from '../../../kernel/auth/auth.decorators';
 import { AppConfig } from '../../../config/app-config';
+import { AppError } from '../../../common/errors/app-error';
+import { Authenticator } from '../../../kernel/authenticator';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
 import { ConsoleAuthService } from './console-auth.service';
 import { consoleBundle, renderConsoleNotFound, renderHome, renderSection, renderSignIn, Section, SECTIONS } from './console-pages.render';
@@ -10,11 +12,18 @@ import { sessionCookie } from './console-session.authenticator';
 import { validate as isUuid } from 'uuid';
 
 
+/** A page's signed-in session: its cookie token (for the embedded CSRF token) and the signed-in address. */
+interface SignedIn {
+  token: string;
+  session: { address: string };
+}
+
 /**
  * The console pages at `{API origin}/console` (docs/architecture.md §19), server-rendered shells
  * filled by one bundled script that calls `/api/v1` as a `console` principal. Public routes in the
- * guard's sense: each reads the session cookie itself (a page is a GET; it changes nothing and
- * embeds the session's CSRF token). No session → the sign-in page; an organisation the address
+ * guard's sense: each reads the session through the API's {@link Authenticator} (one failed-auth
+ * allowance) without the CSRF header (a page is a GET; it changes nothing and embeds the session's
+ * CSRF token). No session → the sign-in page; an organisation the address
  * does not own (or no such organisation, or a malformed id) → 404.
  */
 @ApiExcludeController()
@@ -24,18 +33,19 @@ export class ConsolePagesController {
     private readonly auth: ConsoleAuthService,
     private readonly orgs: OrgsService,
     private readonly config: AppConfig,
+    private readonly authenticator: Authenticator,
   ) {}
 
   @Get()
   @Public()
   async home(@Req() req: Request, @Res() res: Response): Promise<void> {
-    const token = sessionCookie(req, this.auth.cookieName);
-    const session = await this.auth.session(token);
     this.headers(res);
-    if (!session || !token) {
+    const signedIn = await this.session(req);
+    if (!signedIn) {
       res.type('html').send(renderSignIn({ chainId: this.config.env.CHAIN_ID }));
       return;
     }
+    const { token, session } = signedIn;
     const [organizations, agents] = await Promise.all([this.orgs.ownedOrganizations(session.address), this.orgs.ownedAgents(session.address)]);
     res.type('html').send(renderHome({ address: session.address, csrf: ConsoleAuthService.csrfToken(token), chainId: this.config.env.CHAIN_ID, organizations, agents }));
   }
@@ -100,15 +110,29 @@ export class ConsolePagesController {
     return this.section(org, section, item, req, res);
   }
 
-  /** The request's console session and its cookie token; without one, redirects to the sign-in page and answers null. */
-  private async signedIn(req: Request, res: Response): Promise<{ token: string; session: NonNullable<Awaited<ReturnType<ConsoleAuthService['session']>>> } | null> {
+  /**
+   * The request's console session (its principal's address) and cookie token, read by the API's one
+   * {@link Authenticator} under the client address's failed-auth allowance (an unknown, expired or
+   * revoked cookie spends a slot; no cookie spends none), or null without a live session.
+   * @throws AppError 429 rate_limited once the allowance is spent; 401 for an ambiguous cookie header.
+   */
+  private async session(req: Request): Promise<SignedIn | null> {
     const token = sessionCookie(req, this.auth.cookieName);
-    const session = await this.auth.session(token);
-    if (!session || !token) {
-      res.redirect(303, '/console');
-      return null;
+    if (!token) return null;
+    try {
+      const principal = await this.authenticator.session(req, { organization: false, csrf: false });
+      return { token, session: { address: principal.address! } };
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'unauthorized' && err.details?.reason === undefined) return null;
+      throw err;
     }
-    return { token, session };
+  }
+
+  /** {@link session}; without one, redirects to the sign-in page and answers null. */
+  private async signedIn(req: Request, res: Response): Promise<SignedIn | null> {
+    const signedIn = await this.session(req);
+    if (!signedIn) res.redirect(303, '/console');
+    return signedIn;
   }
 
   private async section(orgId: string, section: string, item: string | undefined, req: Request, res: Response): Promise<void> {

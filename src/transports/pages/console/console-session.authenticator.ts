@@ -63,15 +63,17 @@ export class ConsoleSessionAuthenticator extends SessionAuthenticator {
   }
 
   /**
+   * @param opts.organization act for the organisation (or agent) the headers name; false: for the address alone.
+   * @param opts.csrf false for the console pages only (GETs that embed the token; they change nothing).
    * @returns the principal, or null for a missing, unknown, expired or revoked session.
    * @throws AppError 403 forbidden (`details.reason: "csrf_token_invalid"`) without the session's CSRF
    *   token; 404 not_found (organization) when the organisation is missing, malformed or not owned.
    */
-  async resolve(req: Request, opts: { organization: boolean }): Promise<Principal | null> {
+  async resolve(req: Request, opts: { organization: boolean; csrf?: boolean }): Promise<Principal | null> {
     const token = sessionCookie(req, this.auth.cookieName);
     const session = await this.auth.session(token);
     if (!session || !token) return null;
-    if (!ConsoleAuthService.csrfMatches(token, req.header(CSRF_HEADER))) {
+    if (opts.csrf !== false && !ConsoleAuthService.csrfMatches(token, req.header(CSRF_HEADER))) {
       throw new AppError('forbidden', 'Console requests need the X-CSRF-Token of the session', { reason: 'csrf_token_invalid' });
     }
     let organizationId = '';

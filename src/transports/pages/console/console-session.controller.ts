@@ -6,7 +6,8 @@ import { clientAddress } from '../../../kernel/auth/auth.guard';
 import type { Principal } from '../../../kernel/auth/principal';
 import { ApiStandardErrors } from '../../../common/http/api-errors.decorator';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
-import { PayoutProofService } from '../../../modules/orgs/payout-proof.service';
+import { CREATE_ORGANIZATION, OrgsOperations } from '../../../modules/orgs/orgs.operations';
+import { Runs, runWork } from '../../../kernel/http';
 import { ConsoleAuthService, SESSION_TTL_MS } from './console-auth.service';
 import { sessionCookie } from './console-session.authenticator';
 import { ConsoleNonceDto, ConsoleOrganizationDto, ConsoleSessionDto, CreateOrganizationDto, SignedOutDto, SignInDto } from './dto/console.dto';
@@ -15,7 +16,7 @@ import { ConsoleNonceDto, ConsoleOrganizationDto, ConsoleSessionDto, CreateOrgan
  * The console's session routes on the api port (docs/architecture.md §19): SIWE nonce and sign-in
  * (public, under the client address's failed-auth allowance and the signed address's own), then,
  * with the session cookie and its CSRF header, the session, sign-out, and the organisations the
- * address owns (self-serve creation). Organisation work goes through `/api/v1` as a `console`
+ * address owns (self-serve creation, the orgs domain's `create-organization` operation). Organisation work goes through `/api/v1` as a `console`
  * principal with `X-Console-Organization`.
  */
 @ApiTags('console')
@@ -24,7 +25,7 @@ export class ConsoleSessionController {
   constructor(
     private readonly auth: ConsoleAuthService,
     private readonly orgs: OrgsService,
-    private readonly payoutProof: PayoutProofService,
+    private readonly orgOps: OrgsOperations,
   ) {}
 
   @Get('nonce')
@@ -86,7 +87,7 @@ export class ConsoleSessionController {
   }
 
   @Post('organizations')
-  @ConsoleSessionRoute()
+  @Runs(CREATE_ORGANIZATION)
   @HttpCode(200)
   @ApiOperation({
     summary: 'Self-serve: create an organisation owned by the signed-in address (at most 5 per address)',
@@ -94,11 +95,7 @@ export class ConsoleSessionController {
   })
   @ApiOkResponse({ type: ConsoleOrganizationDto })
   @ApiStandardErrors()
-  async createOrganization(@CurrentPrincipal() p: Principal, @Body() body: CreateOrganizationDto): Promise<ConsoleOrganizationDto> {
-    // Another payout address than the signed-in one must sign for itself (issue 28; outside any transaction: EIP-1271 is a chain call).
-    if (body.payoutAddress) await this.payoutProof.require(p.address!, body.handle, body.payoutAddress, body.payoutProof);
-    const { payoutProof: _proof, ...input } = body;
-    const org = await this.orgs.createOwnedOrganization(p.address!, input);
-    return { id: org.id, name: org.name, handle: org.handle, payoutAddress: org.payoutAddress };
+  createOrganization(@CurrentPrincipal() p: Principal, @Body() body: CreateOrganizationDto): Promise<ConsoleOrganizationDto> {
+    return runWork(this.orgOps.createOrganization.work({ principal: p, params: {} }, body));
   }
 }

@@ -10,11 +10,13 @@ import { ConsoleSessionController } from './console-session.controller';
 import { ConsoleModule } from './console.module';
 import { ChainModule } from '../../../chain/chain.module';
 import { PayoutProofService } from '../../../modules/orgs/payout-proof.service';
+import { OrgsOperations } from '../../../modules/orgs/orgs.operations';
+import { AgentsOperations } from '../../../modules/agents/agents.operations';
 
-/** The console's routes and pages on the api port (api only, docs/architecture.md §19); the pages' security headers are set by `helmet` ({@link consolePageHeaders}). */
+/** The console's routes and pages on the api port (api only, docs/architecture.md §19), with the orgs and agents domains' console operations they run; the pages' security headers are set by `helmet` ({@link consolePageHeaders}). */
 @Module({
   imports: [ConsoleModule, OrgsModule, AgentsModule, PaymentsModule, MandatesModule, ChainModule],
-  providers: [PayoutProofService],
+  providers: [PayoutProofService, OrgsOperations, AgentsOperations],
   controllers: [ConsoleSessionController, ConsoleAdminController, ConsolePagesController],
 })
 export class ConsoleHttpModule implements NestModule {
