@@ -1,7 +1,7 @@
 /**
  * Architecture rules (docs/architecture.md, Conventions 13): libs never import src; a feature module never imports another
  * module's repository or entity; routes only in the api (http modules, controllers); no cycles;
- * tests are not imported by production code.
+ * tests and the chain testing senders are not imported by production code.
  */
 module.exports = {
   forbidden: [
@@ -73,6 +73,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^(src|libs)/', pathNot: '\\.spec\\.ts$' },
       to: { path: '^test/' },
+    },
+    {
+      name: 'no-testing-in-production',
+      severity: 'error',
+      comment: "libs/chain/src/testing holds the senders with no production caller (issue 31): tests, bench and the chaos run only",
+      from: { path: '^(src|libs)/', pathNot: ['\\.spec\\.ts$', '^libs/chain/src/testing/'] },
+      to: { path: '^libs/chain/src/testing/' },
     },
   ],
   options: {

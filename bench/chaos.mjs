@@ -180,7 +180,7 @@ export async function main(args = []) {
       arbiter: address('arbiter'),
       mint: [{ to: owner.address, amount: 1_000_000n * 1_000_000n }, { to: buyer.address, amount: 100_000n * 1_000_000n }],
     });
-    const gateway = new chainLib.EscrowGateway(provider, deployed);
+    const { escrow: gateway, usdc } = chainLib.connectChain(provider, deployed);
     const env = {
       DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: process.env.BENCH_LOG_DIR ? 'info' : 'error',
       RPC_URL: anvil.rpcUrl, CHAIN_ID: String(chainLib.ANVIL_CHAIN_ID), USDC_ADDRESS: deployed.usdcAddress, ESCROW_ADDRESS: deployed.escrowAddress,
@@ -636,7 +636,7 @@ export async function main(args = []) {
     // ---- assertions against the chain ----
     const head = await provider.getBlockNumber();
     const onFinalChain = async (hash) => Boolean(hash && (await provider.getTransactionReceipt(hash)));
-    const authLogs = (await gateway.getAuthorizationLogs(deployed.deployBlock, head)).filter((l) => l.kind === 'used');
+    const authLogs = (await usdc.getAuthorizationLogs(deployed.deployBlock, head)).filter((l) => l.kind === 'used');
     const usedCount = (authorizer, nonce) => authLogs.filter((l) => l.authorizer.toLowerCase() === authorizer.toLowerCase() && l.nonce === nonce.toLowerCase()).length;
     const escrowEvents = await gateway.getEscrowEvents(deployed.deployBlock, head);
     const db = await withPg(DB_NAME, async (c) => ({

@@ -52,6 +52,7 @@ function stats(samples) {
 export async function main(args) {
   const opts = parseArgs(args);
   const chainLib = require(join(root, opts.dist, 'libs', 'chain', 'src', 'index.js'));
+  const testingLib = require(join(root, opts.dist, 'libs', 'chain', 'src', 'testing', 'index.js'));
   const { Wallet } = await import('ethers');
   const stamp = fileStamp();
   const redisPrefix = `pcp_bench_escrow_${Date.now().toString(36)}`;
@@ -73,7 +74,8 @@ export async function main(args) {
       arbiter: address('arbiter'),
       mint: [{ to: buyer.address, amount: 1_000_000n * 1_000_000n }],
     });
-    const gateway = new chainLib.EscrowGateway(provider, deployed);
+    const gateway = chainLib.connectChain(provider, deployed).escrow;
+    const senders = new testingLib.EscrowTestSenders(gateway);
     const relayer = new Wallet(chainLib.anvilKey('relayer'), provider);
 
     const apiPort = await freePort();
@@ -127,7 +129,7 @@ export async function main(args) {
         deadline: funding.terms.deadline,
       };
       await sleep(Math.random() * opts.chainPollMs);
-      const txHash = await gateway.fundWithAuthorization(relayer, buyer, terms, funding.termsSignature);
+      const txHash = await senders.fundWithAuthorization(relayer, buyer, terms, funding.termsSignature);
       const minedAt = performance.now();
       let polls = 0;
       for (;;) {

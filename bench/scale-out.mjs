@@ -58,6 +58,7 @@ async function startReceiver() {
 export async function main(args = []) {
   const opts = parseArgs(args);
   const chainLib = require(join(root, opts.dist, 'libs', 'chain', 'src', 'index.js'));
+  const testingLib = require(join(root, opts.dist, 'libs', 'chain', 'src', 'testing', 'index.js'));
   const { Wallet, id: topicOf } = await import('ethers');
   const redisPrefix = `pcpscale${process.pid}`;
   const releaseChildren = guardChildren();
@@ -80,7 +81,8 @@ export async function main(args = []) {
       arbiter: address('arbiter'),
       mint: [{ to: buyer.address, amount: 1_000_000n * 1_000_000n }],
     });
-    const gateway = new chainLib.EscrowGateway(provider, deployed);
+    const gateway = chainLib.connectChain(provider, deployed).escrow;
+    const senders = new testingLib.EscrowTestSenders(gateway);
     const relayer = new Wallet(chainLib.anvilKey('relayer'), provider);
     const env = {
       DATABASE_URL, REDIS_URL, REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'error',
@@ -110,7 +112,7 @@ export async function main(args = []) {
         body: { amount: '5.00', description: `scale ${i}`, escrowTemplateId: 'custom', metadata: { inspectionWindowHours: 1 } },
       });
       const funding = await api(base, 'GET', `/api/v1/checkout-sessions/${checkout.id}/funding-terms${fundingQuery(buyer.address)}`);
-      await gateway.fundWithAuthorization(relayer, buyer, chainTerms(funding), funding.termsSignature);
+      await senders.fundWithAuthorization(relayer, buyer, chainTerms(funding), funding.termsSignature);
       checkouts.push({ id: checkout.id, escrowKey: funding.terms.escrowId });
     }
     for (const c of checkouts) {

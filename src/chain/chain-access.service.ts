@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { createProvider, EscrowGateway, isNodeError, lastConfirmedBlock } from '@lib/chain';
+import { type ChainClock, connectChain, createProvider, type EscrowGateway, isNodeError, lastConfirmedBlock, type UsdcGateway } from '@lib/chain';
 import { JsonRpcProvider, Wallet } from 'ethers';
 import { AppError } from '../common/errors/app-error';
 import { AppConfig } from '../config/app-config';
@@ -23,7 +23,8 @@ export class ChainUnavailableError extends AppError {
 
 /**
  * The process's one JSON-RPC provider (each request times out after RPC_TIMEOUT_MS), its
- * {@link EscrowGateway} (escrow and USDC) and the relayer wallet (docs/architecture.md §5, §13;
+ * {@link EscrowGateway} (`gateway`), {@link UsdcGateway} (`usdc`, EIP-3009) and {@link ChainClock}
+ * (`clock`), sharing one sender, and the relayer wallet (docs/architecture.md §5, §13;
  * DESIGN §17 "a chain room"). Every domain's chain view (escrow, verification, agents, payments,
  * reconciliation) reads through it. Amounts are USDC base units.
  */
@@ -32,6 +33,8 @@ export class ChainAccess implements OnApplicationShutdown {
   private readonly logger = new Logger('ChainAccess');
   readonly provider: JsonRpcProvider;
   readonly gateway: EscrowGateway;
+  readonly usdc: UsdcGateway;
+  readonly clock: ChainClock;
   readonly chainId: number;
   private relayerWallet: Wallet | null = null;
 
@@ -39,7 +42,10 @@ export class ChainAccess implements OnApplicationShutdown {
     const env = config.env;
     this.chainId = env.CHAIN_ID;
     this.provider = createProvider(env.RPC_URL, env.CHAIN_ID, { timeoutMs: env.RPC_TIMEOUT_MS });
-    this.gateway = new EscrowGateway(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS, usdcDomain: config.usdcDomain });
+    const chain = connectChain(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS, usdcDomain: config.usdcDomain });
+    this.gateway = chain.escrow;
+    this.usdc = chain.usdc;
+    this.clock = chain.clock;
   }
 
   /**
@@ -54,7 +60,7 @@ export class ChainAccess implements OnApplicationShutdown {
 
   /** Unix seconds of the latest block: the clock EIP-3009 validity and escrow deadlines use. @throws ChainUnavailableError. */
   headTimestamp(): Promise<number> {
-    return this.read('head timestamp', () => this.gateway.headTimestamp());
+    return this.read('head timestamp', () => this.clock.headTimestamp());
   }
 
   /**
@@ -70,7 +76,7 @@ export class ChainAccess implements OnApplicationShutdown {
   authorizationAt(authorizer: string, nonce: string): Promise<{ used: boolean; timestamp: number; blockNumber: number }> {
     return this.read('authorization state', async () => {
       const blockNumber = Math.max(0, lastConfirmedBlock(await this.provider.getBlockNumber(), this.config.env.CONFIRMATIONS));
-      const [used, block] = await Promise.all([this.gateway.authorizationState(authorizer, nonce, blockNumber), this.provider.getBlock(blockNumber)]);
+      const [used, block] = await Promise.all([this.usdc.authorizationState(authorizer, nonce, blockNumber), this.provider.getBlock(blockNumber)]);
       if (!block) throw new Error(`unknown block ${blockNumber} (the node's head moved back)`);
       return { used, timestamp: block.timestamp, blockNumber };
     });

@@ -5,8 +5,12 @@ import {
   ANVIL_CHAIN_ID,
   ANVIL_KEYS,
   ANVIL_ROLES,
-  EscrowGateway,
+  connectChain,
+  type ChainGateways,
   createProvider,
+  type ChainClock,
+  type EscrowGateway,
+  type UsdcGateway,
   deployLocalContracts,
   escrowKeyFromId,
   startAnvil,
@@ -14,6 +18,7 @@ import {
   type EscrowState,
   type FundingTerms,
 } from '@lib/chain';
+import { EscrowTestSenders } from '../../libs/chain/src/testing';
 
 /** 1 USDC in base units. */
 export const USDC = 10n ** 6n;
@@ -30,13 +35,22 @@ export class ChainFixture {
   readonly usdc: Contract;
   readonly escrow: Contract;
   readonly chainId = ANVIL_CHAIN_ID;
+  readonly gateway: EscrowGateway;
+  readonly usdcGateway: UsdcGateway;
+  readonly clock: ChainClock;
+  /** Test-only escrow senders (funding from a wallet, relayed actions). */
+  readonly senders: EscrowTestSenders;
 
   private constructor(
     readonly anvil: AnvilInstance,
     readonly provider: JsonRpcProvider,
-    readonly gateway: EscrowGateway,
+    chain: ChainGateways,
     readonly deployBlock: number,
   ) {
+    this.gateway = chain.escrow;
+    this.usdcGateway = chain.usdc;
+    this.clock = chain.clock;
+    this.senders = new EscrowTestSenders(chain.escrow);
     const w = (i: number) => new Wallet(ANVIL_KEYS[i], provider);
     this.wallets = {
       deployer: w(ANVIL_ROLES.deployer),
@@ -48,8 +62,8 @@ export class ChainFixture {
       stranger: w(6),
       buyer2: w(7),
     };
-    this.usdc = new Contract(gateway.usdcAddress, TestUSDCArtifact.abi, provider);
-    this.escrow = new Contract(gateway.escrowAddress, CheckoutEscrowArtifact.abi, provider);
+    this.usdc = new Contract(chain.usdc.address, TestUSDCArtifact.abi, provider);
+    this.escrow = new Contract(chain.escrow.escrowAddress, CheckoutEscrowArtifact.abi, provider);
   }
 
   static async start(): Promise<ChainFixture> {
@@ -66,8 +80,7 @@ export class ChainFixture {
         { to: address(7), amount: 1_000_000n * USDC },
       ],
     });
-    const gateway = new EscrowGateway(provider, deployed);
-    return new ChainFixture(anvil, provider, gateway, deployed.deployBlock);
+    return new ChainFixture(anvil, provider, connectChain(provider, deployed), deployed.deployBlock);
   }
 
   async stop(): Promise<void> {
@@ -93,7 +106,7 @@ export class ChainFixture {
   }
 
   now(): Promise<number> {
-    return this.gateway.headTimestamp();
+    return this.clock.headTimestamp();
   }
 
   /** Fresh terms bound to the default buyer (`wallets.buyer`) unless `overrides.buyer` says otherwise. */
@@ -116,7 +129,7 @@ export class ChainFixture {
   /** Builds, signs and funds terms (approve + fund) from `buyer`. */
   async fund(overrides: Partial<FundingTerms> = {}, buyer: Wallet = this.wallets.buyer) {
     const terms = await this.terms({ buyer: buyer.address, ...overrides });
-    const txHash = await this.gateway.fundWithTerms(buyer, terms, await this.signTerms(terms));
+    const txHash = await this.senders.fundWithTerms(buyer, terms, await this.signTerms(terms));
     return { terms, key: terms.escrowKey, txHash };
   }
 
@@ -153,6 +166,6 @@ export class ChainFixture {
   }
 
   balances(...addresses: string[]): Promise<bigint[]> {
-    return Promise.all(addresses.map((a) => this.gateway.usdcBalance(a)));
+    return Promise.all(addresses.map((a) => this.usdcGateway.balanceOf(a)));
   }
 }

@@ -1,6 +1,6 @@
 import { Contract, ContractFactory, TypedDataEncoder, Wallet } from 'ethers';
 import { TestUSDCArtifact } from '@lib/contracts';
-import { EscrowGateway } from '@lib/chain';
+import { UsdcGateway } from '@lib/chain';
 import { AppConfig } from '../../src/config/app-config';
 import { CHAIN_PROFILES, type ChainName } from '../../src/config/chain-profiles';
 import { ChainFixture, USDC } from './chain-fixture';
@@ -29,12 +29,8 @@ describe('chain profiles against a deployed token', () => {
     // As a service would be configured on that chain, with only the token address moved to this anvil.
     const config = new AppConfig({ CHAIN: chain, CHAIN_ID: String(fx.chainId), USDC_ADDRESS: usdcAddress });
     expect(config.usdcDomain).toEqual({ name, version });
-    const gateway = new EscrowGateway(fx.provider, {
-      escrowAddress: fx.gateway.escrowAddress,
-      usdcAddress: config.env.USDC_ADDRESS,
-      usdcDomain: config.usdcDomain,
-    });
-    const ours = await gateway.usdcEip712Domain();
+    const gateway = new UsdcGateway(fx.provider, { address: config.env.USDC_ADDRESS, domain: config.usdcDomain });
+    const ours = await gateway.eip712Domain();
 
     const [, reportedName, reportedVersion, reportedChainId, reportedContract] = await token.eip712Domain();
     expect(ours).toEqual({ name: reportedName, version: reportedVersion, chainId: Number(reportedChainId), verifyingContract: reportedContract });
@@ -54,12 +50,8 @@ describe('chain profiles against a deployed token', () => {
     const factory = new ContractFactory(TestUSDCArtifact.abi, TestUSDCArtifact.bytecode, fx.wallets.deployer);
     const token = (await (await factory.deploy('USDC', '2')).waitForDeployment()) as Contract;
     const usdcAddress = await token.getAddress();
-    const gateway = new EscrowGateway(fx.provider, {
-      escrowAddress: fx.gateway.escrowAddress,
-      usdcAddress,
-      usdcDomain: CHAIN_PROFILES.base.usdcDomain,
-    });
-    expect(TypedDataEncoder.hashDomain(await gateway.usdcEip712Domain())).not.toBe(await token.DOMAIN_SEPARATOR());
+    const gateway = new UsdcGateway(fx.provider, { address: usdcAddress, domain: CHAIN_PROFILES.base.usdcDomain });
+    expect(TypedDataEncoder.hashDomain(await gateway.eip712Domain())).not.toBe(await token.DOMAIN_SEPARATOR());
     const payer = fx.wallets.buyer2 as Wallet;
     await (await token.connect(fx.wallets.deployer).getFunction('mint')(payer.address, 2n * USDC)).wait();
     const validBefore = BigInt(await fx.now()) + 600n;

@@ -33,7 +33,7 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
   describe('decodeLogs / getEscrowEvents', () => {
     it('decodes a full lifecycle into typed events and skips the token and admin logs', async () => {
       const { buyer, seller, arbiter, deployer, termsSigner } = fx.wallets;
-      const from = (await fx.gateway.headBlock()) + 1;
+      const from = (await fx.clock.headBlock()) + 1;
       const { key, terms, txHash: fundTx } = await fx.fund();
       const acceptTx = await fx.gateway.act(seller, 'accept', key);
       const deliverTx = await fx.gateway.act(seller, 'markDelivered', key);
@@ -62,7 +62,7 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
       expect(fx.gateway.decodeLogs(adminTx.logs)).toEqual([]);
 
       const deliveredAt = (await fx.gateway.getOnChainEscrow(key)).deliveredAt;
-      const events = await fx.gateway.getEscrowEvents(from, await fx.gateway.headBlock());
+      const events = await fx.gateway.getEscrowEvents(from, await fx.clock.headBlock());
       expect(events.map((e) => [e.action, e.txHash])).toEqual([
         ['funded', fundTx],
         ['accepted', acceptTx],
@@ -81,7 +81,7 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
       const { key, txHash } = await fx.fund();
       const logs = (await receipt(txHash)).logs;
       const escrowLog = logs.find((l) => l.address === fx.gateway.escrowAddress)!;
-      const forged = { ...escrowLog, address: fx.gateway.usdcAddress, index: escrowLog.index, transactionHash: txHash };
+      const forged = { ...escrowLog, address: fx.usdcGateway.address, index: escrowLog.index, transactionHash: txHash };
       expect(fx.gateway.decodeLogs([forged])).toEqual([]);
       expect(fx.gateway.decodeLogs([{ ...forged, address: escrowLog.address, removed: true }])).toEqual([]);
       expect(fx.gateway.decodeLogs([{ ...forged, address: escrowLog.address.toLowerCase() }])).toEqual([
@@ -206,10 +206,10 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
     });
 
     it('headBlock and getBlockHash follow the node; a future block has no hash', async () => {
-      const head = await fx.gateway.headBlock();
+      const head = await fx.clock.headBlock();
       expect(head).toBe(await fx.provider.getBlockNumber());
-      expect(await fx.gateway.getBlockHash(head)).toBe((await fx.provider.getBlock(head))!.hash);
-      expect(await fx.gateway.getBlockHash(head + 1000)).toBeNull();
+      expect(await fx.clock.getBlockHash(head)).toBe((await fx.provider.getBlock(head))!.hash);
+      expect(await fx.clock.getBlockHash(head + 1000)).toBeNull();
     });
 
     it('a refused write throws ChainTxError with the decoded custom error and no tx hash', async () => {
@@ -234,12 +234,12 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
       const { relayer, buyer2 } = fx.wallets;
       const terms = await fx.terms({ buyer: buyer2.address });
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
-      const signed = await fx.gateway.signFundWithAuthorizationTx(relayer, terms, await fx.signTerms(terms), auth);
+      const signed = await fx.senders.signFundWithAuthorizationTx(relayer, terms, await fx.signTerms(terms), auth);
       expect(await fx.provider.getTransaction(signed.txHash)).toBeNull();
       const [b0] = await fx.balances(buyer2.address);
 
-      expect(await fx.gateway.broadcastSignedTx(signed.rawTx)).toBe(signed.txHash);
-      expect(await fx.gateway.broadcastSignedTx(signed.rawTx)).toBe(signed.txHash);
+      expect(await fx.senders.broadcastSignedTx(signed.rawTx)).toBe(signed.txHash);
+      expect(await fx.senders.broadcastSignedTx(signed.rawTx)).toBe(signed.txHash);
       expect(await fx.balances(buyer2.address)).toEqual([b0 - terms.amount]);
       await expect(
         fx.gateway.verifyActionTx(signed.txHash, { escrowKey: terms.escrowKey, action: 'funded', expectedSender: [buyer2.address] }),
@@ -249,7 +249,7 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
     it('authorizationFromSignature rejects a signature by someone other than `from`', async () => {
       const terms = await fx.terms({ buyer: fx.wallets.buyer2.address });
       const request = await fx.gateway.receiveAuthorizationRequest(fx.wallets.buyer2.address, terms);
-      expect(request.domain).toEqual({ name: 'USD Coin', version: '2', chainId: 31337, verifyingContract: fx.gateway.usdcAddress });
+      expect(request.domain).toEqual({ name: 'USD Coin', version: '2', chainId: 31337, verifyingContract: fx.usdcGateway.address });
       expect(request.message.nonce).toBe(fx.gateway.fundingTermsDigest(terms, fx.chainId));
       expect(request.message.validBefore).toBe(BigInt(terms.deadline) + 1n);
       const bySomeoneElse = await fx.wallets.stranger.signTypedData(request.domain, request.types, request.message);
@@ -266,7 +266,8 @@ describe('EscrowGateway (libs/chain) against anvil', () => {
     });
 
     it('hasLocalContracts recognises this build’s code and nothing else', async () => {
-      const { usdcAddress, escrowAddress } = fx.gateway;
+      const { escrowAddress } = fx.gateway;
+      const usdcAddress = fx.usdcGateway.address;
       expect(await hasLocalContracts(fx.provider, { usdcAddress, escrowAddress })).toBe(true);
       expect(await hasLocalContracts(fx.provider, { usdcAddress: escrowAddress, escrowAddress: usdcAddress })).toBe(false);
       expect(await hasLocalContracts(fx.provider, { usdcAddress, escrowAddress: fx.wallets.buyer.address })).toBe(false);

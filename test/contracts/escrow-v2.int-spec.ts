@@ -27,10 +27,10 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const terms = await fx.terms({ buyer: buyer.address });
       const sig = await fx.signTerms(terms);
       const [b2] = await fx.balances(buyer2.address);
-      await expect(fx.gateway.fundWithTerms(buyer2, terms, sig)).rejects.toMatchObject({ errorName: 'NotTermsBuyer' });
+      await expect(fx.senders.fundWithTerms(buyer2, terms, sig)).rejects.toMatchObject({ errorName: 'NotTermsBuyer' });
       expect(await fx.balances(buyer2.address)).toEqual([b2]);
       expect(await state(terms.escrowKey)).toBe('none');
-      await fx.gateway.fundWithTerms(buyer, terms, sig);
+      await fx.senders.fundWithTerms(buyer, terms, sig);
       expect(await fx.gateway.getOnChainEscrow(terms.escrowKey)).toMatchObject({ state: 'funded', buyer: buyer.address });
     });
 
@@ -38,7 +38,7 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const { relayer, buyer, buyer2 } = fx.wallets;
       const terms = await fx.terms({ buyer: buyer.address });
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
-      await expect(fx.gateway.submitFundWithAuthorization(relayer, terms, await fx.signTerms(terms), auth)).rejects.toMatchObject({
+      await expect(fx.senders.submitFundWithAuthorization(relayer, terms, await fx.signTerms(terms), auth)).rejects.toMatchObject({
         errorName: 'NotTermsBuyer',
       });
       expect(await fx.usdc.authorizationState(buyer2.address, auth.nonce)).toBe(false);
@@ -48,12 +48,12 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const terms = await fx.terms({ buyer: fx.wallets.buyer.address });
       const sig = await fx.signTerms(terms);
       const stolen = { ...terms, buyer: fx.wallets.buyer2.address };
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer2, stolen, sig)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer2, stolen, sig)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
     });
 
     it('terms for the zero buyer can be funded by nobody', async () => {
       const terms = await fx.terms({ buyer: ZeroAddress });
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, terms, await fx.signTerms(terms))).rejects.toMatchObject({ errorName: 'NotTermsBuyer' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, terms, await fx.signTerms(terms))).rejects.toMatchObject({ errorName: 'NotTermsBuyer' });
     });
   });
 
@@ -66,9 +66,9 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const sellerEth = await fx.provider.getBalance(seller.address);
 
       const txs = [
-        await fx.gateway.actBySig(relayer, await sign('seller', 'accept', key)),
-        await fx.gateway.actBySig(relayer, await sign('seller', 'markDelivered', key)),
-        await fx.gateway.actBySig(relayer, await sign('buyer', 'release', key)),
+        await fx.senders.actBySig(relayer, await sign('seller', 'accept', key)),
+        await fx.senders.actBySig(relayer, await sign('seller', 'markDelivered', key)),
+        await fx.senders.actBySig(relayer, await sign('buyer', 'release', key)),
       ];
       expect(await state(key)).toBe('released');
       expect(await fx.balances(seller.address)).toEqual([s0 + terms.amount]);
@@ -100,16 +100,16 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const { relayer, buyer } = fx.wallets;
       const cancelled = await fx.fund();
       const [b0] = await fx.balances(buyer.address);
-      await fx.gateway.actBySig(relayer, await sign('buyer', 'cancel', cancelled.key));
+      await fx.senders.actBySig(relayer, await sign('buyer', 'cancel', cancelled.key));
       expect(await state(cancelled.key)).toBe('cancelled');
       expect(await fx.balances(buyer.address)).toEqual([b0 + cancelled.terms.amount]);
 
       const declined = await fx.fund();
-      await fx.gateway.actBySig(relayer, await sign('seller', 'decline', declined.key));
+      await fx.senders.actBySig(relayer, await sign('seller', 'decline', declined.key));
       expect(await state(declined.key)).toBe('refunded');
 
       const disputed = await fx.escrowIn('accepted');
-      const tx = await fx.gateway.actBySig(relayer, await sign('seller', 'dispute', disputed));
+      const tx = await fx.senders.actBySig(relayer, await sign('seller', 'dispute', disputed));
       expect(await state(disputed)).toBe('disputed');
       const [event] = fx.gateway.decodeLogs((await fx.provider.getTransactionReceipt(tx))!.logs);
       expect(event).toMatchObject({ action: 'disputed', by: fx.wallets.seller.address });
@@ -123,18 +123,18 @@ describe('CheckoutEscrow v2 on anvil', () => {
       ['decline', 'buyer', 'NotSeller'],
     ] as const)('%s signed by the wrong actor (%s) reverts %s', async (action, who, errorName) => {
       const key = await fx.escrowIn('funded');
-      await expect(fx.gateway.actBySig(fx.wallets.relayer, await sign(who, action, key))).rejects.toMatchObject({ errorName });
+      await expect(fx.senders.actBySig(fx.wallets.relayer, await sign(who, action, key))).rejects.toMatchObject({ errorName });
       expect(await state(key)).toBe('funded');
     });
 
     it('a signature claimed for another actor reverts InvalidActionSignature', async () => {
       const key = await fx.escrowIn('funded');
       const bySeller = await sign('stranger', 'cancel', key);
-      await expect(fx.gateway.actBySig(fx.wallets.relayer, { ...bySeller, actor: fx.wallets.buyer.address })).rejects.toMatchObject({
+      await expect(fx.senders.actBySig(fx.wallets.relayer, { ...bySeller, actor: fx.wallets.buyer.address })).rejects.toMatchObject({
         errorName: 'InvalidActionSignature',
       });
       const forAccept = await sign('buyer', 'release', key);
-      await expect(fx.gateway.actBySig(fx.wallets.relayer, { ...forAccept, action: 'cancel' })).rejects.toMatchObject({
+      await expect(fx.senders.actBySig(fx.wallets.relayer, { ...forAccept, action: 'cancel' })).rejects.toMatchObject({
         errorName: 'InvalidActionSignature',
       });
       expect(await state(key)).toBe('funded');
@@ -146,18 +146,18 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const b = await fx.escrowIn('funded');
       const nonce = hexlify(randomBytes(32));
       const first = await sign('seller', 'accept', a, { nonce });
-      await fx.gateway.actBySig(relayer, first);
-      await expect(fx.gateway.actBySig(relayer, first)).rejects.toMatchObject({ errorName: 'ActionNonceReused' });
-      await expect(fx.gateway.actBySig(relayer, await sign('seller', 'accept', b, { nonce }))).rejects.toMatchObject({ errorName: 'ActionNonceReused' });
+      await fx.senders.actBySig(relayer, first);
+      await expect(fx.senders.actBySig(relayer, first)).rejects.toMatchObject({ errorName: 'ActionNonceReused' });
+      await expect(fx.senders.actBySig(relayer, await sign('seller', 'accept', b, { nonce }))).rejects.toMatchObject({ errorName: 'ActionNonceReused' });
       expect(await state(b)).toBe('funded');
       // The same nonce is still fresh for another actor.
-      await fx.gateway.actBySig(relayer, await sign('buyer', 'cancel', b, { nonce }));
+      await fx.senders.actBySig(relayer, await sign('buyer', 'cancel', b, { nonce }));
       expect(await state(b)).toBe('cancelled');
 
       const c = await fx.escrowIn('funded');
       const pending = await sign('seller', 'accept', c);
       await (await fx.escrow.connect(seller).getFunction('invalidateActionNonce')(pending.nonce)).wait();
-      await expect(fx.gateway.actBySig(relayer, pending)).rejects.toMatchObject({ errorName: 'ActionNonceReused' });
+      await expect(fx.senders.actBySig(relayer, pending)).rejects.toMatchObject({ errorName: 'ActionNonceReused' });
       expect(await fx.escrow.actionNonceUsed(seller.address, pending.nonce)).toBe(true);
     });
 
@@ -165,14 +165,14 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const key = await fx.escrowIn('funded');
       const now = await fx.now();
       const expired = await sign('buyer', 'cancel', key, { deadline: now - 1 });
-      await expect(fx.gateway.actBySig(fx.wallets.relayer, expired)).rejects.toMatchObject({ errorName: 'ActionExpired' });
+      await expect(fx.senders.actBySig(fx.wallets.relayer, expired)).rejects.toMatchObject({ errorName: 'ActionExpired' });
       const tooFar = await sign('buyer', 'cancel', key, { deadline: now + MAX_ESCROW_ACTION_VALIDITY + 120 });
-      await expect(fx.gateway.actBySig(fx.wallets.relayer, tooFar)).rejects.toMatchObject({ errorName: 'ActionDeadlineTooFar' });
+      await expect(fx.senders.actBySig(fx.wallets.relayer, tooFar)).rejects.toMatchObject({ errorName: 'ActionDeadlineTooFar' });
 
       // A signature valid when signed expires with chain time.
       const soon = await sign('buyer', 'cancel', key, { deadline: now + 60 });
       await fx.increaseTime(120);
-      await expect(fx.gateway.actBySig(fx.wallets.relayer, soon)).rejects.toMatchObject({ errorName: 'ActionExpired' });
+      await expect(fx.senders.actBySig(fx.wallets.relayer, soon)).rejects.toMatchObject({ errorName: 'ActionExpired' });
       expect(await state(key)).toBe('funded');
       expect(await fx.escrow.actionNonceUsed(fx.wallets.buyer.address, soon.nonce)).toBe(false);
     });
@@ -202,7 +202,7 @@ describe('CheckoutEscrow v2 on anvil', () => {
       const voided = receipt.logs.map((l) => fx.escrow.interface.parseLog(l)).find((l) => l?.name === 'TermsVoided');
       expect(voided?.args.toObject()).toMatchObject({ escrowId: terms.escrowKey, by: fx.wallets.termsSigner.address });
       const [b0] = await fx.balances(fx.wallets.buyer.address);
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'EscrowIdVoided' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'EscrowIdVoided' });
       await expect(fx.gateway.voidTerms(fx.wallets.termsSigner, terms.escrowKey)).rejects.toMatchObject({ errorName: 'EscrowIdVoided' });
       expect(await fx.balances(fx.wallets.buyer.address)).toEqual([b0]);
       // The indexer's event stream is unchanged: TermsVoided is not an escrow party event.

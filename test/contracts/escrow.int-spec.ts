@@ -248,10 +248,10 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
     it('double fund of the same terms is refused; another buyer is not the terms buyer', async () => {
       const terms = await fx.terms();
       const sig = await fx.signTerms(terms);
-      await fx.gateway.fundWithTerms(fx.wallets.buyer, terms, sig);
+      await fx.senders.fundWithTerms(fx.wallets.buyer, terms, sig);
       const [b2] = await fx.balances(fx.wallets.buyer2.address);
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'AlreadyFunded' });
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer2, terms, sig)).rejects.toMatchObject({ errorName: 'NotTermsBuyer' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'AlreadyFunded' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer2, terms, sig)).rejects.toMatchObject({ errorName: 'NotTermsBuyer' });
       expect(await fx.balances(fx.wallets.buyer2.address)).toEqual([b2]);
       expect((await fx.gateway.getOnChainEscrow(terms.escrowKey)).buyer).toBe(fx.wallets.buyer.address);
     });
@@ -274,18 +274,18 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
     it('terms signed by another key → InvalidTermsSignature', async () => {
       const terms = await fx.terms();
       const sig = await fx.signTerms(terms, fx.wallets.stranger);
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
     });
 
     it('a malformed signature → InvalidTermsSignature', async () => {
       const terms = await fx.terms();
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, terms, '0x1234')).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, terms, '0x1234')).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
     });
 
     it('terms signed for another chain id → InvalidTermsSignature', async () => {
       const terms = await fx.terms();
       const sig = await fx.signTerms(terms, fx.wallets.termsSigner, 1);
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, terms, sig)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
     });
 
     it.each([
@@ -298,13 +298,13 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
       const signed = await fx.terms();
       const sig = await fx.signTerms(signed);
       const submitted = change(signed);
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, submitted, sig)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, submitted, sig)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
       expect((await fx.gateway.getOnChainEscrow(submitted.escrowKey)).state).toBe('none');
     });
 
     it('expired terms → TermsExpired', async () => {
       const expired = await fx.terms({ deadline: (await fx.now()) - 1 });
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, expired, await fx.signTerms(expired))).rejects.toMatchObject({
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, expired, await fx.signTerms(expired))).rejects.toMatchObject({
         errorName: 'TermsExpired',
       });
     });
@@ -336,16 +336,16 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
 
     it('zero amount → ZeroAmount; inspection window over 365 days → InvalidInspectionWindow', async () => {
       const zero = await fx.terms({ amount: 0n });
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, zero, await fx.signTerms(zero))).rejects.toMatchObject({ errorName: 'ZeroAmount' });
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, zero, await fx.signTerms(zero))).rejects.toMatchObject({ errorName: 'ZeroAmount' });
       const long = await fx.terms({ inspectionWindow: 366 * DAY });
-      await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, long, await fx.signTerms(long))).rejects.toMatchObject({
+      await expect(fx.senders.fundWithTerms(fx.wallets.buyer, long, await fx.signTerms(long))).rejects.toMatchObject({
         errorName: 'InvalidInspectionWindow',
       });
     });
 
     it('a buyer without enough USDC cannot fund (token error surfaces)', async () => {
       const terms = await fx.terms({ buyer: fx.wallets.stranger.address });
-      await expect(fx.gateway.fundWithTerms(fx.wallets.stranger, terms, await fx.signTerms(terms))).rejects.toMatchObject({
+      await expect(fx.senders.fundWithTerms(fx.wallets.stranger, terms, await fx.signTerms(terms))).rejects.toMatchObject({
         errorName: 'ERC20InsufficientBalance',
       });
     });
@@ -361,11 +361,11 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
         expect(await fx.escrow.termsSigner()).toBe(stranger.address);
 
         const old = await fx.terms();
-        await expect(fx.gateway.fundWithTerms(fx.wallets.buyer, old, await fx.signTerms(old, termsSigner))).rejects.toMatchObject({
+        await expect(fx.senders.fundWithTerms(fx.wallets.buyer, old, await fx.signTerms(old, termsSigner))).rejects.toMatchObject({
           errorName: 'InvalidTermsSignature',
         });
         const fresh = await fx.terms();
-        await fx.gateway.fundWithTerms(fx.wallets.buyer, fresh, await fx.signTerms(fresh, stranger));
+        await fx.senders.fundWithTerms(fx.wallets.buyer, fresh, await fx.signTerms(fresh, stranger));
         expect((await fx.gateway.getOnChainEscrow(fresh.escrowKey)).state).toBe('funded');
       } finally {
         await fx.revert(snap);
@@ -384,7 +384,7 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
         await fx.provider.getBalance(relayer.address),
       ];
 
-      const txHash = await fx.gateway.fundWithAuthorization(relayer, buyer2, terms, sig);
+      const txHash = await fx.senders.fundWithAuthorization(relayer, buyer2, terms, sig);
 
       expect((await fx.balances(buyer2.address))[0]).toBe(usdc0 - terms.amount);
       expect(await fx.provider.getBalance(buyer2.address)).toBe(eth0);
@@ -403,11 +403,11 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
       const terms = await fx.terms({ buyer: buyer2.address });
       const sig = await fx.signTerms(terms);
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
-      await fx.gateway.submitFundWithAuthorization(relayer, terms, sig, auth);
-      await expect(fx.gateway.submitFundWithAuthorization(relayer, terms, sig, auth)).rejects.toMatchObject({ errorName: 'AlreadyFunded' });
+      await fx.senders.submitFundWithAuthorization(relayer, terms, sig, auth);
+      await expect(fx.senders.submitFundWithAuthorization(relayer, terms, sig, auth)).rejects.toMatchObject({ errorName: 'AlreadyFunded' });
 
       const other = await fx.terms({ amount: terms.amount, buyer: buyer2.address });
-      await expect(fx.gateway.submitFundWithAuthorization(relayer, other, await fx.signTerms(other), auth)).rejects.toMatchObject({
+      await expect(fx.senders.submitFundWithAuthorization(relayer, other, await fx.signTerms(other), auth)).rejects.toMatchObject({
         errorName: 'AuthorizationNonceMismatch',
       });
     });
@@ -424,7 +424,7 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
       );
       const { v, r, s } = Signature.from(cancelSig);
       await (await fx.usdc.connect(relayer).getFunction('cancelAuthorization')(buyer2.address, auth.nonce, v, r, s)).wait();
-      await expect(fx.gateway.submitFundWithAuthorization(relayer, terms, await fx.signTerms(terms), auth)).rejects.toMatchObject({
+      await expect(fx.senders.submitFundWithAuthorization(relayer, terms, await fx.signTerms(terms), auth)).rejects.toMatchObject({
         errorName: 'AuthorizationUsedOrCanceled',
       });
     });
@@ -435,11 +435,11 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
       const terms = await fx.terms({ buyer: buyer2.address });
       const sig = await fx.signTerms(terms);
       const expired = await fx.gateway.signReceiveAuthorization(buyer2, terms, { validBefore: now - 1n });
-      await expect(fx.gateway.submitFundWithAuthorization(relayer, terms, sig, expired)).rejects.toMatchObject({
+      await expect(fx.senders.submitFundWithAuthorization(relayer, terms, sig, expired)).rejects.toMatchObject({
         errorName: 'AuthorizationExpired',
       });
       const early = await fx.gateway.signReceiveAuthorization(buyer2, terms, { validAfter: now + 3600n });
-      await expect(fx.gateway.submitFundWithAuthorization(relayer, terms, sig, early)).rejects.toMatchObject({
+      await expect(fx.senders.submitFundWithAuthorization(relayer, terms, sig, early)).rejects.toMatchObject({
         errorName: 'AuthorizationNotYetValid',
       });
       expect((await fx.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('none');
@@ -450,7 +450,7 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
       const terms = await fx.terms({ buyer: buyer.address });
       const auth = await fx.gateway.signReceiveAuthorization(buyer2, terms);
       await expect(
-        fx.gateway.submitFundWithAuthorization(relayer, terms, await fx.signTerms(terms), { ...auth, from: buyer.address }),
+        fx.senders.submitFundWithAuthorization(relayer, terms, await fx.signTerms(terms), { ...auth, from: buyer.address }),
       ).rejects.toMatchObject({ errorName: 'InvalidAuthorizationSignature' });
     });
 
@@ -458,7 +458,7 @@ describe('CheckoutEscrow (docs/architecture.md §7) on anvil', () => {
       const terms = await fx.terms({ deadline: (await fx.now()) - 10, buyer: fx.wallets.buyer2.address });
       const auth = await fx.gateway.signReceiveAuthorization(fx.wallets.buyer2, terms, { validBefore: BigInt(await fx.now()) + 3600n });
       await expect(
-        fx.gateway.submitFundWithAuthorization(fx.wallets.relayer, terms, await fx.signTerms(terms), auth),
+        fx.senders.submitFundWithAuthorization(fx.wallets.relayer, terms, await fx.signTerms(terms), auth),
       ).rejects.toMatchObject({ errorName: 'TermsExpired' });
     });
 

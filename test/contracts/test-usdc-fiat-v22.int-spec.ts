@@ -13,7 +13,7 @@ describe('TestUSDC as FiatToken v2.2 (blacklist, pause, ERC-1271) and the escrow
 
   beforeAll(async () => {
     fx = await ChainFixture.start();
-    domain = { name: 'USD Coin', version: '2', chainId: fx.chainId, verifyingContract: fx.gateway.usdcAddress };
+    domain = { name: 'USD Coin', version: '2', chainId: fx.chainId, verifyingContract: fx.usdcGateway.address };
   });
   afterAll(async () => {
     await fx?.stop();
@@ -150,7 +150,7 @@ describe('TestUSDC as FiatToken v2.2 (blacklist, pause, ERC-1271) and the escrow
       const terms = await fx.terms({ buyer: fx.wallets.buyer2.address });
       const sig = await fx.signTerms(terms);
       const fundingAuth = await fx.gateway.signReceiveAuthorization(fx.wallets.buyer2, terms);
-      await expect(fx.gateway.submitFundWithAuthorization(relayer, terms, sig, fundingAuth)).rejects.toMatchObject({
+      await expect(fx.senders.submitFundWithAuthorization(relayer, terms, sig, fundingAuth)).rejects.toMatchObject({
         errorArgs: [PAUSED],
       });
 
@@ -158,7 +158,7 @@ describe('TestUSDC as FiatToken v2.2 (blacklist, pause, ERC-1271) and the escrow
       const [s0] = await fx.balances(seller.address);
       await mined(usdcAs(relayer).getFunction('transferWithAuthorization')(...auth));
       expect(await fx.balances(seller.address)).toEqual([s0 + 2n * USDC]);
-      await fx.gateway.submitFundWithAuthorization(relayer, terms, sig, fundingAuth);
+      await fx.senders.submitFundWithAuthorization(relayer, terms, sig, fundingAuth);
       expect((await fx.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('funded');
     });
   });

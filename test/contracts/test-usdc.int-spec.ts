@@ -27,7 +27,7 @@ describe('TestUSDC (USDC FiatTokenV2 surface: EIP-2612, EIP-3009)', () => {
 
   beforeAll(async () => {
     fx = await ChainFixture.start();
-    domain = { name: 'USD Coin', version: '2', chainId: fx.chainId, verifyingContract: fx.gateway.usdcAddress };
+    domain = { name: 'USD Coin', version: '2', chainId: fx.chainId, verifyingContract: fx.usdcGateway.address };
   });
   afterAll(async () => {
     await fx?.stop();
@@ -53,9 +53,9 @@ describe('TestUSDC (USDC FiatTokenV2 surface: EIP-2612, EIP-3009)', () => {
 
   it('mint is open (local test token)', async () => {
     const { stranger } = fx.wallets;
-    const before = await fx.gateway.usdcBalance(stranger.address);
+    const before = await fx.usdcGateway.balanceOf(stranger.address);
     await mined(usdcAs('stranger').getFunction('mint')(stranger.address, 5n * USDC));
-    expect(await fx.gateway.usdcBalance(stranger.address)).toBe(before + 5n * USDC);
+    expect(await fx.usdcGateway.balanceOf(stranger.address)).toBe(before + 5n * USDC);
   });
 
   describe('EIP-2612 permit', () => {
@@ -96,7 +96,7 @@ describe('TestUSDC (USDC FiatTokenV2 surface: EIP-2612, EIP-3009)', () => {
       );
       await mined(usdcAs('relayer').getFunction('permit')(buyer.address, fx.gateway.escrowAddress, terms.amount, deadline, sig.v, sig.r, sig.s));
       const txCount = await fx.provider.getTransactionCount(buyer.address);
-      await fx.gateway.fundWithTerms(buyer, terms, await fx.signTerms(terms));
+      await fx.senders.fundWithTerms(buyer, terms, await fx.signTerms(terms));
       expect(await fx.provider.getTransactionCount(buyer.address)).toBe(txCount + 1);
       expect((await fx.gateway.getOnChainEscrow(terms.escrowKey)).state).toBe('funded');
       expect(await fx.usdc.allowance(buyer.address, fx.gateway.escrowAddress)).toBe(0n);

@@ -214,7 +214,7 @@ describe('agent payment races', () => {
     const requirement: PaymentRequirements = {
       scheme: 'exact',
       network: 'eip155:31337',
-      asset: chain.gateway.usdcAddress,
+      asset: chain.usdc.address,
       amount: '1000000',
       payTo: Wallet.createRandom().address,
       maxTimeoutSeconds: 300,

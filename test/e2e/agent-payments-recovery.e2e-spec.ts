@@ -51,7 +51,7 @@ describe('agent payment recovery', () => {
   /** USDC Transfer logs from the signer to `to` since `fromBlock`. */
   async function transfers(agent: TestAgent, to: string, fromBlock: number) {
     return chain.provider.getLogs({
-      address: chain.gateway.usdcAddress,
+      address: chain.usdc.address,
       fromBlock,
       toBlock: 'latest',
       topics: [topicId('Transfer(address,address,uint256)'), zeroPadValue(agent.signerAddress, 32), zeroPadValue(to, 32)],
@@ -74,7 +74,7 @@ describe('agent payment recovery', () => {
     await crashAt('after_signed', agent, { to: payee.handle, amount: '30.00' }, key);
     const [signed] = await paymentRows(t, agent.agentId);
     expect(signed).toMatchObject({ status: 'pending', relay_tx_hashes: [], auth_nonce: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
-    expect(await chain.gateway.authorizationState(agent.signerAddress, signed.auth_nonce!)).toBe(false);
+    expect(await chain.usdc.authorizationState(agent.signerAddress, signed.auth_nonce!)).toBe(false);
 
     const retry = await pay(t, agent, { to: payee.handle, amount: '30.00' }, key);
     expect(retry.status).toBe(200);
@@ -129,7 +129,7 @@ describe('agent payment recovery', () => {
     const retry = await pay(t, agent, { to: payee.handle, amount: '20.00' }, key);
     expect(retry.status).toBe(200);
     expect(retry.body.status).toBe('pending');
-    await chain.gateway.usdcTransfer(agent.owner, agent.signerAddress, 50n * USDC);
+    await chain.usdc.transfer(agent.owner, agent.signerAddress, 50n * USDC);
     const blocked = await pay(t, agent, { to: payee.handle, amount: '20.00' });
     expect(blocked.status).toBe(403);
     expect(blocked.body).toMatchObject({ code: 'policy_denied', details: { rule: 'daily_limit', used: '20.00' } });
@@ -140,7 +140,7 @@ describe('agent payment recovery', () => {
     await t.app.get(PaymentSettlement).sweepOnce(0);
     const [stuck] = await paymentRows(t, agent.agentId);
     expect(stuck).toMatchObject({ status: 'failed', failure_reason: 'expired' });
-    expect(await chain.gateway.authorizationState(agent.signerAddress, stuck.auth_nonce!)).toBe(false);
+    expect(await chain.usdc.authorizationState(agent.signerAddress, stuck.auth_nonce!)).toBe(false);
     expect((await pay(t, agent, { to: payee.handle, amount: '20.00' })).status).toBe(200);
     expect(await chain.usdcBalance(payee.address)).toBe(20n * USDC);
   });
@@ -182,7 +182,7 @@ describe('agent payment recovery', () => {
       ['3000000', 'failed', 'agents_disabled'],
       ['4000000', 'failed', 'cancelled'],
     ]);
-    expect(await chain.gateway.authorizationState(agent.signerAddress, rows[1].auth_nonce!)).toBe(true);
+    expect(await chain.usdc.authorizationState(agent.signerAddress, rows[1].auth_nonce!)).toBe(true);
     expect(await chain.usdcBalance(payee.address)).toBe(0n);
     const me = await t.http.get('/api/v1/agent').set('X-Api-Key', agent.key);
     expect(me.body.usage.usedToday).toBe('0.00');

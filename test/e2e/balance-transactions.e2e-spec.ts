@@ -49,7 +49,7 @@ describe('balance transactions', () => {
   /** The USDC Transfer log index of `txHash` (its only transfer). */
   const transferLog = async (txHash: string) => {
     const receipt = (await chain.provider.getTransactionReceipt(txHash))!;
-    const transfers = receipt.logs.filter((l) => l.address.toLowerCase() === chain.gateway.usdcAddress.toLowerCase() && l.topics.length === 3);
+    const transfers = receipt.logs.filter((l) => l.address.toLowerCase() === chain.usdc.address.toLowerCase() && l.topics.length === 3);
     const paying = transfers[transfers.length - 1];
     return { logIndex: paying.index, blockNumber: receipt.blockNumber, timestamp: (await chain.provider.getBlock(receipt.blockNumber))!.timestamp };
   };

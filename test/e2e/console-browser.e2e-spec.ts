@@ -158,7 +158,7 @@ describeBrowser('the console in a browser', () => {
     expect(await chain.usdcBalance(signer)).toBe(30n * USDC);
     const sent = wp.calls.find(([m]) => m === 'eth_sendTransaction')![1] as Array<{ from: string; to: string }>;
     expect(sent[0].from.toLowerCase()).toBe(person.address.toLowerCase());
-    expect(sent[0].to.toLowerCase()).toBe(chain.gateway.usdcAddress.toLowerCase());
+    expect(sent[0].to.toLowerCase()).toBe(chain.usdc.address.toLowerCase());
     // Pay through the API; the console shows it.
     const payee = await createPayee(t, chain);
     const payment = await t.http.post('/api/v1/payments').set({ 'X-Api-Key': agentKey, 'Idempotency-Key': randomUUID() }).send({ to: payee.handle, amount: '12.50' });

@@ -287,7 +287,7 @@ describe('escrow refusals', () => {
       });
       const selfSigned = await chain.gateway.signFundingTerms(buyer.wallet, cheaper, 31337);
       await expect(chain.fundWithAuthorization(buyer.wallet, cheaper, selfSigned)).rejects.toBeInstanceOf(ChainTxError);
-      await expect(chain.gateway.fundWithTerms(buyer.wallet, cheaper, selfSigned)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
+      await expect(chain.senders.fundWithTerms(buyer.wallet, cheaper, selfSigned)).rejects.toMatchObject({ errorName: 'InvalidTermsSignature' });
       // Even mined (no gas estimate), the call reverts.
       const tx = await buyer.wallet.sendTransaction({
         to: chain.gateway.escrowAddress,
@@ -315,7 +315,7 @@ describe('escrow refusals', () => {
 
       await chain.increaseTime(Math.max(1, Number(terms.deadline) - (await chain.headTimestamp()) + 1));
       await expect(chain.fundWithAuthorization(buyer.wallet, terms, funding.termsSignature)).rejects.toMatchObject({ errorName: 'TermsExpired' });
-      await expect(chain.gateway.fundWithTerms(buyer.wallet, terms, funding.termsSignature)).rejects.toMatchObject({ errorName: 'TermsExpired' });
+      await expect(chain.senders.fundWithTerms(buyer.wallet, terms, funding.termsSignature)).rejects.toMatchObject({ errorName: 'TermsExpired' });
       // The wall clock has not reached expiresAt: the checkout is still open (and would be payable with fresh terms).
       await expectStillOpen(checkout.id, terms.escrowKey, balance);
     });

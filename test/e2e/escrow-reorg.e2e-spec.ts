@@ -258,7 +258,7 @@ describe('escrow indexer: chain reorgs', () => {
     // funding's logs sit at other indexes (as when a node re-includes it among other transactions).
     await chain.rpc('evm_setAutomine', [false]);
     try {
-      await other.sendTransaction({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('transfer', [seller.wallet.address, USDC]), maxPriorityFeePerGas: 10n ** 10n, maxFeePerGas: 10n ** 11n });
+      await other.sendTransaction({ to: chain.usdc.address, data: USDC_IFACE.encodeFunctionData('transfer', [seller.wallet.address, USDC]), maxPriorityFeePerGas: 10n ** 10n, maxFeePerGas: 10n ** 11n });
       expect(await chain.rpc<string>('eth_sendRawTransaction', [first.raw])).toBe(first.fundTx);
       await chain.mine(1);
     } finally {

@@ -52,7 +52,7 @@ describe('expiry read at one block (issue 29 finding 6)', () => {
     await waitFor(() => gate.held >= 1, { label: 'the resume at the gate' });
     // Meanwhile someone uses the authorization (mined while still valid), and the next block is past validBefore.
     const sender = await chain.wallet();
-    const data = chain.gateway.encodeTransferWithAuthorization({
+    const data = chain.usdc.encodeTransferWithAuthorization({
       from: row.from_address,
       to: row.to_address,
       value: 2n * USDC,
@@ -61,10 +61,10 @@ describe('expiry read at one block (issue 29 finding 6)', () => {
       nonce: row.auth_nonce,
       signature: row.auth_signature,
     });
-    const tx = await sender.sendTransaction({ to: chain.gateway.usdcAddress, data });
+    const tx = await sender.sendTransaction({ to: chain.usdc.address, data });
     const receipt = await chain.provider.waitForTransaction(tx.hash);
     expect(receipt?.status).toBe(1);
-    expect(await chain.gateway.authorizationState(row.from_address, row.auth_nonce)).toBe(true);
+    expect(await chain.usdc.authorizationState(row.from_address, row.auth_nonce)).toBe(true);
     await chain.rpc('evm_setNextBlockTimestamp', [Number(row.auth_valid_before) + 1]);
     await chain.rpc('evm_mine');
     expect(await chain.headTimestamp()).toBeGreaterThanOrEqual(Number(row.auth_valid_before));
@@ -103,7 +103,7 @@ describe('expiry read at one block (issue 29 finding 6)', () => {
     // Meanwhile someone uses the authorization (mined while still valid), and the next block is past validBefore.
     const sender = await chain.wallet();
     const auth = payload.payload as { authorization: { from: string; to: string; value: string; validAfter: string; validBefore: string; nonce: string }; signature: string };
-    const data = chain.gateway.encodeTransferWithAuthorization({
+    const data = chain.usdc.encodeTransferWithAuthorization({
       from: auth.authorization.from,
       to: auth.authorization.to,
       value: BigInt(auth.authorization.value),
@@ -112,9 +112,9 @@ describe('expiry read at one block (issue 29 finding 6)', () => {
       nonce: auth.authorization.nonce,
       signature: auth.signature,
     });
-    const tx = await sender.sendTransaction({ to: chain.gateway.usdcAddress, data });
+    const tx = await sender.sendTransaction({ to: chain.usdc.address, data });
     expect((await chain.provider.waitForTransaction(tx.hash))?.status).toBe(1);
-    expect(await chain.gateway.authorizationState(payer.address, auth.authorization.nonce)).toBe(true);
+    expect(await chain.usdc.authorizationState(payer.address, auth.authorization.nonce)).toBe(true);
     await chain.rpc('evm_setNextBlockTimestamp', [Number(auth.authorization.validBefore) + 1]);
     await chain.rpc('evm_mine');
     gate.open();

@@ -56,7 +56,7 @@ describe('mandate revocation racing a spend', () => {
 
   it(`${ROUNDS} rounds of revoke ‖ spend: a revoked mandate's usage never grows after its revocation committed`, async () => {
     const payTo = Wallet.createRandom().address;
-    const requirement: PaymentRequirements = { scheme: 'exact', network: 'eip155:31337', asset: chain.gateway.usdcAddress, amount: AMOUNT.toString(), payTo, maxTimeoutSeconds: 300, extra: {} };
+    const requirement: PaymentRequirements = { scheme: 'exact', network: 'eip155:31337', asset: chain.usdc.address, amount: AMOUNT.toString(), payTo, maxTimeoutSeconds: 300, extra: {} };
     const paymentRequired = encodePaymentRequiredHeader({ x402Version: 2, resource: { url: 'https://data.example.com/r' }, accepts: [requirement] });
     const mandates = t.app.get(MandatesService);
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();

@@ -114,7 +114,7 @@ describe('chain waits on the payment path', () => {
         `SELECT from_address, to_address, amount::text, auth_nonce, auth_valid_before::text, auth_signature FROM payments WHERE agent_id = $1`,
         [other.agentId],
       );
-      const data = chain.gateway.encodeTransferWithAuthorization({
+      const data = chain.usdc.encodeTransferWithAuthorization({
         from: auth.from_address,
         to: auth.to_address,
         value: BigInt(auth.amount),
@@ -123,7 +123,7 @@ describe('chain waits on the payment path', () => {
         nonce: auth.auth_nonce,
         signature: auth.auth_signature,
       });
-      const direct = await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data, gasLimit: 200_000n, maxFeePerGas: 5_000n * 10n ** 9n, maxPriorityFeePerGas: 10n ** 9n });
+      const direct = await submitter.sendTransaction({ to: chain.usdc.address, data, gasLimit: 200_000n, maxFeePerGas: 5_000n * 10n ** 9n, maxPriorityFeePerGas: 10n ** 9n });
       await chain.rpc('anvil_setNextBlockBaseFeePerGas', ['0x' + (1_000n * 10n ** 9n).toString(16)]);
       await chain.mine();
       const receipt = (await chain.provider.getTransactionReceipt(direct.hash))!;

@@ -53,7 +53,7 @@ describe('payment modes fail closed (issue 28 item 2)', () => {
     }
     const relays: Array<{ purpose: string }> = await t.dataSource.query(`SELECT purpose FROM relayer_transactions WHERE reference = $1`, [payment.id]);
     expect(relays).toEqual([]);
-    expect(await chain.gateway.authorizationState(agent.signerAddress, payment.auth_nonce!)).toBe(false);
+    expect(await chain.usdc.authorizationState(agent.signerAddress, payment.auth_nonce!)).toBe(false);
     expect(await chain.usdcBalance(seller.wallet.address)).toBe(sellerBefore);
     expect(await chain.usdcBalance(agent.signerAddress)).toBe(signerBefore);
     expect((await paymentRows(t, agent.agentId))[0]).toMatchObject({ status: 'pending', relay_tx_hashes: [] });

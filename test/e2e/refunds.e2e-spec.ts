@@ -86,7 +86,7 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     const head = await chain.headTimestamp();
     expect(refund.typedData).toMatchObject({
       primaryType: 'TransferWithAuthorization',
-      domain: { verifyingContract: chain.gateway.usdcAddress, chainId: Number(process.env.CHAIN_ID) },
+      domain: { verifyingContract: chain.usdc.address, chainId: Number(process.env.CHAIN_ID) },
       message: { from: seller.wallet.address, to: buyer.wallet.address, value: '25000000', validAfter: '0' },
     });
     const validBefore = Number(refund.typedData.message.validBefore);
@@ -156,7 +156,7 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     expect(done.body).toMatchObject({ status: 'succeeded' });
     const receipt = (await chain.provider.getTransactionReceipt(done.body.txHash))!;
     const transferTopic = topicOf('Transfer(address,address,uint256)');
-    const transfer = receipt.logs.find((l) => l.address.toLowerCase() === chain.gateway.usdcAddress.toLowerCase() && l.topics[0] === transferTopic)!;
+    const transfer = receipt.logs.find((l) => l.address.toLowerCase() === chain.usdc.address.toLowerCase() && l.topics[0] === transferTopic)!;
 
     const rows = await ledgerOf(seller.org.organizationId);
     expect(rows.map((r) => [r.type, r.amount, r.net])).toEqual([
@@ -302,7 +302,7 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     const refund = (await create(seller, checkout.id, { amount: '3.00' }).expect(200)).body;
     const snapshot = await chain.snapshot();
     // The seller signs its transfer once, so the same bytes can be mined again after the reorg.
-    const raw = await seller.wallet.signTransaction(await seller.wallet.populateTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeUsdcTransfer(buyer.wallet.address, 3n * USDC) }));
+    const raw = await seller.wallet.signTransaction(await seller.wallet.populateTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransfer(buyer.wallet.address, 3n * USDC) }));
     const tx = await chain.provider.broadcastTransaction(raw).then((r) => r.hash);
     await chain.provider.waitForTransaction(tx);
     expect((await submit(seller, refund.id, { txHash: tx })).body.status).toBe('succeeded');
@@ -477,11 +477,11 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     const signature = await sign(seller.wallet, refund.typedData);
     const m = refund.typedData.message;
     const buyer0 = await chain.usdcBalance(buyer.wallet.address);
-    await chain.gateway.broadcastSignedTx(
+    await chain.senders.broadcastSignedTx(
       await seller.wallet.signTransaction(
         await seller.wallet.populateTransaction({
-          to: chain.gateway.usdcAddress,
-          data: chain.gateway.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(m.validBefore), nonce: m.nonce, signature }),
+          to: chain.usdc.address,
+          data: chain.usdc.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(m.validBefore), nonce: m.nonce, signature }),
         }),
       ),
     );

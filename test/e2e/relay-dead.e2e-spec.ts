@@ -59,12 +59,12 @@ describe('relays dead only on a confirming read (issue 29 finding 3)', () => {
   async function transferRelay(opts: { value?: bigint; validBefore?: bigint } = {}) {
     const payer = await chain.wallet({ usdc: 10n * USDC, eth: false });
     const payee = Wallet.createRandom().address;
-    const auth = await chain.gateway.signTransferAuthorization(payer, {
+    const auth = await chain.usdc.signTransferAuthorization(payer, {
       to: payee,
       value: opts.value ?? USDC,
       validBefore: opts.validBefore ?? BigInt((await chain.headTimestamp()) + 3600),
     });
-    return { payer, payee, auth, req: { to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth), purpose: 'payment', reference: randomUUID() } };
+    return { payer, payee, auth, req: { to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth), purpose: 'payment', reference: randomUUID() } };
   }
 
   it('a transfer in the pool the node stops showing is not filled for revert data from an estimate (its own bytes used the authorization in the pending block); a resume: one row, one transfer', async () => {
@@ -97,7 +97,7 @@ describe('relays dead only on a confirming read (issue 29 finding 3)', () => {
     const outcome = await relayer.relay(req).catch((err: Error) => err);
     // Proof of the fault: the node answered the estimate with revert data, and the authorization is unused.
     expect(gate.hits.get('eth_estimateGas')).toBeGreaterThanOrEqual(1);
-    expect(await chain.gateway.authorizationState(payer.address, auth.nonce)).toBe(false);
+    expect(await chain.usdc.authorizationState(payer.address, auth.nonce)).toBe(false);
     expect(outcome).not.toBeInstanceOf(ChainTxError);
     expect((await rows('payment', req.reference)).map((r) => r.status)).toEqual(['queued']);
     gate.clearMethodRules();
@@ -111,7 +111,7 @@ describe('relays dead only on a confirming read (issue 29 finding 3)', () => {
     // A third party used the authorization first.
     const other = await chain.wallet();
     await (await other.sendTransaction({ to: req.to, data: req.data })).wait();
-    expect(await chain.gateway.authorizationState(auth.from, auth.nonce)).toBe(true);
+    expect(await chain.usdc.authorizationState(auth.from, auth.nonce)).toBe(true);
     const count0 = await chain.provider.getTransactionCount(chain.relayer.address, 'latest');
     await expect(relayer.relay(req)).rejects.toBeInstanceOf(ChainTxError);
     expect((await rows('payment', req.reference)).map((r) => r.status)).toEqual(['failed']);

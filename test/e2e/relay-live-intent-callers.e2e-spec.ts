@@ -205,7 +205,7 @@ describe('one live relay per intent, per caller (issue 29 finding 1)', () => {
       expect(await chain.usdcBalance(agent.owner.address)).toBe(owner0 + 12n * USDC);
       // A new float after the mined sweep: its sweep is a new intent, relayed once.
       await agents.setSignerEnabled(agent.agentId, true);
-      await chain.gateway.usdcTransfer(agent.owner, agent.signerAddress, 4n * USDC);
+      await chain.usdc.transfer(agent.owner, agent.signerAddress, 4n * USDC);
       expect((await agents.setSignerEnabled(agent.agentId, false)).sweepTxHash).not.toBe(first.sweepTxHash);
       expect(await probe.rows('sweep', `${agent.agentId}:sweep:${sweep.id}`)).toHaveLength(1);
       await waitFor(async () => (await chain.usdcBalance(agent.signerAddress)) === 0n, { label: 'the second sweep mined' });
@@ -303,7 +303,7 @@ describe('one live relay per intent, per caller (issue 29 finding 1)', () => {
       expect(await probe.rows('payment', p.id)).toHaveLength(0);
       expect(await probe.pooledWith(p.auth_nonce!)).toBe(1);
       await mineAll();
-      expect(await chain.gateway.authorizationState(agent.signerAddress, p.auth_nonce!)).toBe(true);
+      expect(await chain.usdc.authorizationState(agent.signerAddress, p.auth_nonce!)).toBe(true);
       await settleUntil(t, async () => (await paymentRows(t, agent.agentId))[0].status === 'failed');
       expect(await chain.usdcBalance(payee.address)).toBe(0n);
       expect(await chain.usdcBalance(agent.signerAddress)).toBe(20n * USDC);

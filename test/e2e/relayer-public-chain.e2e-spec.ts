@@ -215,19 +215,19 @@ describe('relayer on a public-like chain: fee bumps, drops and low balance', () 
     const relayer = t.app.get(RelayerService);
     const payer = await chain.wallet({ usdc: 5n * USDC });
     const payee = Wallet.createRandom().address;
-    const auth = await chain.gateway.signTransferAuthorization(payer, { to: payee, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
+    const auth = await chain.usdc.signTransferAuthorization(payer, { to: payee, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
     const processor = worker.get(RelayerProcessor);
     let a: { relayTxId: string; txHash: string };
     let b: { relayTxId: string; txHash: string };
     await automine(false);
     try {
-      a = await relayer.relay({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth), purpose: 'test', reference: 'drop-dead-a' });
-      b = await relayer.relay({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('approve', [payee, 1n]), purpose: 'test', reference: 'drop-dead-b' });
+      a = await relayer.relay({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth), purpose: 'test', reference: 'drop-dead-a' });
+      b = await relayer.relay({ to: chain.usdc.address, data: USDC_IFACE.encodeFunctionData('approve', [payee, 1n]), purpose: 'test', reference: 'drop-dead-b' });
       expect((await chain.provider.getTransaction(b.txHash))!.nonce).toBe((await chain.provider.getTransaction(a.txHash))!.nonce + 1);
       // Hold the tender while the payload dies: dropped, and its authorization cancelled by the payer.
       await processor.worker.pause();
       await chain.rpc('anvil_dropTransaction', [a.txHash]);
-      const cancel = await payer.sendTransaction({ to: chain.gateway.usdcAddress, data: await chain.gateway.encodeCancelAuthorization(payer, auth.nonce) });
+      const cancel = await payer.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, auth.nonce) });
       await mineOne();
       expect((await chain.provider.getTransactionReceipt(cancel.hash))!.status).toBe(1);
       expect(await chain.provider.getTransactionReceipt(b.txHash)).toBeNull(); // stuck behind the gap
@@ -262,13 +262,13 @@ describe('relayer on a public-like chain: fee bumps, drops and low balance', () 
     const bId = uuidv7();
     await automine(false);
     try {
-      a = await relayer.relay({ to: chain.gateway.usdcAddress, data: approve(11n), purpose: 'test', reference: 'gap-a' });
+      a = await relayer.relay({ to: chain.usdc.address, data: approve(11n), purpose: 'test', reference: 'gap-a' });
       await processor.worker.pause(); // no tender pass: the send itself meets the gap
       await chain.rpc('anvil_dropTransaction', [a.txHash]);
       await t.dataSource.query(`INSERT INTO relayer_transactions (id, address, to_address, data, purpose, status) VALUES ($1, lower($2), $3, $4, 'test', 'queued')`, [
         bId,
         chain.relayer.address,
-        chain.gateway.usdcAddress,
+        chain.usdc.address,
         approve(12n),
       ]);
       const bHash = await worker.get(RelayerSender).send(bId);
@@ -305,7 +305,7 @@ describe('relayer on a public-like chain: fee bumps, drops and low balance', () 
       await t.dataSource.query(`INSERT INTO relayer_transactions (id, address, to_address, data, purpose, status) VALUES ($1, lower($2), $3, $4, 'test', 'queued')`, [
         queuedId,
         chain.relayer.address,
-        chain.gateway.usdcAddress,
+        chain.usdc.address,
         USDC_IFACE.encodeFunctionData('approve', [chain.gateway.escrowAddress, 3n]),
       ]);
       await expect(worker.get(RelayerSender).send(queuedId)).rejects.toBeInstanceOf(RelayerUnfundedError);

@@ -62,10 +62,10 @@ describe('relayer and reorgs', () => {
     const relayer = t.app.get(RelayerService);
     const payer = await chain.wallet({ usdc: 5n * USDC });
     const payee = Wallet.createRandom().address;
-    const auth = await chain.gateway.signTransferAuthorization(payer, { to: payee, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
+    const auth = await chain.usdc.signTransferAuthorization(payer, { to: payee, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
     // Automine: each relay is mined in its own block as it is sent.
-    const a = await relayer.relay({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth), purpose: 'test', reference: 'reorg-a' });
-    const b = await relayer.relay({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('approve', [payee, 7n]), purpose: 'test', reference: 'reorg-b' });
+    const a = await relayer.relay({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth), purpose: 'test', reference: 'reorg-a' });
+    const b = await relayer.relay({ to: chain.usdc.address, data: USDC_IFACE.encodeFunctionData('approve', [payee, 7n]), purpose: 'test', reference: 'reorg-b' });
     const blockA = (await chain.provider.getTransactionReceipt(a.txHash))!.blockNumber;
     expect(await chain.usdcBalance(payee)).toBe(USDC);
     for (const id of [a.relayTxId, b.relayTxId]) await waitFor(async () => (await relayRow(id)).mined_tx_hash !== null, { label: 'the tender records the mined hash' });
@@ -92,7 +92,7 @@ describe('relayer and reorgs', () => {
     }, { label: 'the new block recorded' });
     expect(after).toMatchObject({ status: 'broadcast', nonce: before.nonce, tx_hashes: [a.txHash], mined_tx_hash: a.txHash });
     // A later relay takes the next nonce and is mined: nothing stuck behind the reorg.
-    const c = await relayer.relay({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('approve', [payee, 8n]), purpose: 'test', reference: 'reorg-c' });
+    const c = await relayer.relay({ to: chain.usdc.address, data: USDC_IFACE.encodeFunctionData('approve', [payee, 8n]), purpose: 'test', reference: 'reorg-c' });
     expect((await relayer.waitMined(c.relayTxId, 10_000))?.status).toBe(1);
   });
 
@@ -125,8 +125,8 @@ describe('relayer and reorgs', () => {
     const processor = worker.get(RelayerProcessor);
     const payer = await chain.wallet({ usdc: 5n * USDC });
     const payee = Wallet.createRandom().address;
-    const auth = await chain.gateway.signTransferAuthorization(payer, { to: payee, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
-    const a = await relayer.relay({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth), purpose: 'test', reference: 'reorg-gap-a' });
+    const auth = await chain.usdc.signTransferAuthorization(payer, { to: payee, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
+    const a = await relayer.relay({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth), purpose: 'test', reference: 'reorg-gap-a' });
     await waitFor(async () => (await relayRow(a.relayTxId)).mined_tx_hash !== null, { label: 'the tender records the mined hash' });
     const bId = uuidv7();
     await processor.worker.pause(); // no tender pass: the send itself meets the gap
@@ -136,7 +136,7 @@ describe('relayer and reorgs', () => {
       await t.dataSource.query(`INSERT INTO relayer_transactions (id, address, to_address, data, purpose, status) VALUES ($1, lower($2), $3, $4, 'test', 'queued')`, [
         bId,
         chain.relayer.address,
-        chain.gateway.usdcAddress,
+        chain.usdc.address,
         USDC_IFACE.encodeFunctionData('approve', [payee, 9n]),
       ]);
       const bHash = await worker.get(RelayerSender).send(bId);

@@ -107,7 +107,7 @@ describe('a reorg deeper than CONFIRMATIONS unwinds a succeeded payment', () => 
     const payer = await chain.wallet({ usdc: 2n * USDC });
     const payTo = (await chain.wallet({ eth: false })).address;
     const submitter = await chain.wallet(); // the payer's facilitator here; not the relayer (its nonces are the queue's)
-    const auth = await chain.gateway.signTransferAuthorization(payer, { to: payTo, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
+    const auth = await chain.usdc.signTransferAuthorization(payer, { to: payTo, value: USDC, validBefore: BigInt((await chain.headTimestamp()) + 3600) });
     const id = randomUUID();
     await t.dataSource.query(
       `INSERT INTO x402_settlements (id, payer, nonce, pay_to, payee_handle, amount, resource, status, valid_after, valid_before, signature)
@@ -118,7 +118,7 @@ describe('a reorg deeper than CONFIRMATIONS unwinds a succeeded payment', () => 
     await settlement.pollOnce();
 
     const snapshot = await chain.snapshot();
-    const sent = await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth) });
+    const sent = await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth) });
     const raw = await chain.rpc<string>('eth_getRawTransactionByHash', [sent.hash]);
     const receipt = (await sent.wait())!;
     await chain.mine(3);

@@ -49,7 +49,7 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
     t = await createTestApp();
     chain = new TestChain();
     relayerWorker = await startRelayerWorker();
-    issuer = new Contract(chain.gateway.usdcAddress, TestUSDCArtifact.abi, new Wallet(anvilKey('deployer'), chain.provider));
+    issuer = new Contract(chain.usdc.address, TestUSDCArtifact.abi, new Wallet(anvilKey('deployer'), chain.provider));
   });
   afterAll(async () => {
     if (issuer && (await issuer.paused())) await (await issuer.getFunction('unpause')()).wait();

@@ -166,7 +166,7 @@ describe('verification (KYB)', () => {
       try {
         const { Interface } = await import('ethers');
         const tx = await p.wallet.sendTransaction({
-          to: chain.gateway.usdcAddress,
+          to: chain.usdc.address,
           data: new Interface(TestUSDCArtifact.abi).encodeFunctionData('transfer', [payTo, amount]),
           gasLimit: 100_000n,
         });

@@ -73,7 +73,7 @@ describe('x402 settlement on a real chain', () => {
     const now = (await chain.headTimestamp()) - 5;
     const permit2Authorization = {
       from: payer.address,
-      permitted: { token: chain.gateway.usdcAddress, amount: '1000000' },
+      permitted: { token: chain.usdc.address, amount: '1000000' },
       spender: X402_PERMIT2_PROXY,
       nonce: BigInt(hexlify(randomBytes(16))).toString(),
       deadline: String(now + 600),
@@ -198,7 +198,7 @@ describe('x402 settlement on a real chain', () => {
     expect(await chain.usdcBalance(payee.address)).toBe(2n * USDC);
   });
 
-  const authorizationUses = async (payer: string) => (await chain.gateway.getAuthorizationLogs(0, await chain.headBlock(), payer)).filter((l) => l.kind === 'used');
+  const authorizationUses = async (payer: string) => (await chain.usdc.getAuthorizationLogs(0, await chain.headBlock(), payer)).filter((l) => l.kind === 'used');
 
   it('finding 1: with mining stopped a paid retry answers 402 pending (never settlement_failed), the same header answers 200 once mined, and exactly one transfer moves', async () => {
     const payee = await createPayee(t, chain);
@@ -294,7 +294,7 @@ describe('x402 settlement on a real chain', () => {
     const row = await crashAfterReservation(url, header, payer.address);
     expect(row.status).toBe('pending');
     const nonce = (payload.payload as { authorization: { nonce: string } }).authorization.nonce;
-    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: await chain.gateway.encodeCancelAuthorization(payer, nonce) })).wait();
+    await (await submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, nonce) })).wait();
     await settleUntil(t, async () => (await t.dataSource.query(`SELECT status FROM x402_settlements WHERE id = $1`, [row.id]))[0].status !== 'pending', 'x402 settlement decided');
     expect((await t.dataSource.query(`SELECT status, error, tx_hash FROM x402_settlements WHERE id = $1`, [row.id]))[0]).toEqual({ status: 'failed', error: 'cancelled', tx_hash: null });
     const retry = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });

@@ -34,8 +34,8 @@ describe('x402', () => {
     const res = await fetch(challengeUrl(payee.handle, '0.25'));
     expect(res.status).toBe(402);
     const v2 = decodePaymentRequiredHeader(res.headers.get('payment-required')!);
-    expect(v2).toMatchObject({ x402Version: 2, accepts: [{ scheme: 'exact', network: 'eip155:31337', amount: '250000', payTo: payee.address, asset: chain.gateway.usdcAddress, extra: { name: expect.any(String), version: expect.any(String) } }] });
-    const domain = await chain.gateway.usdcEip712Domain();
+    expect(v2).toMatchObject({ x402Version: 2, accepts: [{ scheme: 'exact', network: 'eip155:31337', amount: '250000', payTo: payee.address, asset: chain.usdc.address, extra: { name: expect.any(String), version: expect.any(String) } }] });
+    const domain = await chain.usdc.eip712Domain();
     expect(v2.accepts[0].extra).toEqual({ name: domain.name, version: domain.version });
     const v1 = (await res.json()) as { x402Version: number; accepts: Array<Record<string, unknown>> };
     expect(v1).toMatchObject({ x402Version: 1, accepts: [{ scheme: 'exact', network: 'eip155:31337', maxAmountRequired: '250000', payTo: payee.address, resource: challengeUrl(payee.handle, '0.25') }] });
@@ -97,7 +97,7 @@ describe('x402', () => {
       const requirement: PaymentRequirements = {
         scheme: 'exact',
         network: 'eip155:31337',
-        asset: chain.gateway.usdcAddress,
+        asset: chain.usdc.address,
         amount: '1250000',
         payTo: foreignPayTo,
         maxTimeoutSeconds: 300,
@@ -110,7 +110,7 @@ describe('x402', () => {
       expect(res.body.payment).toMatchObject({ mode: 'x402', status: 'submitted', amount: '1.25', toAddress: foreignPayTo });
       expect(res.body.header.name).toBe('PAYMENT-SIGNATURE');
       const payload = decodePaymentSignatureHeader(res.body.header.value);
-      const domain = await chain.gateway.usdcEip712Domain();
+      const domain = await chain.usdc.eip712Domain();
       const facilitator = new FacilitatorExactEvmScheme(ethersVerifySigner(chain.provider, chain.relayer.address) as never);
       const verdict = await facilitator.verify(payload, { ...requirement, extra: { name: domain.name, version: domain.version } });
       expect(verdict).toMatchObject({ isValid: true, payer: agent.signerAddress });
@@ -143,7 +143,7 @@ describe('x402', () => {
 
     it('refusals: unsupported requirement 400, no Idempotency-Key 400, over the per-transaction limit 403 policy_denied', async () => {
       const agent = await createAgent(t, chain, { float: 20n * USDC, policy: { dailyLimit: '100.00', perTransactionMax: '1.00' } });
-      const base402 = { scheme: 'exact', network: 'eip155:31337', asset: chain.gateway.usdcAddress, amount: '500000', payTo: Wallet.createRandom().address, maxTimeoutSeconds: 60, extra: {} };
+      const base402 = { scheme: 'exact', network: 'eip155:31337', asset: chain.usdc.address, amount: '500000', payTo: Wallet.createRandom().address, maxTimeoutSeconds: 60, extra: {} };
       const pr = (r: Record<string, unknown>) => encodePaymentRequiredHeader({ x402Version: 2, resource: { url: 'https://x.example/r' }, accepts: [r as unknown as PaymentRequirements] });
       expect(expectError(await settle(agent.key, { paymentRequired: pr({ ...base402, asset: Wallet.createRandom().address }) }), 400, 'invalid_request')).toMatchObject({ reason: 'unsupported_requirement' });
       expect(expectError(await settle(agent.key, { paymentRequired: pr({ ...base402, network: 'eip155:8453' }) }), 400, 'invalid_request')).toMatchObject({ reason: 'unsupported_requirement' });

@@ -69,7 +69,7 @@ describe('agent payment: api killed between signed and broadcast', () => {
 
     const [signed] = await paymentRows(t, agent.agentId);
     expect(signed).toMatchObject({ status: 'pending', relay_tx_hashes: [] });
-    expect(await chain.gateway.authorizationState(agent.signerAddress, signed.auth_nonce!)).toBe(false);
+    expect(await chain.usdc.authorizationState(agent.signerAddress, signed.auth_nonce!)).toBe(false);
 
     // The relayer comes back (it may also send the dead api's queued relay: relayer transactions are disposable).
     worker = await startRelayerWorker();
@@ -81,7 +81,7 @@ describe('agent payment: api killed between signed and broadcast', () => {
     await settleUntil(t, async () => (await paymentRows(t, agent.agentId))[0].status === 'succeeded');
 
     const transfers = await chain.provider.getLogs({
-      address: chain.gateway.usdcAddress,
+      address: chain.usdc.address,
       fromBlock,
       toBlock: 'latest',
       topics: [topicId('Transfer(address,address,uint256)'), zeroPadValue(agent.signerAddress, 32), zeroPadValue(payee.address, 32)],

@@ -172,12 +172,12 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const payTo = (await chain.wallet()).address;
     const submitter = await chain.wallet(); // not the relayer: its nonces are the relayer queue's
     const validBefore = BigInt(await chain.headTimestamp()) + 3600n;
-    const used = await chain.gateway.signTransferAuthorization(payer, { to: payTo, value: 1n * USDC, validBefore });
-    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(used) })).wait();
-    const usedToo = await chain.gateway.signTransferAuthorization(payer, { to: payTo, value: 1n * USDC, validBefore });
-    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(usedToo) })).wait();
+    const used = await chain.usdc.signTransferAuthorization(payer, { to: payTo, value: 1n * USDC, validBefore });
+    await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(used) })).wait();
+    const usedToo = await chain.usdc.signTransferAuthorization(payer, { to: payTo, value: 1n * USDC, validBefore });
+    await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(usedToo) })).wait();
     const cancelledNonce = hexlify(randomBytes(32));
-    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: await chain.gateway.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
+    await (await submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
 
     const insert = (status: string, nonce: string) =>
       t.dataSource
@@ -249,8 +249,8 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const submitter = await chain.wallet();
     const validBefore = (await chain.headTimestamp()) + 3600;
     const transfer = async () => {
-      const auth = await chain.gateway.signTransferAuthorization(payer, { to: payee, value: 2n * USDC, validBefore: BigInt(validBefore) });
-      const receipt = (await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth) })).wait())!;
+      const auth = await chain.usdc.signTransferAuthorization(payer, { to: payee, value: 2n * USDC, validBefore: BigInt(validBefore) });
+      const receipt = (await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth) })).wait())!;
       return { nonce: auth.nonce, txHash: receipt.hash };
     };
     const [a, b, c] = [await transfer(), await transfer(), await transfer()];
@@ -306,9 +306,9 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const submitter = await chain.wallet();
     const validBefore = (await chain.headTimestamp()) + 3600;
     const cancelledNonce = hexlify(randomBytes(32));
-    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: await chain.gateway.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
-    const used = await chain.gateway.signTransferAuthorization(payer, { to: submitter.address, value: USDC, validBefore: BigInt(validBefore) });
-    await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(used) })).wait();
+    await (await submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
+    const used = await chain.usdc.signTransferAuthorization(payer, { to: submitter.address, value: USDC, validBefore: BigInt(validBefore) });
+    await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(used) })).wait();
     await chain.mine(4 * WINDOW);
     const cancelledRow = await insertPayment(agent, { status: 'failed', from: payer.address, to: submitter.address, amount: USDC, nonce: cancelledNonce, validBefore });
     const usedRow = await insertPayment(agent, { status: 'failed', from: payer.address, to: submitter.address, amount: USDC, nonce: used.nonce, validBefore });
@@ -367,8 +367,8 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const payee = (await chain.wallet({ eth: false })).address;
     const submitter = await chain.wallet();
     const validBefore = (await chain.headTimestamp()) + 3600;
-    const auth = await chain.gateway.signTransferAuthorization(payer, { to: payee, value: 2n * USDC, validBefore: BigInt(validBefore) });
-    const receipt = (await (await submitter.sendTransaction({ to: chain.gateway.usdcAddress, data: chain.gateway.encodeTransferWithAuthorization(auth) })).wait())!;
+    const auth = await chain.usdc.signTransferAuthorization(payer, { to: payee, value: 2n * USDC, validBefore: BigInt(validBefore) });
+    const receipt = (await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth) })).wait())!;
     // Five failed payments whose authorizations were never used (fine) ended before the wrong one: the
     // first batches are theirs (and any ended earlier by other tests of this file).
     const fillers: string[] = [];

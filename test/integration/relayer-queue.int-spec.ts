@@ -29,7 +29,7 @@ describe('relayer queue', () => {
   });
 
   const relayer = () => t.app.get(RelayerService);
-  const harmless = (i: number) => ({ to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('approve', [chain.gateway.escrowAddress, BigInt(i)]), purpose: 'test', reference: `r${i}-${randomUUID()}` }); // each call its own intent (one live relay per intent, DESIGN §22)
+  const harmless = (i: number) => ({ to: chain.usdc.address, data: USDC_IFACE.encodeFunctionData('approve', [chain.gateway.escrowAddress, BigInt(i)]), purpose: 'test', reference: `r${i}-${randomUUID()}` }); // each call its own intent (one live relay per intent, DESIGN §22)
 
   it('30 concurrent relays through two workers get distinct consecutive nonces and are all mined', async () => {
     const start = await chain.provider.getTransactionCount(chain.relayer.address, 'pending');
@@ -47,14 +47,14 @@ describe('relayer queue', () => {
 
   it('a call that would revert fails with the decoded error and uses no nonce', async () => {
     const before = await chain.provider.getTransactionCount(chain.relayer.address, 'pending');
-    const bad = { to: chain.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('transfer', [chain.gateway.escrowAddress, 10n ** 30n]), purpose: 'test' };
+    const bad = { to: chain.usdc.address, data: USDC_IFACE.encodeFunctionData('transfer', [chain.gateway.escrowAddress, 10n ** 30n]), purpose: 'test' };
     await expect(relayer().relay(bad)).rejects.toBeInstanceOf(ChainTxError);
     const ok = await relayer().relay(harmless(99));
     expect((await chain.provider.getTransaction(ok.txHash))!.nonce).toBe(before);
   });
 
   it('a send from the relayer key outside the queue does not make the queue reuse its nonce', async () => {
-    const direct = await chain.relayer.sendTransaction({ to: chain.gateway.usdcAddress, data: harmless(5).data });
+    const direct = await chain.relayer.sendTransaction({ to: chain.usdc.address, data: harmless(5).data });
     await direct.wait();
     const ok = await relayer().relay(harmless(6));
     expect((await chain.provider.getTransaction(ok.txHash))!.nonce).toBe(direct.nonce + 1);

@@ -151,7 +151,7 @@ export async function createAgent(
   if (opts.policy !== null) await agents.setPolicy(agent.id, opts.policy ?? { dailyLimit: '1000.00' });
   if (opts.enable !== false) await agents.setSignerEnabled(agent.id, true);
   const float = opts.float ?? 0n;
-  if (float > 0n) await chain.gateway.usdcTransfer(owner, agent.signerAddress!, float);
+  if (float > 0n) await chain.usdc.transfer(owner, agent.signerAddress!, float);
   return { agentId: agent.id, slug, organizationId: org.id, key: secret, signerAddress: agent.signerAddress!, owner };
 }
 

@@ -3,7 +3,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Contract, Interface, JsonRpcProvider, Wallet, toBeHex } from 'ethers';
 import { TestUSDCArtifact, CheckoutEscrowArtifact } from '@lib/contracts';
-import { createProvider, EscrowGateway, type EscrowPartyAction, type FundingTerms } from '@lib/chain';
+import { type ChainClock, connectChain, createProvider, type EscrowGateway, type EscrowPartyAction, type FundingTerms, type UsdcGateway } from '@lib/chain';
+import { EscrowTestSenders } from '../../libs/chain/src/testing';
 import { EscrowService } from '../../src/modules/escrow/escrow.service';
 import { EscrowIndexer, type PollResult } from '../../src/modules/escrow/escrow-indexer.service';
 import type { CheckoutFundingDto } from '../../src/modules/escrow/dto/escrow.dto';
@@ -18,7 +19,7 @@ const USDC_IFACE = new Interface(TestUSDCArtifact.abi);
 
 /**
  * The run's shared anvil (started by test global setup) seen from a test file: its own provider
- * (50 ms polling) and gateway on RPC_URL / ESCROW_ADDRESS / USDC_ADDRESS, the service's relayer,
+ * (50 ms polling) and gateways (escrow, USDC, clock, test senders) on RPC_URL / ESCROW_ADDRESS / USDC_ADDRESS, the service's relayer,
  * arbiter and terms-signer wallets, fresh funded wallets (random keys, so no two files share an
  * address) and the anvil RPCs tests need. Files run in band on one chain: never evm_revert past
  * what the test itself created.
@@ -26,6 +27,10 @@ const USDC_IFACE = new Interface(TestUSDCArtifact.abi);
 export class TestChain {
   readonly provider: JsonRpcProvider;
   readonly gateway: EscrowGateway;
+  readonly usdc: UsdcGateway;
+  readonly clock: ChainClock;
+  /** Test-only escrow senders (funding from a wallet, relayed actions). */
+  readonly senders: EscrowTestSenders;
   readonly relayer: Wallet;
   readonly arbiter: Wallet;
   readonly termsSigner: Wallet;
@@ -39,7 +44,11 @@ export class TestChain {
       return v;
     };
     this.provider = createProvider(need('RPC_URL'), Number(need('CHAIN_ID')), { pollingIntervalMs: 50 });
-    this.gateway = new EscrowGateway(this.provider, { escrowAddress: need('ESCROW_ADDRESS'), usdcAddress: need('USDC_ADDRESS') });
+    const chain = connectChain(this.provider, { escrowAddress: need('ESCROW_ADDRESS'), usdcAddress: need('USDC_ADDRESS') });
+    this.gateway = chain.escrow;
+    this.usdc = chain.usdc;
+    this.clock = chain.clock;
+    this.senders = new EscrowTestSenders(chain.escrow);
     this.relayer = new Wallet(need('RELAYER_PRIVATE_KEY'), this.provider);
     this.arbiter = new Wallet(need('ARBITER_PRIVATE_KEY'), this.provider);
     this.termsSigner = new Wallet(need('TERMS_SIGNER_PRIVATE_KEY'), this.provider);
@@ -65,7 +74,7 @@ export class TestChain {
       await this.setEth(this.minter.address);
       this.minterFunded = true;
     }
-    const usdc = new Contract(this.gateway.usdcAddress, TestUSDCArtifact.abi, this.minter);
+    const usdc = new Contract(this.usdc.address, TestUSDCArtifact.abi, this.minter);
     const tx = await usdc.getFunction('mint')(to, amount);
     await this.provider.waitForTransaction(tx.hash);
   }
@@ -79,11 +88,11 @@ export class TestChain {
   }
 
   usdcBalance(address: string): Promise<bigint> {
-    return this.gateway.usdcBalance(address);
+    return this.usdc.balanceOf(address);
   }
 
   balances(...addresses: string[]): Promise<bigint[]> {
-    return Promise.all(addresses.map((a) => this.gateway.usdcBalance(a)));
+    return Promise.all(addresses.map((a) => this.usdc.balanceOf(a)));
   }
 
   snapshot(): Promise<string> {
@@ -109,7 +118,7 @@ export class TestChain {
   }
 
   headTimestamp(): Promise<number> {
-    return this.gateway.headTimestamp();
+    return this.clock.headTimestamp();
   }
 
   /** A party's escrow call through the gateway (estimates gas first, so a would-be revert throws ChainTxError). */
@@ -134,14 +143,14 @@ export class TestChain {
 
   /** A plain USDC transfer (a transaction to another contract than the escrow). */
   async usdcTransfer(from: Wallet, to: string, amount: bigint): Promise<string> {
-    const tx = await from.sendTransaction({ to: this.gateway.usdcAddress, data: USDC_IFACE.encodeFunctionData('transfer', [to, amount]) });
+    const tx = await from.sendTransaction({ to: this.usdc.address, data: USDC_IFACE.encodeFunctionData('transfer', [to, amount]) });
     await this.provider.waitForTransaction(tx.hash);
     return tx.hash;
   }
 
   /** Gasless funding as the pay page does it: `buyer` signs EIP-3009, the service's relayer submits. */
   fundWithAuthorization(buyer: Wallet, terms: FundingTerms, termsSignature: string): Promise<string> {
-    return this.gateway.fundWithAuthorization(this.relayer, buyer, terms, termsSignature);
+    return this.senders.fundWithAuthorization(this.relayer, buyer, terms, termsSignature);
   }
 }
 

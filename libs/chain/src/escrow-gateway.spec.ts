@@ -1,13 +1,13 @@
 import { Interface, Wallet, ZeroAddress, hexlify, randomBytes, type Provider } from 'ethers';
 import { CheckoutEscrowArtifact, TestUSDCArtifact } from '@lib/contracts';
 import { codeMatches } from './deploy';
-import { EscrowGateway } from './escrow-gateway';
+import { connectChain } from './gateways';
 import { escrowKeyFromId } from './escrow-key';
 
 const ESCROW = '0x00000000000000000000000000000000000000e5';
 const USDC = '0x00000000000000000000000000000000000000c0';
 const iface = new Interface(CheckoutEscrowArtifact.abi);
-const gateway = new EscrowGateway({} as Provider, { escrowAddress: ESCROW, usdcAddress: USDC });
+const gateway = connectChain({} as Provider, { escrowAddress: ESCROW, usdcAddress: USDC }).escrow;
 const key = escrowKeyFromId('0190f3c1-7a2b-7c3d-8e4f-a1b2c3d4e5f6');
 const buyer = Wallet.createRandom().address;
 const seller = Wallet.createRandom().address;

@@ -32,20 +32,25 @@ export {
   ESCROW_ACTION_TYPES,
   MAX_ESCROW_ACTION_VALIDITY,
   EscrowGateway,
-  toTxError,
   FUNDING_TERMS_TYPES,
-  RECEIVE_WITH_AUTHORIZATION_TYPES,
-  TRANSFER_WITH_AUTHORIZATION_TYPES,
-  CANCEL_AUTHORIZATION_TYPES,
-  type TransferAuthorization,
-  type AuthorizationUsedLog,
   type ActionExpectation,
-  type Eip712Domain,
   type EscrowGatewayConfig,
   type EscrowLogInput,
   type ReceiveAuthorizationRequest,
-  type SignedRelayTx,
 } from './escrow-gateway';
+export {
+  UsdcGateway,
+  RECEIVE_WITH_AUTHORIZATION_TYPES,
+  TRANSFER_WITH_AUTHORIZATION_TYPES,
+  CANCEL_AUTHORIZATION_TYPES,
+  type AuthorizationUsedLog,
+  type Eip712Domain,
+  type TransferAuthorization,
+  type UsdcGatewayConfig,
+} from './usdc-gateway';
+export { ChainClock } from './chain-clock';
+export { connectChain, type ChainGateways, type ChainGatewaysConfig } from './gateways';
+export { TxSender, toTxError } from './tx-sender';
 export {
   ESCROW_ACTION_CODES,
   ESCROW_ACTION_EVENT,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import createClient, { type Client, type MaybeOptionalInit, type Middleware } from 'openapi-fetch';
 import type { HttpMethod, PathsWithMethod, SuccessResponseJSON } from 'openapi-typescript-helpers';
 import { ApiServerError, errorFromResponse } from './errors';
@@ -64,7 +63,7 @@ async function bodyIdempotencyKey(request: Request): Promise<string | undefined>
 const idempotencyMiddleware: Middleware = {
   async onRequest({ request, schemaPath }) {
     if (!IDEMPOTENT_OPERATIONS.has(`${request.method} ${schemaPath}`) || request.headers.has('idempotency-key')) return undefined;
-    request.headers.set('Idempotency-Key', (await bodyIdempotencyKey(request)) ?? randomUUID());
+    request.headers.set('Idempotency-Key', (await bodyIdempotencyKey(request)) ?? globalThis.crypto.randomUUID());
     return request;
   },
 };

@@ -166,7 +166,7 @@ export class ReconciliationService implements OnModuleDestroy {
     const ledgerBalance = held.sum;
 
     const gateway = this.chain.gateway;
-    const head = await gateway.headBlock();
+    const head = await this.chain.clock.headBlock();
     const block = Math.max(0, lastConfirmedBlock(head, this.config.env.CONFIRMATIONS));
     const cursor = cursorBlock !== null ? Math.min(cursorBlock, block) : null;
     const blocks = cursor !== null && cursor !== block && cursor >= this.config.env.ESCROW_DEPLOY_BLOCK ? [cursor, block] : [block];
@@ -174,7 +174,7 @@ export class ReconciliationService implements OnModuleDestroy {
     const notices: Notice[] = [];
 
     // (a) The contract holds the held escrows: less is a mismatch; more (USDC sent to it outside any escrow) a notice.
-    const chainBalances = await Promise.all(blocks.map((b) => gateway.usdcBalance(gateway.escrowAddress, b)));
+    const chainBalances = await Promise.all(blocks.map((b) => this.chain.usdc.balanceOf(gateway.escrowAddress, b)));
     if (!chainBalances.includes(ledgerBalance)) {
       const finding = {
         ids: [gateway.escrowAddress],
@@ -208,7 +208,7 @@ export class ReconciliationService implements OnModuleDestroy {
     const scanned = await this.scanCancellations(block);
     const usedButFailed: Array<{ kind: MismatchKind; id: string; key: string }> = [];
     const authorizationMismatch = async (kind: MismatchKind, id: string, ok: boolean, authorizer: string, nonce: string) => {
-      const used = await gateway.authorizationState(authorizer, nonce, block);
+      const used = await this.chain.usdc.authorizationState(authorizer, nonce, block);
       if (ok && !used) mismatches.push({ kind, ids: [id], expected: 'authorization used on chain', actual: 'unused' });
       if (!ok && used) usedButFailed.push({ kind, id, key: `${authorizer}:${nonce}`.toLowerCase() });
     };
@@ -277,7 +277,7 @@ export class ReconciliationService implements OnModuleDestroy {
     for (let w = 0; w < MAX_LOG_WINDOWS_PER_PASS && cursor < block; w++) {
       const from = cursor + 1;
       const to = Math.min(block, cursor + window);
-      const logs = await this.chain.provider.getLogs({ address: this.chain.gateway.usdcAddress, fromBlock: from, toBlock: to, topics: [CANCELED_TOPIC] });
+      const logs = await this.chain.provider.getLogs({ address: this.chain.usdc.address, fromBlock: from, toBlock: to, topics: [CANCELED_TOPIC] });
       const rows = logs
         .filter((l) => !l.removed)
         .map((l) => ({ authorizer: getAddress('0x' + l.topics[1].slice(26)), nonce: l.topics[2], blockNumber: l.blockNumber, txHash: l.transactionHash }));
@@ -302,7 +302,7 @@ export class ReconciliationService implements OnModuleDestroy {
     const payee = (p.mode === 'escrow' ? gateway.escrowAddress : p.to_address).toLowerCase();
     const from = p.from_address.toLowerCase();
     const transfers = receipt.logs
-      .filter((l) => l.address.toLowerCase() === gateway.usdcAddress.toLowerCase() && l.topics[0] === TRANSFER_TOPIC)
+      .filter((l) => l.address.toLowerCase() === this.chain.usdc.address.toLowerCase() && l.topics[0] === TRANSFER_TOPIC)
       .map((l) => ({ from: ('0x' + l.topics[1].slice(26)).toLowerCase(), to: ('0x' + l.topics[2].slice(26)).toLowerCase(), value: BigInt(l.data) }))
       .filter((t) => t.from === from);
     const amount = BigInt(p.amount);
@@ -332,14 +332,13 @@ export class ReconciliationService implements OnModuleDestroy {
 
   /** The configured (or token-read) EIP-712 domain must hash to the token's DOMAIN_SEPARATOR(); skipped when the token has none. */
   private async usdcDomain(): Promise<Mismatch | null> {
-    const gateway = this.chain.gateway;
-    const token = new Contract(gateway.usdcAddress, USDC_IFACE, this.chain.provider);
+    const token = new Contract(this.chain.usdc.address, USDC_IFACE, this.chain.provider);
     const reported = (await token.getFunction('DOMAIN_SEPARATOR').staticCall().catch(() => null)) as string | null;
     if (reported === null) return null;
-    const ours = await gateway.usdcEip712Domain();
+    const ours = await this.chain.usdc.eip712Domain();
     const hash = TypedDataEncoder.hashDomain(ours);
     if (hash === reported) return null;
-    return { kind: 'usdc_domain', ids: [gateway.usdcAddress], expected: `DOMAIN_SEPARATOR ${reported}`, actual: `ours ${hash} (${ours.name}, ${ours.version})` };
+    return { kind: 'usdc_domain', ids: [this.chain.usdc.address], expected: `DOMAIN_SEPARATOR ${reported}`, actual: `ours ${hash} (${ours.name}, ${ours.version})` };
   }
 }
 

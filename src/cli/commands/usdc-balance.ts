@@ -10,7 +10,7 @@ export const usdcBalanceCommand: CommandDeclaration = {
   run: async (app, values, positionals) => {
     const address = positionals[0];
     if (!address || !/^0x[0-9a-fA-F]{40}$/.test(address)) throw new UsageError('usdc:balance needs a 0x address');
-    return { address, balance: formatAmount(await app.get(ChainAccess).gateway.usdcBalance(address)), currency: 'USDC' };
+    return { address, balance: formatAmount(await app.get(ChainAccess).usdc.balanceOf(address)), currency: 'USDC' };
   },
   options: {
   },

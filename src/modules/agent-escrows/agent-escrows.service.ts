@@ -109,7 +109,7 @@ export class AgentEscrowsService implements PaymentModeHandler {
       after: async ({ escrowKey }) => {
         const signer = await this.vault.wallet(payment.agentId);
         const gateway = this.escrowChain.gateway;
-        const signed = await gateway.signEscrowAction(signer, action as EscrowPartyAction, escrowKey, { now: await gateway.headTimestamp() });
+        const signed = await gateway.signEscrowAction(signer, action as EscrowPartyAction, escrowKey, { now: await this.escrowChain.clock.headTimestamp() });
         let txHash: string;
         let relayTxId: string;
         try {

@@ -195,7 +195,7 @@ export class AgentsService {
   async balance(agentId: string): Promise<BalanceView> {
     const agent = await this.require(agentId);
     if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
-    const [signer, owner] = await Promise.all([readSignerBalance(this.chain, this.cursors, agent.signerAddress), this.chain.read('owner balance', () => this.chain.gateway.usdcBalance(agent.ownerAddress!))]);
+    const [signer, owner] = await Promise.all([readSignerBalance(this.chain, this.cursors, agent.signerAddress), this.chain.read('owner balance', () => this.chain.usdc.balanceOf(agent.ownerAddress!))]);
     const onChain = signer.onChain;
     const { dayStart, monthStart } = policyWindows(new Date());
     const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, signer.settledNonces ?? [], signer.trustedBlock);
@@ -296,7 +296,7 @@ export class AgentsService {
     }
     this.checkOwnerSignature(agent, WITHDRAW_TYPES, { agentId, amount: units, nonce: body.nonce, deadline: BigInt(body.deadline) }, body);
     if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
-    const onChain = await this.chain.gateway.usdcBalance(agent.signerAddress);
+    const onChain = await this.chain.usdc.balanceOf(agent.signerAddress);
     if (units > onChain) {
       throw new AppError('invalid_request', 'The signer holds less than the amount', { reason: 'insufficient_balance', balance: formatAmount(onChain) });
     }
@@ -322,11 +322,11 @@ export class AgentsService {
       throw AppError.invalidParam('amount', (err as Error).message);
     }
     const max = parseAmount(this.config.env.SIGNER_FLOAT_MAX);
-    const current = await this.chain.gateway.usdcBalance(agent.signerAddress);
+    const current = await this.chain.usdc.balanceOf(agent.signerAddress);
     if (current + units > max) {
       throw new AppError('invalid_request', `The signer may hold at most ${formatAmount(max)} USDC (SIGNER_FLOAT_MAX)`, { reason: 'float_max', balance: formatAmount(current) });
     }
-    const txHash = await this.chain.gateway.usdcTransfer(owner.connect(this.chain.provider), agent.signerAddress, units);
+    const txHash = await this.chain.usdc.transfer(owner.connect(this.chain.provider), agent.signerAddress, units);
     return { txHash, signerAddress: agent.signerAddress, balance: formatAmount(current + units) };
   }
 
@@ -417,7 +417,7 @@ export class AgentsService {
    * concurrent callers compute the same reference and a later sweep (new float) is a new intent.
    */
   private async sweep(agent: AgentRow): Promise<string | null> {
-    const balance = await this.chain.gateway.usdcBalance(agent.signerAddress!);
+    const balance = await this.chain.usdc.balanceOf(agent.signerAddress!);
     if (balance === 0n) return null;
     let reference = `${agent.id}:sweep`;
     for (let live = await this.relayer.liveRelay('sweep', reference); live?.mined; live = await this.relayer.liveRelay('sweep', reference)) {
@@ -431,8 +431,8 @@ export class AgentsService {
     if (live) return this.awaitTransfer(agent, purpose, await this.relayer.resume(live.id));
     const signer = await this.vault.wallet(agent.id);
     const now = await this.chain.headTimestamp();
-    const auth = await this.chain.gateway.signTransferAuthorization(signer, { to, value: amount, validBefore: BigInt(now + 600), nonce: hexlify(randomBytes(32)) });
-    return this.awaitTransfer(agent, purpose, await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.chain.gateway.encodeTransferWithAuthorization(auth), purpose, reference }));
+    const auth = await this.chain.usdc.signTransferAuthorization(signer, { to, value: amount, validBefore: BigInt(now + 600), nonce: hexlify(randomBytes(32)) });
+    return this.awaitTransfer(agent, purpose, await this.relayer.relay({ to: this.chain.usdc.address, data: this.chain.usdc.encodeTransferWithAuthorization(auth), purpose, reference }));
   }
 
   private async awaitTransfer(agent: AgentRow, purpose: string, relayed: { relayTxId: string; txHash: string }): Promise<string> {

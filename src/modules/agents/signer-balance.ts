@@ -48,11 +48,11 @@ async function readOnce(chain: ChainAccess, cursors: ChainCursors, signer: strin
   const block = await chain.provider.getBlockNumber();
   let base = mark ? mark.blockNumber : null;
   // A reorg below the cursor that no indexer pass has taken back yet: its recorded uses are not trusted.
-  if (mark?.blockHash && (await chain.gateway.getBlockHash(mark.blockNumber)) !== mark.blockHash) base = Math.max(0, Math.min(mark.blockNumber, block - REORG_REREAD_BLOCKS));
+  if (mark?.blockHash && (await chain.clock.getBlockHash(mark.blockNumber)) !== mark.blockHash) base = Math.max(0, Math.min(mark.blockNumber, block - REORG_REREAD_BLOCKS));
   const exact = base !== null && block - base <= MAX_UNINDEXED_BLOCKS;
   const [onChain, logs] = await Promise.all([
-    chain.gateway.usdcBalance(signer, block),
-    exact && base! < block ? chain.gateway.getAuthorizationLogs(base! + 1, block, signer) : Promise.resolve([]),
+    chain.usdc.balanceOf(signer, block),
+    exact && base! < block ? chain.usdc.getAuthorizationLogs(base! + 1, block, signer) : Promise.resolve([]),
   ]);
   return { onChain, settledNonces: exact ? logs.map((l) => l.nonce.toLowerCase()) : null, trustedBlock: base };
 }

@@ -92,7 +92,7 @@ export class BalanceProjector implements OnModuleInit {
       const key = m.txHash.toLowerCase();
       let mined = receipts.get(key);
       if (!mined) {
-        mined = await readTokenTransfers(this.chain.provider, this.chain.gateway.usdcAddress, m.txHash);
+        mined = await readTokenTransfers(this.chain.provider, this.chain.usdc.address, m.txHash);
         receipts.set(key, mined);
       }
       const from = getAddress(m.from);

@@ -66,7 +66,7 @@ export class BalanceReconciler {
     for (;;) {
       const batch = await this.repo.exportBatch(organizationId, from, to, after, BATCH);
       for (const [txHash, txRows] of groupByTx(batch)) {
-        const mined = await readTokenTransfers(this.chain.provider, this.chain.gateway.usdcAddress, txHash).catch(() => null);
+        const mined = await readTokenTransfers(this.chain.provider, this.chain.usdc.address, txHash).catch(() => null);
         for (const row of txRows) {
           rows++;
           ledger += row.amount;

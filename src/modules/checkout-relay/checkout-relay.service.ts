@@ -156,7 +156,7 @@ export class CheckoutRelayService {
       escrow: escrow && { escrowId: escrow.escrowId, status: escrow.status, buyer: escrow.buyer, fundedAt: escrow.fundedAt, deliveredAt: escrow.deliveredAt, inspectionEndsAt: escrow.inspectionEndsAt },
       allowedActions: allowed,
       chainId: this.chain.chainId,
-      usdcAddress: this.chain.gateway.usdcAddress,
+      usdcAddress: this.chain.usdc.address,
       escrowAddress: this.chain.gateway.escrowAddress,
     };
   }
@@ -397,7 +397,7 @@ export class CheckoutRelayService {
   private async recheckBroadcast(row: CheckoutRelayRow): Promise<CheckoutRelayRow> {
     // A node error is not "unknown to the node": both reads answer, or the check is left for later (ChainUnavailableError).
     if (await this.chain.read('funding transaction', () => this.chain.provider.getTransaction(row.txHash!))) return row;
-    if (await this.chain.read('authorization state', () => this.chain.gateway.authorizationState(row.buyer, row.nonce))) return row;
+    if (await this.chain.read('authorization state', () => this.chain.usdc.authorizationState(row.buyer, row.nonce))) return row;
     // A relayer transaction that is not failed is the relayer's to finish: its stored bytes go to the
     // node again now (same nonce, same hash), and its tender fills the nonce and fails it when the call
     // is dead (DESIGN §18). Signing the payload anew beside it would race that, so answer its hash.

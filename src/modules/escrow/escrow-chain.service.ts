@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ChainVerificationError, EscrowChainEvent, EscrowGateway, FundingTerms, isConfirmed, VerifiedAction } from '@lib/chain';
+import { type ChainClock, ChainVerificationError, EscrowChainEvent, EscrowGateway, FundingTerms, isConfirmed, type UsdcGateway, VerifiedAction } from '@lib/chain';
 import { JsonRpcProvider, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import type { SecretName } from '../../config/secrets';
@@ -17,6 +17,8 @@ import { ChainAccess } from '../../chain/chain-access.service';
 export class EscrowChainService {
   readonly provider: JsonRpcProvider;
   readonly gateway: EscrowGateway;
+  readonly usdc: UsdcGateway;
+  readonly clock: ChainClock;
   private readonly wallets = new Map<SecretName, Wallet>();
 
   constructor(
@@ -25,6 +27,8 @@ export class EscrowChainService {
   ) {
     this.provider = chain.provider;
     this.gateway = chain.gateway;
+    this.usdc = chain.usdc;
+    this.clock = chain.clock;
   }
 
   get termsSigner(): Wallet {
@@ -81,7 +85,7 @@ export class EscrowChainService {
     }
     const confirmations = this.config.env.CONFIRMATIONS;
     if (confirmations > 0) {
-      const head = await this.chain.read('head block', () => this.gateway.headBlock());
+      const head = await this.chain.read('head block', () => this.clock.headBlock());
       if (!isConfirmed(verified.blockNumber, head, confirmations)) {
         throw new AppError('invalid_request', `transaction ${txHash} has not reached ${confirmations} confirmations`, { reason: 'pending', txHash }, 409);
       }

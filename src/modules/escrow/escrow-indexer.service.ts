@@ -139,12 +139,12 @@ export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
 
   private async indexPass(): Promise<PollResult> {
     const gateway = this.chain.gateway;
-    const head = await gateway.headBlock();
+    const head = await this.chain.clock.headBlock();
     const target = lastConfirmedBlock(head, this.config.env.CONFIRMATIONS);
     let cursor = (await this.cursors.read(CURSOR)) ?? this.config.env.ESCROW_DEPLOY_BLOCK - 1;
     let reorgForkBlock: number | undefined;
     const [last] = cursor >= 0 ? await this.repo.rememberedBlocks(cursor, 1) : [];
-    if (last && last.blockNumber === cursor && (await gateway.getBlockHash(cursor)) !== last.blockHash) {
+    if (last && last.blockNumber === cursor && (await this.chain.clock.getBlockHash(cursor)) !== last.blockHash) {
       reorgForkBlock = await this.findFork(cursor);
       await this.rollbackTo(reorgForkBlock, cursor);
       cursor = reorgForkBlock;
@@ -175,7 +175,7 @@ export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
         if (await this.setAside(e, err as Error)) setAside++;
       }
     }
-    const toHash = await gateway.getBlockHash(toBlock);
+    const toHash = await this.chain.clock.getBlockHash(toBlock);
     const ledger = await this.balance.resolve(await this.releasesToSellers(events));
     await (this.txHost as TxHost).withTransaction(async () => {
       await this.balance.record(ledger);
@@ -228,7 +228,7 @@ export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
   }
 
   private async autoReleasePass(): Promise<string[]> {
-    const chainNow = new Date((await this.chain.gateway.headTimestamp()) * 1000);
+    const chainNow = new Date((await this.chain.clock.headTimestamp()) * 1000);
     const due = await this.repo.dueForAutoRelease(chainNow);
     const released: string[] = [];
     for (const escrow of due) {
@@ -258,7 +258,7 @@ export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
 
   private async findFork(cursor: number): Promise<number> {
     for (const b of await this.repo.rememberedBlocks(cursor - 1)) {
-      if ((await this.chain.gateway.getBlockHash(b.blockNumber)) === b.blockHash) return b.blockNumber;
+      if ((await this.chain.clock.getBlockHash(b.blockNumber)) === b.blockHash) return b.blockNumber;
     }
     return this.config.env.ESCROW_DEPLOY_BLOCK - 1;
   }
@@ -266,7 +266,7 @@ export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
   /** Lowest block above `cursor` holding applied events whose hash is no longer canonical, or null. */
   private async firstOrphanedBlockAbove(cursor: number): Promise<number | null> {
     for (const b of await this.repo.appliedBlocksAbove(cursor)) {
-      if ((await this.chain.gateway.getBlockHash(b.blockNumber)) !== b.blockHash) return b.blockNumber;
+      if ((await this.chain.clock.getBlockHash(b.blockNumber)) !== b.blockHash) return b.blockNumber;
     }
     return null;
   }

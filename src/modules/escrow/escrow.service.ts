@@ -194,7 +194,7 @@ export class EscrowService {
       amount: formatAmount(session.amountUnits),
       chainId: this.chain.chainId,
       escrowContract: this.chain.gateway.escrowAddress,
-      token: this.chain.gateway.usdcAddress,
+      token: this.chain.usdc.address,
       terms: {
         escrowId: terms.escrowKey,
         buyer: buyer ? terms.buyer : null,
@@ -268,21 +268,6 @@ export class EscrowService {
     const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: escrow.escrowKey, action: 'resolved' });
     const { escrow: after } = await this.projector.apply(verified.event, verified.from);
     return { txHash, escrowId, status: (after ?? escrow).status };
-  }
-
-  /**
-   * Demo tooling (local chain): signs and sends `action` on-chain as the party allowed to act,
-   * without telling the API, so the caller can then report the tx hash as a real party would.
-   * @throws AppError not_found; ChainTxError when the contract refuses.
-   */
-  async signAsParty(escrowId: string, action: EscrowApiAction, wallets: { buyer: Wallet; seller: Wallet }): Promise<{ txHash: string; from: string }> {
-    const escrow = await this.repo.findById(escrowId);
-    if (!escrow) throw AppError.notFound('escrow');
-    const actor = ESCROW_ACTIONS[action].actors[0];
-    const wallet = (actor === 'buyer' ? wallets.buyer : wallets.seller).connect(this.chain.provider);
-    const call = action === 'mark-delivered' ? 'markDelivered' : action;
-    const txHash = await this.chain.gateway.act(wallet, call, escrow.escrowKey);
-    return { txHash, from: wallet.address };
   }
 
   /** The funding terms as the chain library takes them (CLI, tests); `buyer` is the zero address when unbound. */

@@ -49,7 +49,7 @@ export class PayoutBalanceService {
       // One read at one block; a node error (that block gone after a reorg) reads again at a fresh head (DESIGN §22).
       const read = this.chain.read('payout balance', async () => {
         const blockNumber = await this.chain.provider.getBlockNumber();
-        const [usdc, wei] = await Promise.all([this.chain.gateway.usdcBalance(address, blockNumber), this.chain.provider.getBalance(address, blockNumber)]);
+        const [usdc, wei] = await Promise.all([this.chain.usdc.balanceOf(address, blockNumber), this.chain.provider.getBalance(address, blockNumber)]);
         return { address, usdc: formatAmount(usdc), eth: formatEther(wei), blockNumber };
       });
       read.catch(() => undefined); // a late failure after the deadline is not unhandled

@@ -52,7 +52,7 @@ export class PaymentSettlement implements OnModuleInit {
     const last = Math.min(toBlock, (await this.cursors.read(AUTHORIZATION_CURSOR)) ?? -1);
     const out: BalanceMovement[] = [];
     for (let start = fromBlock; start <= last; start += MAX_BLOCKS_PER_PASS) {
-      const logs = await this.chain.gateway.getAuthorizationLogs(start, Math.min(last, start + MAX_BLOCKS_PER_PASS - 1));
+      const logs = await this.chain.usdc.getAuthorizationLogs(start, Math.min(last, start + MAX_BLOCKS_PER_PASS - 1));
       out.push(...(await this.ledgerMovements(logs)).filter((m) => m.organizationId === organizationId));
     }
     return out;
@@ -76,13 +76,12 @@ export class PaymentSettlement implements OnModuleInit {
    *   back (`unwound`), and the block the cursor was rewound to after a reorg.
    */
   async pollOnce(): Promise<{ fromBlock: number; toBlock: number; succeeded: number; failed: number; unwound: string[]; rewoundTo?: number }> {
-    const gateway = this.chain.gateway;
     const tip = await this.chain.provider.getBlockNumber();
     const head = lastConfirmedBlock(tip, this.config.env.CONFIRMATIONS);
     const mark = await this.cursors.readMark(AUTHORIZATION_CURSOR);
     let cursor = mark ? mark.blockNumber : this.config.env.ESCROW_DEPLOY_BLOCK - 1;
     let rewoundTo: number | undefined;
-    if (mark?.blockHash && (await gateway.getBlockHash(cursor)) !== mark.blockHash) {
+    if (mark?.blockHash && (await this.chain.clock.getBlockHash(cursor)) !== mark.blockHash) {
       const finalized = await this.chain.provider.getBlock('finalized').catch(() => null);
       rewoundTo = Math.max(this.config.env.ESCROW_DEPLOY_BLOCK - 1, Math.min(cursor, finalized ? finalized.number : tip - REORG_REREAD_BLOCKS) );
       this.logger.error({ cursor, rewoundTo, cursorName: AUTHORIZATION_CURSOR }, 'chain reorg below the authorization cursor; reading again from the finalized block');
@@ -96,10 +95,10 @@ export class PaymentSettlement implements OnModuleInit {
       return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, unwound, rewoundTo };
     }
     const toBlock = Math.min(head, fromBlock + MAX_BLOCKS_PER_PASS - 1);
-    const toHash = await gateway.getBlockHash(toBlock);
-    const logs = await gateway.getAuthorizationLogs(fromBlock, toBlock);
+    const toHash = await this.chain.clock.getBlockHash(toBlock);
+    const logs = await this.chain.usdc.getAuthorizationLogs(fromBlock, toBlock);
     // A reorg while reading: leave the cursor where it was; the next pass reads the new blocks.
-    if (!toHash || (await gateway.getBlockHash(toBlock)) !== toHash) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, unwound: [], rewoundTo };
+    if (!toHash || (await this.chain.clock.getBlockHash(toBlock)) !== toHash) return { fromBlock, toBlock: fromBlock - 1, succeeded: 0, failed: 0, unwound: [], rewoundTo };
     let succeeded = 0;
     let failed = 0;
     const stillUsed = logs.filter((l) => l.kind === 'used').map((l) => `${l.authorizer.toLowerCase()}:${l.nonce.toLowerCase()}`);
@@ -169,7 +168,7 @@ export class PaymentSettlement implements OnModuleInit {
         for (const hash of txHashes) {
           const receipt = await provider.getTransactionReceipt(hash);
           if (!receipt || receipt.status !== 1 || receipt.blockNumber > head - this.config.env.CONFIRMATIONS) continue;
-          const logs = await this.chain.gateway.getAuthorizationLogs(receipt.blockNumber, receipt.blockNumber, authorizer);
+          const logs = await this.chain.usdc.getAuthorizationLogs(receipt.blockNumber, receipt.blockNumber, authorizer);
           if (logs.some((l) => l.kind === 'used' && l.nonce === nonce.toLowerCase() && l.txHash === hash)) {
             used = { hash, block: receipt.blockNumber };
             break;

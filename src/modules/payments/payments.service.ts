@@ -326,7 +326,7 @@ export class PaymentsService {
       await this.tx(() => this.repo.markSubmitted(p.id, txHash));
     } catch (err) {
       if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError)) throw err;
-      if (await this.chain.gateway.authorizationState(p.fromAddress, p.authNonce!)) {
+      if (await this.chain.usdc.authorizationState(p.fromAddress, p.authNonce!)) {
         await this.tx(() => this.repo.touch(p.id));
       } else {
         this.logger.warn({ paymentId: p.id, error: err.message }, 'payment relay failed; it stays reserved until used, cancelled or expired');
@@ -343,9 +343,9 @@ export class PaymentsService {
    */
   private async cancelAuthorization(p: Payment): Promise<void> {
     const signer = await this.vault.wallet(p.agentId);
-    const data = await this.chain.gateway.encodeCancelAuthorization(signer, p.authNonce!);
+    const data = await this.chain.usdc.encodeCancelAuthorization(signer, p.authNonce!);
     try {
-      const { relayTxId, txHash } = await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data, purpose: 'cancel_authorization', reference: p.id });
+      const { relayTxId, txHash } = await this.relayer.relay({ to: this.chain.usdc.address, data, purpose: 'cancel_authorization', reference: p.id });
       if (!(await this.relayer.waitMined(relayTxId, this.config.env.CHAIN_WAIT_MS))) {
         this.logger.warn({ paymentId: p.id, txHash }, 'cancelAuthorization not mined in time; the sweep resumes the payment');
       }

@@ -28,15 +28,15 @@ export class TransferPaymentMode implements PaymentModeHandler {
   /** A transferWithAuthorization to `toAddress` for `amount`, valid for PAYMENT_VALIDITY_SECONDS of chain time, random nonce. */
   async authorize(p: Payment, signer: Wallet): Promise<StoredAuthorization> {
     const validBefore = (await this.chain.headTimestamp()) + PAYMENT_VALIDITY_SECONDS;
-    const auth = await this.chain.gateway.signTransferAuthorization(signer, { to: p.toAddress, value: p.amount, validBefore: BigInt(validBefore), nonce: hexlify(randomBytes(32)) });
+    const auth = await this.chain.usdc.signTransferAuthorization(signer, { to: p.toAddress, value: p.amount, validBefore: BigInt(validBefore), nonce: hexlify(randomBytes(32)) });
     return { nonce: auth.nonce, validBefore, signature: auth.signature };
   }
 
   /** USDC's transferWithAuthorization with the stored authorization (purpose `payment`, reference the payment id). */
   async relayRequest(p: Payment): Promise<RelayRequest> {
     return {
-      to: this.chain.gateway.usdcAddress,
-      data: this.chain.gateway.encodeTransferWithAuthorization({
+      to: this.chain.usdc.address,
+      data: this.chain.usdc.encodeTransferWithAuthorization({
         from: p.fromAddress,
         to: p.toAddress,
         value: p.amount,

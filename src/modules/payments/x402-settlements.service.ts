@@ -128,7 +128,6 @@ export class X402Settlements {
   }
 
   private async step(row: X402Settlement, waitMs: number, mode: 'request' | 'sweep'): Promise<string | undefined> {
-    const gateway = this.chain.gateway;
     if (await this.settlement.confirmUse(row.payer, row.nonce, await this.relayHashes(row.id), 0)) return undefined;
     // Used (by any sender) or cancelled: the chain decided; the indexer records which, at CONFIRMATIONS.
     // Used and chain time come from one block, head − CONFIRMATIONS (issue 29 finding 6).
@@ -148,7 +147,7 @@ export class X402Settlements {
     try {
       if (live) await this.relayer.resume(live.id);
       else {
-        const data = gateway.encodeTransferWithAuthorization({
+        const data = this.chain.usdc.encodeTransferWithAuthorization({
           from: row.payer,
           to: row.payTo,
           value: row.amount,
@@ -157,13 +156,13 @@ export class X402Settlements {
           nonce: row.nonce,
           signature: row.signature,
         });
-        await this.relayer.relay({ to: gateway.usdcAddress, data, purpose: 'x402', reference: row.id });
+        await this.relayer.relay({ to: this.chain.usdc.address, data, purpose: 'x402', reference: row.id });
       }
     } catch (err) {
       if (err instanceof RelayTimeoutError) return undefined;
       if (!(err instanceof ChainTxError)) throw err;
       // Refused before any broadcast: nothing moves now, but the authorization stays valid until validBefore.
-      if (await gateway.authorizationState(row.payer, row.nonce)) return undefined;
+      if (await this.chain.usdc.authorizationState(row.payer, row.nonce)) return undefined;
       await this.repo.noteError(row.id, err.message);
       this.logger.warn({ settlementId: row.id, error: err.message }, 'x402 relay refused; the settlement stays pending until used or expired');
       return err.message;

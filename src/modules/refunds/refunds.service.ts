@@ -101,7 +101,7 @@ export class RefundsService implements OnModuleInit {
   private async refundMovementsIn(organizationId: string, fromBlock: number, toBlock: number): Promise<BalanceMovement[]> {
     const out = new Map<string, BalanceMovement>();
     for (let start = fromBlock; start <= toBlock; start += 2000) {
-      const used = (await this.chain.gateway.getAuthorizationLogs(start, Math.min(toBlock, start + 1999))).filter((l) => l.kind === 'used');
+      const used = (await this.chain.usdc.getAuthorizationLogs(start, Math.min(toBlock, start + 1999))).filter((l) => l.kind === 'used');
       const refunds = await this.repo.withNonces(organizationId, [...new Set(used.map((l) => l.nonce.toLowerCase()))]);
       for (const r of refunds) {
         const log = used.find((l) => l.nonce.toLowerCase() === r.authNonce && l.authorizer.toLowerCase() === r.fromAddress.toLowerCase());
@@ -250,7 +250,7 @@ export class RefundsService implements OnModuleInit {
           );
         }
         try {
-          await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.gateway.usdcAddress, data, 'transferWithAuthorization');
+          await this.chain.gateway.simulate(this.chain.relayer.address, this.chain.usdc.address, data, 'transferWithAuthorization');
         } catch (err) {
           if (err instanceof ChainTxError) {
             throw new AppError('invalid_request', `The token refuses this authorization: ${err.errorName ?? err.message}`, {
@@ -325,7 +325,7 @@ export class RefundsService implements OnModuleInit {
    */
   async sendSigned(r: Refund, waitMs: number): Promise<void> {
     if (r.status !== 'pending' || r.method !== 'signature' || !r.signature) return;
-    if (await this.readChain(() => this.chain.gateway.authorizationState(r.fromAddress, r.authNonce))) {
+    if (await this.readChain(() => this.chain.usdc.authorizationState(r.fromAddress, r.authNonce))) {
       await this.settle(r);
       return;
     }
@@ -334,7 +334,7 @@ export class RefundsService implements OnModuleInit {
       const live = (await this.relayer.relaysFor(REFUND_RELAY_PURPOSE, r.id)).find((x) => x.status !== 'failed');
       const sent = live
         ? await this.relayer.resume(live.id)
-        : await this.relayer.relay({ to: this.chain.gateway.usdcAddress, data: this.transferData(r, r.signature), purpose: REFUND_RELAY_PURPOSE, reference: r.id });
+        : await this.relayer.relay({ to: this.chain.usdc.address, data: this.transferData(r, r.signature), purpose: REFUND_RELAY_PURPOSE, reference: r.id });
       relayTxId = sent.relayTxId;
       if (!r.txHash) await this.tx(() => this.repo.update(r.id, { txHash: sent.txHash.toLowerCase() }));
     } catch (err) {
@@ -404,12 +404,11 @@ export class RefundsService implements OnModuleInit {
    * the nonce unused. Network calls only.
    */
   async observe(r: Refund): Promise<RefundObservation> {
-    const gateway = this.chain.gateway;
     const confirmations = this.config.env.CONFIRMATIONS;
     const head = await this.chain.provider.getBlockNumber();
     const tracksTx = r.method === 'tx_hash' || r.status === 'succeeded';
     if (tracksTx && r.txHash) {
-      const receipt = await gateway.getUsdcTransfers(r.txHash);
+      const receipt = await this.chain.usdc.getTransfers(r.txHash);
       if (!receipt) {
         // submittedAt was reset when the reorg was seen ('gone'); wall clock, REFUND_REMINE_S (DESIGN §21: 24 h).
         if (r.status === 'pending' && r.submittedAt && Date.now() - r.submittedAt.getTime() > this.config.env.REFUND_REMINE_S * 1000) return { kind: 'lost' };
@@ -427,16 +426,16 @@ export class RefundsService implements OnModuleInit {
     // further back is safe.
     const scanFrom = Math.max(0, r.createdBlock - REFUND_REORG_MARGIN_BLOCKS);
     if (confirmedHead >= scanFrom) {
-      const logs = (await gateway.getAuthorizationLogs(scanFrom, confirmedHead, r.fromAddress)).filter((l) => l.nonce === r.authNonce);
+      const logs = (await this.chain.usdc.getAuthorizationLogs(scanFrom, confirmedHead, r.fromAddress)).filter((l) => l.nonce === r.authNonce);
       const used = logs.find((l) => l.kind === 'used');
       if (used) {
-        const receipt = await gateway.getUsdcTransfers(used.txHash);
+        const receipt = await this.chain.usdc.getTransfers(used.txHash);
         const log = receipt?.transfers.find((t) => this.matches(r, t));
         if (receipt && log) return { kind: 'mined', txHash: used.txHash.toLowerCase(), logIndex: log.logIndex, blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
       }
       if (logs.some((l) => l.kind === 'canceled')) return { kind: 'cancelled' };
     }
-    if ((await this.chain.headTimestamp()) >= r.validBefore && !(await gateway.authorizationState(r.fromAddress, r.authNonce))) return { kind: 'expired' };
+    if ((await this.chain.headTimestamp()) >= r.validBefore && !(await this.chain.usdc.authorizationState(r.fromAddress, r.authNonce))) return { kind: 'expired' };
     return { kind: 'waiting' };
   }
 
@@ -565,7 +564,7 @@ export class RefundsService implements OnModuleInit {
 
   /** The EIP-712 typed data the receiving wallet signs (USDC's domain; EIP-3009 TransferWithAuthorization). */
   private async typedData(r: Refund): Promise<RefundDto['typedData']> {
-    const domain = await this.chain.gateway.usdcEip712Domain();
+    const domain = await this.chain.usdc.eip712Domain();
     return {
       domain: { ...domain },
       types: { ...TRANSFER_WITH_AUTHORIZATION_TYPES },
@@ -582,7 +581,7 @@ export class RefundsService implements OnModuleInit {
   }
 
   private transferData(r: Refund, signature: string): string {
-    return this.chain.gateway.encodeTransferWithAuthorization({
+    return this.chain.usdc.encodeTransferWithAuthorization({
       from: r.fromAddress,
       to: r.toAddress,
       value: r.amountUnits,
@@ -605,7 +604,7 @@ export class RefundsService implements OnModuleInit {
   private async verifyTransfer(r: Refund, txHash: string): Promise<VerifiedTransfer> {
     const bad = (reason: string, message: string) =>
       new AppError('invalid_request', message, { reason, txHash, fields: [{ param: 'txHash', message }] });
-    const receipt = await this.readChain(() => this.chain.gateway.getUsdcTransfers(txHash));
+    const receipt = await this.readChain(() => this.chain.usdc.getTransfers(txHash));
     if (!receipt) {
       const known = await this.readChain(() => this.chain.provider.getTransaction(txHash));
       if (known) throw new AppError('invalid_request', `Transaction ${txHash} is not mined yet`, { reason: 'pending', txHash }, 409);
@@ -616,7 +615,7 @@ export class RefundsService implements OnModuleInit {
     if (!isConfirmed(receipt.blockNumber, head, this.config.env.CONFIRMATIONS)) {
       throw new AppError('invalid_request', `transaction ${txHash} has not reached ${this.config.env.CONFIRMATIONS} confirmations`, { reason: 'pending', txHash }, 409);
     }
-    if (receipt.transfers.length === 0) throw bad('wrong_token', `transaction ${txHash} moved no USDC (token ${this.chain.gateway.usdcAddress})`);
+    if (receipt.transfers.length === 0) throw bad('wrong_token', `transaction ${txHash} moved no USDC (token ${this.chain.usdc.address})`);
     const matching = receipt.transfers.filter((t) => this.matches(r, t));
     if (matching.length === 0) {
       throw bad('no_matching_transfer', `transaction ${txHash} has no USDC transfer of ${formatAmount(r.amountUnits)} from ${r.fromAddress} to ${r.toAddress}`);

@@ -101,10 +101,10 @@ export class A2aPaymentsService {
    */
   async requirements(terms: PayTerms): Promise<{ required: ReturnType<typeof paymentRequired>; terms: PayTerms }> {
     const { units, payee } = await this.payments.payTerms(terms.to, terms.amount);
-    const domain = await this.chain.gateway.usdcEip712Domain();
+    const domain = await this.chain.usdc.eip712Domain();
     const required = paymentRequired({
       chainId: this.chain.chainId,
-      asset: this.chain.gateway.usdcAddress,
+      asset: this.chain.usdc.address,
       payTo: payee.address,
       amountUnits: units,
       eip712: { name: domain.name, version: domain.version },

@@ -237,7 +237,7 @@ export class X402Service {
     const unsupported = (why: string) => new AppError('invalid_request', `Unsupported payment requirement: ${why}`, { reason: 'unsupported_requirement' });
     if (requirement.scheme !== 'exact') throw unsupported('only scheme "exact" is signed');
     if (requirement.network !== this.caip2 && requirement.network !== this.v1Network) throw unsupported(`only network ${this.caip2} is signed`);
-    if (String(requirement.asset).toLowerCase() !== this.chain.gateway.usdcAddress.toLowerCase()) throw unsupported('only our USDC is signed');
+    if (String(requirement.asset).toLowerCase() !== this.chain.usdc.address.toLowerCase()) throw unsupported('only our USDC is signed');
     if (!/^\d{1,78}$/.test(String(requirement.amount)) || BigInt(requirement.amount) <= 0n) throw unsupported('amount must be positive base units');
     const amount = BigInt(requirement.amount);
     const own = this.ownChallenge(resource);
@@ -297,7 +297,7 @@ export class X402Service {
         throw AppError.invalidParam('paymentRequired', 'is not a PAYMENT-REQUIRED header value (base64 JSON)');
       }
       const accepts = Array.isArray(pr.accepts) ? pr.accepts : [];
-      const ours = accepts.find((a) => a.scheme === 'exact' && a.network === this.caip2 && String(a.asset).toLowerCase() === this.chain.gateway.usdcAddress.toLowerCase());
+      const ours = accepts.find((a) => a.scheme === 'exact' && a.network === this.caip2 && String(a.asset).toLowerCase() === this.chain.usdc.address.toLowerCase());
       if (!ours) throw new AppError('invalid_request', 'Unsupported payment requirement: no "exact" USDC requirement on our network', { reason: 'unsupported_requirement' });
       return { requirement: ours, resource: String(pr.resource?.url ?? ''), version: 2 };
     }
@@ -352,7 +352,7 @@ export class X402Service {
    * `asset` USDC_ADDRESS, `extra` the token's EIP-712 domain read from the chain (once).
    */
   private async requirements(terms: ChallengeTerms): Promise<PaymentRequirements> {
-    this.domain ??= this.chain.gateway.usdcEip712Domain().then((d) => ({ name: String(d.name), version: String(d.version) }));
+    this.domain ??= this.chain.usdc.eip712Domain().then((d) => ({ name: String(d.name), version: String(d.version) }));
     const extra = await this.domain;
     const [requirements] = await (
       await this.resourceServer()
@@ -360,7 +360,7 @@ export class X402Service {
       scheme: 'exact',
       network: this.caip2 as PaymentRequirements['network'],
       payTo: terms.payTo,
-      price: { amount: terms.amount.toString(), asset: this.chain.gateway.usdcAddress, extra },
+      price: { amount: terms.amount.toString(), asset: this.chain.usdc.address, extra },
       maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
     });
     return requirements;

@@ -18,10 +18,6 @@ interface SignedIn {
   session: { address: string };
 }
 
-/** The console pages' CSP: the hosted pages' strict policy (one same-origin script, no inline script). */
-const CONSOLE_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-
 /**
  * The console pages at `{API origin}/console` (docs/architecture.md §19), server-rendered shells
  * filled by one bundled script that calls `/api/v1` as a `console` principal. Public routes in the
@@ -164,6 +160,6 @@ export class ConsolePagesController {
   }
 
   private headers(res: Response): void {
-    res.set({ 'Content-Security-Policy': CONSOLE_CSP, 'Cache-Control': 'no-store', 'Referrer-Policy': 'same-origin', 'X-Content-Type-Options': 'nosniff' });
+    res.set('Cache-Control', 'no-store');
   }
 }

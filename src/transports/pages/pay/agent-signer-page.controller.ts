@@ -6,7 +6,7 @@ import { AppError } from '../../../common/errors/app-error';
 import { AppConfig } from '../../../config/app-config';
 import { AgentsService } from '../../../modules/agents/agents.service';
 import { renderAgentSignerPage } from './agent-signer-page.render';
-import { PAGE_CSP, renderNotFound } from './page-shell';
+import { renderNotFound } from './page-shell';
 import { validate as isUuid } from 'uuid';
 
 
@@ -25,7 +25,6 @@ export class AgentSignerPageController {
 
   @Get(':id/signer')
   @Public()
-  @Header('Content-Security-Policy', PAGE_CSP)
   @Header('Cache-Control', 'no-store')
   async page(@Param('id') id: string, @Res() res: Response): Promise<void> {
     try {

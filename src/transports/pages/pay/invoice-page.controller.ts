@@ -5,7 +5,7 @@ import { Public } from '../../../kernel/auth/auth.decorators';
 import { AppError } from '../../../common/errors/app-error';
 import { InvoicesService } from '../../../modules/invoices/invoices.service';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
-import { PAGE_CSP, renderNotFound } from './page-shell';
+import { renderNotFound } from './page-shell';
 import { renderInvoicePage } from './invoice-page.render';
 import { validate as isUuid } from 'uuid';
 
@@ -21,7 +21,6 @@ export class InvoicePageController {
 
   @Get(':id')
   @Public()
-  @Header('Content-Security-Policy', PAGE_CSP)
   @Header('Cache-Control', 'no-store')
   async page(@Param('id') id: string, @Res() res: Response): Promise<void> {
     try {

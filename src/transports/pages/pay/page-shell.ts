@@ -10,14 +10,6 @@ export const escapeHtml = (s: string): string => escape(s);
 export const SCRIPT_PATH = '/assets/pay.js';
 
 /**
- * The strict Content-Security-Policy of every hosted page (docs/architecture.md §16): nothing but
- * the one bundled script from this origin ('self', no inline script, no eval), inline styles of the
- * shell, fetches to this origin only, forms posting to this origin only, never framed.
- */
-export const PAGE_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-
-/**
  * Where `npm run build` (scripts/build-pages.mjs, esbuild) writes the bundle: `dist/pay-page/pay.js`.
  * The same file is found from the compiled `dist/src/transports/pages/pay` and from the TypeScript
  * sources under `src/transports/pages/pay` (tests).

@@ -7,7 +7,7 @@ import { CheckoutMapper } from '../../../modules/checkout/checkout.mapper';
 import { CheckoutService } from '../../../modules/checkout/checkout.service';
 import { EscrowService } from '../../../modules/escrow/escrow.service';
 import { OrgsService } from '../../../modules/orgs/orgs.service';
-import { PAGE_CSP, renderNotFound } from './page-shell';
+import { renderNotFound } from './page-shell';
 import { renderPayPage } from './pay-page.render';
 import { validate as isUuid } from 'uuid';
 
@@ -26,7 +26,6 @@ export class PayPageController {
 
   @Get(':id')
   @Public()
-  @Header('Content-Security-Policy', PAGE_CSP)
   @Header('Cache-Control', 'no-store')
   async page(@Param('id') id: string, @Res() res: Response): Promise<void> {
     const session = isUuid(id) ? await this.checkout.findById(id) : null;

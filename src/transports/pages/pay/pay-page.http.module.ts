@@ -1,4 +1,5 @@
-import { Module } from '@nestjs/common';
+import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import { hostedPageHeaders } from '../page-headers';
 import { AgentsModule } from '../../../modules/agents/agents.module';
 import { CheckoutModule } from '../../../modules/checkout/checkout.module';
 import { EscrowModule } from '../../../modules/escrow/escrow.module';
@@ -14,9 +15,14 @@ import { PageAssetsController } from './page-assets.controller';
 /**
  * The hosted pages on the checkout host (api only, docs/architecture.md §1, §16): the pay page, the
  * invoice page, the sandbox identity page, the agent owner's signer page, and their one bundled script.
+ * Every page answers with the strict CSP set by `helmet` ({@link hostedPageHeaders}).
  */
 @Module({
   imports: [CheckoutModule, EscrowModule, OrgsModule, VerificationModule, InvoicesModule, AgentsModule],
   controllers: [PayPageController, VerifyPageController, InvoicePageController, AgentSignerPageController, PageAssetsController],
 })
-export class PayPageHttpModule {}
+export class PayPageHttpModule implements NestModule {
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(...hostedPageHeaders).forRoutes(PayPageController, VerifyPageController, InvoicePageController, AgentSignerPageController);
+  }
+}

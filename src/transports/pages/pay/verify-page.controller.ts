@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { Public } from '../../../kernel/auth/auth.decorators';
 import { SANDBOX_OUTCOMES, SandboxOutcome } from '../../../modules/verification/sandbox-identity.provider';
 import { VerificationService } from '../../../modules/verification/verification.service';
-import { PAGE_CSP as CSP, renderNotFound, renderShell } from './page-shell';
+import { renderNotFound, renderShell } from './page-shell';
 import { renderVerifyPage } from './verify-page.render';
 
 const TOKEN = /^vsb_[A-Za-z0-9]{16,64}$/;
@@ -22,7 +22,6 @@ export class VerifyPageController {
 
   @Get(':token')
   @Public()
-  @Header('Content-Security-Policy', CSP)
   @Header('Cache-Control', 'no-store')
   async page(@Param('token') token: string, @Res() res: Response): Promise<void> {
     const session = TOKEN.test(token) ? await this.verification.sandboxSession(token) : null;
@@ -36,7 +35,6 @@ export class VerifyPageController {
   /** The form POST: `outcome` = verified | requires_input | declined; then back to the page (303). */
   @Post(':token')
   @Public()
-  @Header('Content-Security-Policy', CSP)
   @Header('Cache-Control', 'no-store')
   async answer(@Param('token') token: string, @Body() body: Record<string, unknown>, @Res() res: Response): Promise<void> {
     const outcome = body?.outcome;
