@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Agent } from './agent.entity';
 import { OrgsModule } from '../orgs/orgs.module';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { AgentSpendGate } from './agent-spend.service';
@@ -8,7 +10,7 @@ import { SignerVault } from './signer-vault.service';
 
 /** Agents, their policy and sealed session signers (docs/architecture.md §13). No controllers. */
 @Module({
-  imports: [OrgsModule, RelayerModule],
+  imports: [TypeOrmModule.forFeature([Agent]), OrgsModule, RelayerModule],
   providers: [AgentsRepository, AgentsService, SignerVault, AgentSpendGate],
   exports: [AgentsService, SignerVault, AgentSpendGate],
 })

@@ -32,6 +32,16 @@ export class AgentsRepository {
     return (this.txHost as TxHost).tx;
   }
 
+  /** Inserts a new agent: not paused, signer disabled, no policy. @throws the driver's 23505 when the slug is taken. */
+  async insert(agent: { id: string; organizationId: string; slug: string; ownerAddress: string }): Promise<void> {
+    await this.em.query(`INSERT INTO agents (id, organization_id, slug, owner_address, paused, signer_enabled) VALUES ($1, $2, $3, $4, false, false)`, [
+      agent.id,
+      agent.organizationId,
+      agent.slug,
+      agent.ownerAddress,
+    ]);
+  }
+
   async find(id: string): Promise<AgentRow | null> {
     const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM agents WHERE id = $1`, [id]);
     return rows[0] ? toRow(rows[0]) : null;

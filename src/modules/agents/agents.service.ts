@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { formatAmount, parseAmount } from '@lib/money';
+import { v7 as uuidv7 } from 'uuid';
 import { getAddress, hexlify, isHexString, randomBytes, verifyTypedData, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import { AppError } from '../../common/errors/app-error';
@@ -116,7 +117,8 @@ export class AgentsService {
     if (needsProof) this.verifyConsent(input.slug, ownerAddress, 'create_agent', payload, by.consent);
     try {
       return await this.tx(async () => {
-        const agent = await this.orgs.createAgent(input);
+        const agent = { id: uuidv7(), organizationId: input.organizationId, slug: input.slug, ownerAddress: await this.orgs.checkNewAgent(input) };
+        await this.repo.insert(agent);
         if (needsProof && !(await this.repo.useOwnerNonce(agent.id, by!.consent!.nonce, 'consent'))) throw this.consentRefusal(input.slug, ownerAddress, 'create_agent', payload, 'nonce_used');
         const signer = this.vault.generate(agent.id);
         await this.repo.setSigner(agent.id, signer.address, signer.sealed, input.name ?? null);
