@@ -80,20 +80,6 @@ export class AgentsRepository {
     await this.em.query(`UPDATE agents SET signer_enabled = $2, updated_at = now() WHERE id = $1`, [id, enabled]);
   }
 
-  /**
-   * Fails the agent's reserved payments that are not signed yet (`reason`: agent_paused or
-   * signer_disabled; docs/decisions.md "Agents and payments"). Signed ones are left to settle or
-   * expire. Call after the agent row's UPDATE in the same transaction: that lock waits for any
-   * reservation in flight, so its payment is seen here.
-   */
-  async failUnsignedPayments(agentId: string, reason: 'agent_paused' | 'signer_disabled'): Promise<void> {
-    await this.em.query(
-      `UPDATE payments SET status = 'failed', failure_reason = $2, updated_at = now()
-        WHERE agent_id = $1 AND status = 'pending' AND auth_nonce IS NULL`,
-      [agentId, reason],
-    );
-  }
-
   /** Records an owner signature nonce; false when it was used before (single use: raw `ON CONFLICT DO NOTHING RETURNING` decides it in one statement). */
   async useOwnerNonce(agentId: string, nonce: string, purpose: string): Promise<boolean> {
     const rows: unknown[] = await this.em.query(

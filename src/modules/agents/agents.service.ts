@@ -16,6 +16,7 @@ import { ENABLE_SIGNER_TYPES, ownerDomain, WITHDRAW_TYPES } from './owner-messag
 import { AGENT_CONSENT_TYPES, ConsentAction, consentPayloadHash, consentTypedData, policyRaises, SPENDING_SCOPES } from './agent-consent';
 import { expandScopes } from '../../kernel/auth/scopes';
 import { SignerVault } from './signer-vault.service';
+import { AgentHooks } from './agent-hooks.service';
 
 /** GET /agent (docs/architecture.md §13): amounts decimal text. */
 export interface AgentView {
@@ -95,6 +96,7 @@ export class AgentsService {
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
     private readonly cursors: ChainCursors,
+    private readonly hooks: AgentHooks,
   ) {}
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
@@ -131,6 +133,14 @@ export class AgentsService {
   }
 
   /** @throws AppError not_found. */
+  /**
+   * Records an owner signature's nonce for `purpose` (single use per agent, DESIGN §13, §14), in the
+   * caller's transaction. @returns false when the nonce was used before.
+   */
+  useOwnerNonce(agentId: string, nonce: string, purpose: string): Promise<boolean> {
+    return this.repo.useOwnerNonce(agentId, nonce, purpose);
+  }
+
   async require(agentId: string): Promise<AgentRow> {
     const agent = await this.repo.find(agentId);
     if (!agent) throw AppError.notFound('agent');
@@ -223,7 +233,7 @@ export class AgentsService {
       const agent = (await this.repo.lock(agentId))!;
       if (by && !paused && agent.paused) await this.useConsent(agent, by, 'resume', {});
       await this.repo.setPaused(agentId, paused);
-      if (paused) await this.repo.failUnsignedPayments(agentId, 'agent_paused');
+      if (paused) await this.hooks.spendingStopped(agentId, 'agent_paused');
     });
     return this.view(agentId);
   }
@@ -239,7 +249,7 @@ export class AgentsService {
     if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
     await this.tx(async () => {
       await this.repo.setSignerEnabled(agentId, enabled);
-      if (!enabled) await this.repo.failUnsignedPayments(agentId, 'signer_disabled');
+      if (!enabled) await this.hooks.spendingStopped(agentId, 'signer_disabled');
     });
     const sweepTxHash = enabled ? null : await this.sweep(agent);
     return { agent: await this.view(agentId), sweepTxHash };
@@ -258,7 +268,7 @@ export class AgentsService {
     const fresh = await this.tx(async () => {
       if (!(await this.repo.useOwnerNonce(agentId, body.nonce, 'enable_signer'))) return false;
       await this.repo.setSignerEnabled(agentId, body.enabled);
-      if (!body.enabled) await this.repo.failUnsignedPayments(agentId, 'signer_disabled');
+      if (!body.enabled) await this.hooks.spendingStopped(agentId, 'signer_disabled');
       return true;
     });
     if (!fresh) throw new AppError('invalid_request', 'This signature was already used', { reason: 'nonce_used' });

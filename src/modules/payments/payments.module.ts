@@ -7,6 +7,7 @@ import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { BalanceModule } from '../balance/balance.module';
 import { PaymentSettlement } from './payment-settlement.service';
 import { PaymentsRepository } from './payments.repository';
+import { AgentStops } from './agent-stops.service';
 import { PaymentsOperations } from './payments.operations';
 import { PaymentFaults, PaymentsService } from './payments.service';
 import { PaymentModes } from './payment-modes';
@@ -28,6 +29,7 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
   imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), AgentsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
   providers: [
     PaymentsRepository,
+    AgentStops,
     PaymentModes,
     TransferPaymentMode,
     PaymentsService,
