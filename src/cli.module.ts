@@ -6,7 +6,7 @@ import { EscrowModule } from './modules/escrow/escrow.module';
 import { OrgsModule } from './modules/orgs/orgs.module';
 import { AgentsModule } from './modules/agents/agents.module';
 import { MandatesModule } from './modules/mandates/mandates.module';
-import { AgentEscrowsModule } from './modules/agent-escrows/agent-escrows.module';
+import { AgentStopsModule } from './modules/payments/agent-stops.module';
 import { RelayerModule } from './chain/relayer/relayer.module';
 import { VerificationModule } from './modules/verification/verification.module';
 import { InvoicesModule } from './modules/invoices/invoices.module';
@@ -14,11 +14,10 @@ import { ReconciliationModule } from './chain/reconciliation/reconciliation.modu
 
 /**
  * Providers the operator CLI uses: the features' service modules, never their `*.http.module.ts`,
- * so the CLI's application context instantiates no controllers. AgentEscrowsModule brings the payments
- * module with its every payment mode: pausing an agent or disabling its signer fails its unsigned
- * payments there (AgentHooks).
+ * so the CLI's application context instantiates no controllers. AgentStopsModule: pausing an agent or
+ * disabling its signer fails its unsigned payments in the payments module (AgentHooks).
  */
-@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, AgentEscrowsModule, RelayerModule, VerificationModule, InvoicesModule, MandatesModule, ReconciliationModule] })
+@Module({ imports: [OrgsModule, CheckoutModule, EscrowModule, AgentsModule, AgentStopsModule, RelayerModule, VerificationModule, InvoicesModule, MandatesModule, ReconciliationModule] })
 export class CliModule {
   /** The CLI for one command, loading only the secrets that command uses (docs/architecture.md §10). */
   static forCommand(secrets: readonly SecretName[]): DynamicModule {

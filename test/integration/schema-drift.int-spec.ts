@@ -194,8 +194,10 @@ const NOT_LOADED: Record<string, Record<string, string>> = {
     ConsoleNonce: 'the console is served by the api only',
     ConsoleSession: 'the console is served by the api only',
     IdempotencyRecord: 'the CLI takes no Idempotency-Key',
+    Payment: 'no CLI command reads agent payments (pausing an agent fails its unsigned ones by SQL, AgentStopsModule)',
     A2aTask: 'A2A tasks are written by the api’s A2A routes only',
     CheckoutRelay: 'pay-page relays are written by the api’s pay-page routes only',
+    X402Settlement: 'no CLI command settles x402 payments (reconcile reads the table by SQL)',
     Refund: 'refunds are created by the api and settled by the worker; no CLI command reads them (balance:reconcile reads ledger rows)',
   },
 };

@@ -7,7 +7,7 @@ import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { BalanceModule } from '../balance/balance.module';
 import { PaymentSettlement } from './payment-settlement.service';
 import { PaymentsRepository } from './payments.repository';
-import { AgentStops } from './agent-stops.service';
+import { AgentStopsModule } from './agent-stops.module';
 import { PaymentsOperations } from './payments.operations';
 import { PaymentFaults, PaymentsService } from './payments.service';
 import { PaymentModes } from './payment-modes';
@@ -26,10 +26,9 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
  * and a process holding this module refuses to start without it (issue 28).
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), AgentsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
+  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), AgentsModule, AgentStopsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
   providers: [
     PaymentsRepository,
-    AgentStops,
     PaymentModes,
     TransferPaymentMode,
     PaymentsService,
