@@ -3,8 +3,10 @@ import { join, relative, sep } from 'node:path';
 import {
   declarationsIn,
   DeclaredOperation,
+  foreignReads,
   migrationTables,
   readSources,
+  renderForeignReads,
   renderOperations,
   renderTableOwners,
   replaceGenerated,
@@ -141,10 +143,12 @@ describe('docs/architecture.md generated sections', () => {
       expect([relative(ROOT, f.path).split(sep).join('/'), specs.length > 0]).toEqual([relative(ROOT, f.path).split(sep).join('/'), true]);
       byDomain.set(f.domain, [...(byDomain.get(f.domain) ?? []), ...specs]);
     }
-    const { writers } = ownership(readSources(ROOT));
+    const sources = readSources(ROOT);
+    const { writers } = ownership(sources);
     const current = readFileSync(DOC, 'utf8');
     let next = replaceGenerated(current, 'table-owners', renderTableOwners(writers, TABLE_OWNERS, NOT_WRITTEN_BY_CODE));
     next = replaceGenerated(next, 'operations', renderOperations(byDomain));
+    next = replaceGenerated(next, 'foreign-reads', renderForeignReads(foreignReads(sources, TABLE_OWNERS)));
     if (process.env.WRITE_ARCHITECTURE_DOCS === '1') writeFileSync(DOC, next);
     else expect(current).toEqual(next);
   });

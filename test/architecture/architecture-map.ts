@@ -196,3 +196,27 @@ export function replaceGenerated(doc: string, name: string, body: string): strin
   if (i < 0 || j < i) throw new Error(`docs/architecture.md: markers ${open} … ${close} are missing`);
   return `${doc.slice(0, i + open.length)}\n${body}\n${doc.slice(j)}`;
 }
+
+/**
+ * SQL reads of a table by a module that does not own it (`FROM`/`JOIN <table>` in a file of another
+ * module): module → the foreign tables it reads. Tables are those of `owners`.
+ */
+export function foreignReads(files: SourceFile[], owners: Record<string, string>): Map<string, string[]> {
+  const out = new Map<string, Set<string>>();
+  for (const f of files) {
+    const mod = moduleOf(f.path);
+    for (const m of f.text.matchAll(/\b(?:FROM|JOIN)\s+"?([a-z_][a-z0-9_]*)"?/g)) {
+      const owner = owners[m[1]];
+      if (!owner || owner === mod) continue;
+      out.set(mod, (out.get(mod) ?? new Set()).add(m[1]));
+    }
+  }
+  return new Map([...out].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, [...v].sort()]));
+}
+
+/** The markdown table of {@link foreignReads}. */
+export function renderForeignReads(reads: Map<string, string[]>): string {
+  const lines = ['| module | reads by SQL (tables of other modules) |', '|---|---|'];
+  for (const [mod, tables] of reads) lines.push(`| \`${mod}\` | ${tables.map((t) => `\`${t}\``).join(', ')} |`);
+  return lines.join('\n');
+}
