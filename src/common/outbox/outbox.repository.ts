@@ -69,21 +69,22 @@ export class OutboxRepository {
   }
 
   /**
-   * Locks up to `limit` relayed events created more than `days` days ago, oldest first, after
-   * `after` (the last one a previous batch looked at), `FOR UPDATE SKIP LOCKED` (inside a transaction).
-   * The ids come back as one array, so the deletes that follow are index look-ups (DESIGN §23).
+   * Locks up to `limit` relayed events created more than `days` days ago, oldest first, created after
+   * `after` (the `created_at` text, microseconds kept, of the last one a previous batch of the pass looked at; events of that same instant left
+   * past the batch's end wait for the next pass), `FOR UPDATE SKIP LOCKED` (inside a transaction).
+   * One index range on `created_at`; the deletes that follow are index look-ups of the ids (DESIGN §23).
    */
-  async lockExpired(days: number, limit: number, after: { createdAt: Date; id: string } | null): Promise<Array<{ id: string; createdAt: Date }>> {
-    const rows: Array<{ id: string; created_at: Date }> = await this.manager.query(
-      `SELECT e.id, e.created_at FROM outbox_events e
+  async lockExpired(days: number, limit: number, after: string | null): Promise<Array<{ id: string; createdAt: string }>> {
+    const rows: Array<{ id: string; created_at: string }> = await this.manager.query(
+      `SELECT e.id, e.created_at::text AS created_at FROM outbox_events e
         WHERE e.created_at < now() - $1 * interval '1 day' AND e.relayed_at IS NOT NULL
-          AND ($3::timestamptz IS NULL OR (e.created_at, e.id) > ($3::timestamptz, $4::uuid))
-        ORDER BY e.created_at, e.id
+          AND ($3::timestamptz IS NULL OR e.created_at > $3::timestamptz)
+        ORDER BY e.created_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED`,
-      [days, limit, after?.createdAt ?? null, after?.id ?? null],
+      [days, limit, after],
     );
-    return rows.map((r) => ({ id: r.id, createdAt: new Date(r.created_at) }));
+    return rows.map((r) => ({ id: r.id, createdAt: r.created_at }));
   }
 
   /** Deletes the events `ids` (their deliveries go by the foreign key's cascade). @returns how many were deleted. */

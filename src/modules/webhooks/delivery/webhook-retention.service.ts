@@ -37,13 +37,13 @@ export class WebhookRetentionService {
   async prune(): Promise<{ ran: boolean; events: number; deliveries: number }> {
     const run = await this.lock.run(RETENTION_LOCK, async () => {
       const total = { events: 0, deliveries: 0 };
-      let after: { createdAt: Date; id: string } | null = null;
+      let after: string | null = null;
       for (let i = 0; i < MAX_BATCHES; i++) {
         const batch = await this.batch(after);
         total.events += batch.events;
         total.deliveries += batch.deliveries;
         if (batch.scanned < BATCH) break;
-        after = batch.last;
+        after = batch.last?.createdAt ?? null;
       }
       return total;
     });
@@ -54,7 +54,7 @@ export class WebhookRetentionService {
    * One transaction: locks a batch of expired events after `after`, keeps those with a delivery in
    * flight (the next batch starts past them), deletes the others' deliveries and then the events.
    */
-  private batch(after: { createdAt: Date; id: string } | null) {
+  private batch(after: string | null) {
     return (this.txHost as TxHost).withTransaction(async () => {
       const expired = await this.outbox.lockExpired(RETENTION_DAYS, BATCH, after);
       const ids = expired.map((e) => e.id);
