@@ -206,16 +206,16 @@ export class WebhookDeliveriesRepository {
   async eventsInFlight(eventIds: string[]): Promise<Set<string>> {
     if (!eventIds.length) return new Set();
     const rows: Array<{ event_id: string }> = await this.manager.query(
-      `SELECT DISTINCT d.event_id FROM webhook_deliveries d WHERE d.event_id = ANY($1::uuid[]) AND d.status IN ('pending', 'retrying')`,
+      `SELECT DISTINCT d.event_id FROM webhook_deliveries d WHERE d.event_id = ANY((SELECT $1::uuid[])::uuid[]) AND d.status IN ('pending', 'retrying')`,
       [eventIds],
     );
     return new Set(rows.map((r) => r.event_id));
   }
 
-  /** Deletes the deliveries of the events `eventIds` (the retention, before it deletes the events). @returns how many. */
+  /** Deletes the deliveries of the events `eventIds` (the retention, before it deletes the events; the ids as a sub-select, see OutboxRepository.deleteEvents). @returns how many. */
   async deleteForEvents(eventIds: string[]): Promise<number> {
     if (!eventIds.length) return 0;
-    const rows: unknown[] = await this.manager.query(`WITH dd AS (DELETE FROM webhook_deliveries d WHERE d.event_id = ANY($1::uuid[]) RETURNING 1) SELECT 1 FROM dd`, [eventIds]);
+    const rows: unknown[] = await this.manager.query(`WITH dd AS (DELETE FROM webhook_deliveries d WHERE d.event_id = ANY((SELECT $1::uuid[])::uuid[]) RETURNING 1) SELECT 1 FROM dd`, [eventIds]);
     return rows.length;
   }
 
