@@ -286,7 +286,7 @@ async function compiledRepositories(dist, url) {
       });
     },
   };
-  const { WebhooksRepository } = require('./modules/webhooks/webhooks.repository.js');
+  const webhooks = webhookPasses(require, txHost, ds);
   const { deliveriesFor } = require('./modules/webhooks/delivery/outbox-relay.service.js');
   const { RELAY_BATCH } = require('./modules/webhooks/delivery/outbox-relay.processor.js');
   const { RETENTION_DAYS } = require('./modules/webhooks/delivery/webhook-retention.service.js');
@@ -297,7 +297,7 @@ async function compiledRepositories(dist, url) {
   return {
     ds,
     txHost,
-    webhooks: new WebhooksRepository(txHost, { env: {} }, ds),
+    webhooks,
     deliveriesFor,
     RELAY_BATCH,
     RETENTION_DAYS,
@@ -306,6 +306,41 @@ async function compiledRepositories(dist, url) {
     reaperBatched: typeof idem.deleteExpiredBatch === 'function',
     reconciliation: new ReconciliationRepository(ds),
     payments: new PaymentsRepository(txHost),
+  };
+}
+
+/**
+ * The relay's claim and fan-out and one retention batch of a compiled tree: since issue 31 the
+ * outbox (src/common/outbox), the endpoints and the deliveries each have their own repository; an
+ * older tree still has the one WebhooksRepository.
+ */
+function webhookPasses(require, txHost, ds) {
+  let split;
+  try {
+    split = {
+      ...require('./common/outbox/outbox.repository.js'),
+      ...require('./modules/webhooks/webhook-endpoints.repository.js'),
+      ...require('./modules/webhooks/webhook-deliveries.repository.js'),
+      ...require('./modules/webhooks/event-fan-out.service.js'),
+    };
+  } catch {
+    const { WebhooksRepository } = require('./modules/webhooks/webhooks.repository.js');
+    return new WebhooksRepository(txHost, { env: {} }, ds);
+  }
+  const outbox = new split.OutboxRepository(txHost, { env: {} });
+  const deliveries = new split.WebhookDeliveriesRepository(txHost, ds);
+  const fanOut = new split.EventFanOut(outbox, new split.WebhookEndpointsRepository(txHost), deliveries);
+  return {
+    claimPendingEvents: (limit) => fanOut.claimPendingEvents(limit),
+    insertDeliveriesAndMarkRelayed: (rows, ids) => fanOut.insertDeliveriesAndMarkRelayed(rows, ids),
+    // As WebhookRetentionService's batch, in the caller's transaction.
+    async deleteExpiredEvents(_query, days, limit) {
+      const ids = (await outbox.lockExpired(days, limit, null)).map((e) => e.id);
+      const busy = await deliveries.eventsInFlight(ids);
+      const doomed = ids.filter((id) => !busy.has(id));
+      const removed = await deliveries.deleteForEvents(doomed);
+      return { events: await outbox.deleteEvents(doomed), deliveries: removed };
+    },
   };
 }
 

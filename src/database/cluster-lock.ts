@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { Logger, OnModuleDestroy } from '@nestjs/common';
 import { Client } from 'pg';
 
 /** First key of our two-key advisory locks (the idempotency locks use the one-bigint form, a separate key space). */
@@ -13,9 +13,10 @@ export type LockedRun<T> = { ran: true; value: T } | { ran: false };
  * taken on one dedicated connection per process, outside the pool. The pass itself runs its short
  * transactions on pooled connections and makes its RPC calls holding none; only this idle
  * connection holds the lock. If the connection dies the server releases the lock, so a crashed
- * worker never blocks the others. Never waits: a pass another process holds is skipped.
+ * worker never blocks the others. Never waits: a pass another process holds is skipped. The
+ * process's one instance is injected (DatabaseModule provides it).
  */
-export class ClusterLock {
+export class ClusterLock implements OnModuleDestroy {
   private readonly logger = new Logger(ClusterLock.name);
   private client: Client | null = null;
   private connecting: Promise<Client> | null = null;
@@ -47,6 +48,11 @@ export class ClusterLock {
     } finally {
       this.held.delete(name);
     }
+  }
+
+  /** Closes the lock's connection when the process shuts down (an injected instance, DatabaseModule). */
+  async onModuleDestroy(): Promise<void> {
+    await this.close();
   }
 
   async close(): Promise<void> {

@@ -1,15 +1,18 @@
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { AppConfig } from '../config/app-config';
+import { ClusterLock } from './cluster-lock';
 import { dataSourceOptions } from './data-source';
 import { TypeOrmTxAdapter } from './transaction';
 
 /**
  * TypeORM on Postgres (never `synchronize`) plus the CLS-held transaction that repositories,
- * the idempotency interceptor and the outbox share (docs/architecture.md §2).
+ * the idempotency interceptor and the outbox share (docs/architecture.md §2), and the process's one
+ * {@link ClusterLock} for background passes.
  */
+@Global()
 @Module({
   imports: [
     // Entities come from the domain modules' `TypeOrmModule.forFeature` (autoLoadEntities).
@@ -26,5 +29,7 @@ import { TypeOrmTxAdapter } from './transaction';
       ],
     }),
   ],
+  providers: [{ provide: ClusterLock, inject: [AppConfig], useFactory: (config: AppConfig) => new ClusterLock(config.env.DATABASE_URL) }],
+  exports: [ClusterLock],
 })
 export class DatabaseModule {}

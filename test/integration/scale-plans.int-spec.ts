@@ -6,7 +6,8 @@ import { ReconciliationRepository } from '../../src/chain/reconciliation/reconci
 import { CheckoutRepository } from '../../src/modules/checkout/checkout.repository';
 import { EscrowRepository } from '../../src/modules/escrow/escrow.repository';
 import { PaymentsRepository } from '../../src/modules/payments/payments.repository';
-import { WebhooksRepository } from '../../src/modules/webhooks/webhooks.repository';
+import { OutboxRepository } from '../../src/common/outbox/outbox.repository';
+import { WebhookDeliveriesRepository } from '../../src/modules/webhooks/webhook-deliveries.repository';
 import { createTestApp, TestApp } from '../support/app';
 import { createAgentKey, createOrg, TestOrg } from '../support/factories';
 
@@ -170,7 +171,7 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     let cursor: string | undefined;
     for (let i = 0; i < 20; i++) cursor = (await withTx(() => checkout.list(org.organizationId, 10, cursor)))[9].id;
     expectBounded(await planOf('checkout_sessions', () => withTx(() => checkout.list(org.organizationId, 10, cursor))), 'checkout_sessions', 11 + 1);
-    const webhooks = t.app.get(WebhooksRepository);
+    const webhooks = t.app.get(WebhookDeliveriesRepository);
     expectBounded(
       await planOf('webhook_deliveries', () => withTx(() => webhooks.listDeliveries(org.organizationId, 10, undefined, {}))),
       'webhook_deliveries',
@@ -189,8 +190,8 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
       [org.organizationId],
     );
     await t.dataSource.query('ANALYZE outbox_events');
-    const webhooks = t.app.get(WebhooksRepository);
-    expectBounded(await planOf('outbox_events', () => withTx(() => webhooks.claimPendingEvents(100))), 'outbox_events', 100);
+    const outbox = t.app.get(OutboxRepository);
+    expectBounded(await planOf('outbox_events', () => withTx(() => outbox.claimPending(100))), 'outbox_events', 100);
     await t.dataSource.query(`DELETE FROM outbox_events WHERE relayed_at IS NULL AND organization_id = $1`, [org.organizationId]);
     const payments = t.app.get(PaymentsRepository);
     expectBounded(await planOf('payments', () => withTx(() => payments.idle(new Date(), 100))), 'payments', 100);
@@ -230,12 +231,14 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     }
   });
 
-  it('a webhook retention batch deletes its events and their deliveries without scanning either table', async () => {
-    const webhooks = t.app.get(WebhooksRepository);
-    const plan = await planOf('outbox_events', () =>
-      withTx(() => webhooks.deleteExpiredEvents((sql, params) => (t.app.get(TransactionHost) as TxHost).tx.query(sql, params), 30, 500)),
-    );
-    expectBounded(plan, 'outbox_events', 500);
-    expectBounded(plan, 'webhook_deliveries', 500);
+  it('a webhook retention batch locks its events, then deletes them and their deliveries, without scanning either table', async () => {
+    const outbox = t.app.get(OutboxRepository);
+    const deliveries = t.app.get(WebhookDeliveriesRepository);
+    expectBounded(await planOf('outbox_events', () => withTx(() => outbox.lockExpired(30, 500, null))), 'outbox_events', 500);
+    expectBounded(await planOf('outbox_events', () => withTx(() => outbox.lockExpired(30, 500, '1970-01-01 00:00:00+00'))), 'outbox_events', 500);
+    const ids = Array.from({ length: 500 }, () => randomUUID());
+    expectBounded(await planOf('webhook_deliveries', () => withTx(() => deliveries.eventsInFlight(ids))), 'webhook_deliveries', 500);
+    expectBounded(await planOf('webhook_deliveries', () => withTx(() => deliveries.deleteForEvents(ids))), 'webhook_deliveries', 500);
+    expectBounded(await planOf('outbox_events', () => withTx(() => outbox.deleteEvents(ids))), 'outbox_events', 500);
   });
 });

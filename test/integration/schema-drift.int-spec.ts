@@ -186,7 +186,6 @@ const NOT_LOADED: Record<string, Record<string, string>> = {
   worker: {
     ConsoleNonce: 'the console is served by the api only',
     ConsoleSession: 'the console is served by the api only',
-    OrganizationOwner: 'the console is served by the api only',
     IdempotencyRecord: 'the worker records no Idempotency-Key; its reaper deletes expired records by SQL',
     A2aTask: 'A2A tasks are written by the api’s A2A routes only',
     CheckoutRelay: 'pay-page relays are written by the api’s pay-page routes only (the relayer keeps its own rows)',
@@ -194,7 +193,6 @@ const NOT_LOADED: Record<string, Record<string, string>> = {
   cli: {
     ConsoleNonce: 'the console is served by the api only',
     ConsoleSession: 'the console is served by the api only',
-    OrganizationOwner: 'the console is served by the api only',
     IdempotencyRecord: 'the CLI takes no Idempotency-Key',
     A2aTask: 'A2A tasks are written by the api’s A2A routes only',
     CheckoutRelay: 'pay-page relays are written by the api’s pay-page routes only',

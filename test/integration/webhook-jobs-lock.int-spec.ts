@@ -6,7 +6,8 @@ import { AppConfig } from '../../src/config/app-config';
 import { DeliveryRecoveryService, RECOVERY_LOCK } from '../../src/modules/webhooks/delivery/delivery-recovery.service';
 import { RECOVER_JOB, RETENTION_JOB, WEBHOOK_JOBS_QUEUE } from '../../src/modules/webhooks/delivery/webhook-jobs.processor';
 import { DeliveryQueue } from '../../src/modules/webhooks/webhooks.queue';
-import { WebhooksRepository } from '../../src/modules/webhooks/webhooks.repository';
+import { WebhookDeliveriesRepository } from '../../src/modules/webhooks/webhook-deliveries.repository';
+import { ClusterLock } from '../../src/database/cluster-lock';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg, TestOrg } from '../support/factories';
 import { waitFor } from '../support/wait';
@@ -23,7 +24,7 @@ describe('webhook jobs: schedulers and one recovery pass at a time across worker
   let iso: IsolatedEnv;
   let api: TestApp;
   let org: TestOrg;
-  const replicas: DeliveryRecoveryService[] = [];
+  const locks: ClusterLock[] = [];
 
   beforeAll(async () => {
     iso = await isolatedWebhookEnv('whjobs');
@@ -31,16 +32,16 @@ describe('webhook jobs: schedulers and one recovery pass at a time across worker
     org = await createOrg(api.app);
   });
   afterAll(async () => {
-    for (const r of replicas) await r.onModuleDestroy();
+    for (const l of locks) await l.close();
     await api?.close();
     await iso?.drop();
   });
 
   /** A worker's own recovery service (its own lock connection) on the api's repository and queue. */
   const replica = () => {
-    const r = new DeliveryRecoveryService(api.app.get(WebhooksRepository), api.app.get(DeliveryQueue), api.app.get(AppConfig));
-    replicas.push(r);
-    return r;
+    const lock = new ClusterLock(api.app.get(AppConfig).env.DATABASE_URL);
+    locks.push(lock);
+    return new DeliveryRecoveryService(api.app.get(WebhookDeliveriesRepository), api.app.get(DeliveryQueue), lock);
   };
 
   /** `n` due `pending` deliveries that have no job (as after a Redis wipe). */
@@ -69,10 +70,11 @@ describe('webhook jobs: schedulers and one recovery pass at a time across worker
     await other.connect();
     try {
       await other.query(`SELECT pg_advisory_lock($1::int, hashtext($2))`, [0x70637031, RECOVERY_LOCK]);
-      expect(await replica().recoverExclusive()).toBeNull();
+      const r = replica();
+      expect(await r.recoverExclusive()).toBeNull();
       expect(await queued(ids)).toBe(0);
       await other.query(`SELECT pg_advisory_unlock($1::int, hashtext($2))`, [0x70637031, RECOVERY_LOCK]);
-      expect(await replicas[0].recoverExclusive()).toBe(3);
+      expect(await r.recoverExclusive()).toBe(3);
       expect(await queued(ids)).toBe(3);
     } finally {
       await other.end();

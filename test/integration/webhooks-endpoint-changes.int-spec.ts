@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { TransactionHost, TxHost } from '../../src/database/transaction';
 import { deliveriesFor } from '../../src/modules/webhooks/delivery/outbox-relay.service';
-import { WebhooksRepository } from '../../src/modules/webhooks/webhooks.repository';
+import { EventFanOut } from '../../src/modules/webhooks/event-fan-out.service';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg, TestOrg } from '../support/factories';
 import { sleep, waitFor } from '../support/wait';
@@ -288,7 +288,7 @@ describe('webhook deliveries follow the endpoint as it is now', () => {
 
     /** Relays the organisation's waiting events as the worker's relay does, in one transaction. */
     async function relayByHand(orgId: string): Promise<void> {
-      const repo = api.app.get(WebhooksRepository);
+      const repo = api.app.get(EventFanOut);
       await (api.app.get(TransactionHost) as TxHost).withTransaction(async () => {
         const claimed = (await repo.claimPendingEvents(100)).filter((e) => e.organizationId === orgId);
         await repo.insertDeliveriesAndMarkRelayed(claimed.flatMap((e) => deliveriesFor(e)), claimed.map((e) => e.id));
@@ -300,7 +300,7 @@ describe('webhook deliveries follow the endpoint as it is now', () => {
       const org = await orgWithEndpoint(r.url());
       await put(org, { url: r.url(), enabled: false }).expect(200);
       const [eventId] = await emitEvents(api.app, org.organizationId, [{ type: WebhookEvent.CheckoutFunded, object: { id: 'c-8' } }]);
-      const repo = api.app.get(WebhooksRepository);
+      const repo = api.app.get(EventFanOut);
       let enabling: Promise<{ status: number }> | null = null;
       // In a CLS context of its own: the in-process server would otherwise inherit the test's
       // transaction and join it instead of waiting for it.

@@ -1,8 +1,11 @@
 import { Client } from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
-import { RETENTION_LOCK_KEY, WebhookRetentionService } from '../../src/modules/webhooks/delivery/webhook-retention.service';
-import { WebhooksRepository } from '../../src/modules/webhooks/webhooks.repository';
+import { OutboxRepository } from '../../src/common/outbox/outbox.repository';
+import { ClusterLock } from '../../src/database/cluster-lock';
+import { TransactionHost } from '../../src/database/transaction';
+import { RETENTION_LOCK, WebhookRetentionService } from '../../src/modules/webhooks/delivery/webhook-retention.service';
+import { WebhookDeliveriesRepository } from '../../src/modules/webhooks/webhook-deliveries.repository';
 import { createTestApp, TestApp } from '../support/app';
 import { createOrg, TestOrg } from '../support/factories';
 import { waitFor } from '../support/wait';
@@ -22,7 +25,15 @@ describe('webhook retention', () => {
     api = await createTestApp(iso.env);
     org = await createOrg(api.app);
   });
+  const locks: ClusterLock[] = [];
+  /** A replica's retention on the api's repositories, with its own lock connection (another process's session). */
+  const replicaOnApi = () => {
+    const lock = new ClusterLock(iso.env.DATABASE_URL);
+    locks.push(lock);
+    return new WebhookRetentionService(api.app.get(OutboxRepository), api.app.get(WebhookDeliveriesRepository), api.app.get(TransactionHost), lock);
+  };
   afterAll(async () => {
+    for (const l of locks) await l.close();
     await worker?.close();
     await api?.close();
     await iso?.drop();
@@ -51,7 +62,7 @@ describe('webhook retention', () => {
   it('never deletes an event the outbox relay has not relayed yet, however old', async () => {
     const unrelayed = await eventWith(35, [], false);
     const relayed = await eventWith(35, []);
-    const result = await new WebhookRetentionService(api.app.get(WebhooksRepository)).prune();
+    const result = await replicaOnApi().prune();
     expect(result).toMatchObject({ ran: true, events: 1 });
     const left = await remaining();
     expect([left.has(unrelayed), left.has(relayed)]).toEqual([true, false]);
@@ -84,10 +95,10 @@ describe('webhook retention', () => {
     const other = new Client({ connectionString: iso.env.DATABASE_URL });
     await other.connect();
     try {
-      await other.query(`SELECT pg_advisory_lock(hashtextextended($1, 0))`, [RETENTION_LOCK_KEY]);
+      await other.query(`SELECT pg_advisory_lock($1::int, hashtext($2))`, [0x70637031, RETENTION_LOCK]);
       expect(await retention.prune()).toEqual({ ran: false, events: 0, deliveries: 0 });
       expect((await remaining()).has(old)).toBe(true);
-      await other.query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [RETENTION_LOCK_KEY]);
+      await other.query(`SELECT pg_advisory_unlock($1::int, hashtext($2))`, [0x70637031, RETENTION_LOCK]);
       const after = await retention.prune();
       expect(after.ran).toBe(true);
       expect(after.deliveries).toBe(1);
@@ -101,7 +112,7 @@ describe('webhook retention', () => {
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await eventWith(31 + i, ['succeeded']));
     const replicaA = worker!.app.get(WebhookRetentionService);
-    const replicaB = new WebhookRetentionService(api.app.get(WebhooksRepository));
+    const replicaB = replicaOnApi();
     const results = await Promise.all([replicaA.prune(), replicaB.prune(), replicaA.prune(), replicaB.prune()]);
     expect(results.some((r) => r.ran)).toBe(true);
     expect(results.reduce((n, r) => n + r.events, 0)).toBe(20);

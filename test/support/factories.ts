@@ -2,6 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { MERCHANT_SCOPES } from '../../src/kernel/auth/scopes';
 import { TransactionHost, TxHost } from '../../src/database/transaction';
+import { AgentsService } from '../../src/modules/agents/agents.service';
 import { OrgsService } from '../../src/modules/orgs/orgs.service';
 
 export interface TestOrg {
@@ -40,7 +41,7 @@ export async function createKey(app: INestApplicationContext, organizationId: st
 export async function createAgentKey(app: INestApplicationContext, organizationId: string, scopes: string[]) {
   return (app.get(TransactionHost) as TxHost).withTransaction(async () => {
     const orgs = app.get(OrgsService);
-    const agent = await orgs.createAgent({ organizationId, slug: `agent-${randomUUID().slice(0, 8)}`, ownerAddress: '0x' + '11'.repeat(20) });
+    const agent = await app.get(AgentsService).create({ organizationId, slug: `agent-${randomUUID().slice(0, 8)}`, ownerAddress: '0x' + '11'.repeat(20) });
     const { secret } = await orgs.createApiKey({ organizationId, kind: 'agent', agentId: agent.id, scopes });
     return { agentId: agent.id, key: secret };
   });

@@ -32,6 +32,16 @@ export class AgentsRepository {
     return (this.txHost as TxHost).tx;
   }
 
+  /** Inserts a new agent: not paused, signer disabled, no policy. @throws the driver's 23505 when the slug is taken. */
+  async insert(agent: { id: string; organizationId: string; slug: string; ownerAddress: string }): Promise<void> {
+    await this.em.query(`INSERT INTO agents (id, organization_id, slug, owner_address, paused, signer_enabled) VALUES ($1, $2, $3, $4, false, false)`, [
+      agent.id,
+      agent.organizationId,
+      agent.slug,
+      agent.ownerAddress,
+    ]);
+  }
+
   async find(id: string): Promise<AgentRow | null> {
     const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM agents WHERE id = $1`, [id]);
     return rows[0] ? toRow(rows[0]) : null;
@@ -68,20 +78,6 @@ export class AgentsRepository {
 
   async setSignerEnabled(id: string, enabled: boolean): Promise<void> {
     await this.em.query(`UPDATE agents SET signer_enabled = $2, updated_at = now() WHERE id = $1`, [id, enabled]);
-  }
-
-  /**
-   * Fails the agent's reserved payments that are not signed yet (`reason`: agent_paused or
-   * signer_disabled; docs/decisions.md "Agents and payments"). Signed ones are left to settle or
-   * expire. Call after the agent row's UPDATE in the same transaction: that lock waits for any
-   * reservation in flight, so its payment is seen here.
-   */
-  async failUnsignedPayments(agentId: string, reason: 'agent_paused' | 'signer_disabled'): Promise<void> {
-    await this.em.query(
-      `UPDATE payments SET status = 'failed', failure_reason = $2, updated_at = now()
-        WHERE agent_id = $1 AND status = 'pending' AND auth_nonce IS NULL`,
-      [agentId, reason],
-    );
   }
 
   /** Records an owner signature nonce; false when it was used before (single use: raw `ON CONFLICT DO NOTHING RETURNING` decides it in one statement). */

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { formatAmount, parseAmount } from '@lib/money';
+import { v7 as uuidv7 } from 'uuid';
 import { getAddress, hexlify, isHexString, randomBytes, verifyTypedData, Wallet } from 'ethers';
 import { AppConfig } from '../../config/app-config';
 import { AppError } from '../../common/errors/app-error';
@@ -16,6 +17,7 @@ import { AGENT_CONSENT_TYPES, ConsentAction, consentPayloadHash, consentTypedDat
 import { expandScopes } from '../../kernel/auth/scopes';
 import type { Principal } from '../../kernel/auth/principal';
 import { SignerVault } from './signer-vault.service';
+import { AgentHooks } from './agent-hooks.service';
 
 /** GET /agent (docs/architecture.md §13): amounts decimal text. */
 export interface AgentView {
@@ -100,6 +102,7 @@ export class AgentsService {
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
     private readonly cursors: ChainCursors,
+    private readonly hooks: AgentHooks,
   ) {}
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
@@ -122,7 +125,8 @@ export class AgentsService {
     if (needsProof) this.verifyConsent(input.slug, ownerAddress, 'create_agent', payload, by.consent);
     try {
       return await this.tx(async () => {
-        const agent = await this.orgs.createAgent(input);
+        const agent = { id: uuidv7(), organizationId: input.organizationId, slug: input.slug, ownerAddress: await this.orgs.checkNewAgent(input) };
+        await this.repo.insert(agent);
         if (needsProof && !(await this.repo.useOwnerNonce(agent.id, by!.consent!.nonce, 'consent'))) throw this.consentRefusal(input.slug, ownerAddress, 'create_agent', payload, 'nonce_used');
         const signer = this.vault.generate(agent.id);
         await this.repo.setSigner(agent.id, signer.address, signer.sealed, input.name ?? null);
@@ -135,6 +139,14 @@ export class AgentsService {
   }
 
   /** @throws AppError not_found. */
+  /**
+   * Records an owner signature's nonce for `purpose` (single use per agent, DESIGN §13, §14), in the
+   * caller's transaction. @returns false when the nonce was used before.
+   */
+  useOwnerNonce(agentId: string, nonce: string, purpose: string): Promise<boolean> {
+    return this.repo.useOwnerNonce(agentId, nonce, purpose);
+  }
+
   async require(agentId: string): Promise<AgentRow> {
     const agent = await this.repo.find(agentId);
     if (!agent) throw AppError.notFound('agent');
@@ -238,7 +250,7 @@ export class AgentsService {
       const agent = (await this.repo.lock(agentId))!;
       if (by && !paused && agent.paused) await this.useConsent(agent, by, 'resume', {});
       await this.repo.setPaused(agentId, paused);
-      if (paused) await this.repo.failUnsignedPayments(agentId, 'agent_paused');
+      if (paused) await this.hooks.spendingStopped(agentId, 'agent_paused');
     });
     return this.view(agentId);
   }
@@ -254,7 +266,7 @@ export class AgentsService {
     if (!agent.signerAddress) throw new AppError('signer_required', 'This agent has no session signer');
     await this.tx(async () => {
       await this.repo.setSignerEnabled(agentId, enabled);
-      if (!enabled) await this.repo.failUnsignedPayments(agentId, 'signer_disabled');
+      if (!enabled) await this.hooks.spendingStopped(agentId, 'signer_disabled');
     });
     const sweepTxHash = enabled ? null : await this.sweep(agent);
     return { agent: await this.view(agentId), sweepTxHash };
@@ -273,7 +285,7 @@ export class AgentsService {
     const fresh = await this.tx(async () => {
       if (!(await this.repo.useOwnerNonce(agentId, body.nonce, 'enable_signer'))) return false;
       await this.repo.setSignerEnabled(agentId, body.enabled);
-      if (!body.enabled) await this.repo.failUnsignedPayments(agentId, 'signer_disabled');
+      if (!body.enabled) await this.hooks.spendingStopped(agentId, 'signer_disabled');
       return true;
     });
     if (!fresh) throw new AppError('invalid_request', 'This signature was already used', { reason: 'nonce_used' });

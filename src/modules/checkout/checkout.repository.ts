@@ -176,6 +176,17 @@ export class CheckoutRepository {
   list(organizationId: string, limit: number, startingAfter?: string): Promise<CheckoutSession[]> {
     return keysetPage(() => this.repo.createQueryBuilder('c'), 'c', { sql: 'c.organization_id = :org', params: { org: organizationId } }, limit, startingAfter);
   }
+
+  /** Adds `delta` base units (negative after a reorg) to the row's `refunded_units`, in the caller's transaction (refunds, DESIGN §21). */
+  async addRefunded(id: string, delta: bigint): Promise<void> {
+    await (this.txHost as TxHost).tx.query(`UPDATE checkout_sessions SET refunded_units = refunded_units + $2 WHERE id = $1`, [id, delta.toString()]);
+  }
+
+  /** The row's `refunded_units` (base units; 0 when there is no such row). */
+  async refundedUnits(id: string): Promise<bigint> {
+    const rows = (await (this.txHost as TxHost).tx.query(`SELECT refunded_units::text AS r FROM checkout_sessions WHERE id = $1`, [id])) as Array<{ r: string }>;
+    return rows[0] ? BigInt(rows[0].r) : 0n;
+  }
 }
 
 /** The 16 INSERT parameters of a session, in {@link INSERT_COLUMNS} order ($1 id … $16 invoice_id). */

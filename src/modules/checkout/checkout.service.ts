@@ -291,4 +291,14 @@ export class CheckoutService {
     const now = new Date();
     return toPage(rows, limit, (r) => this.mapper.toDto(r, now));
   }
+
+  /** Adds `delta` base units to the checkout's refunded amount, in the caller's transaction (the refunds module, DESIGN §21). */
+  addRefunded(id: string, delta: bigint): Promise<void> {
+    return this.repo.addRefunded(id, delta);
+  }
+
+  /** The checkout's refunded amount in base units (succeeded refunds; 0 for an unknown id). */
+  refundedUnits(id: string): Promise<bigint> {
+    return this.repo.refundedUnits(id);
+  }
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AgentsModule } from '../agents/agents.module';
 import { MandatesRepository } from './mandates.repository';
 import { MandatesService } from './mandates.service';
 import { MandatesOperations } from './mandates.operations';
@@ -7,7 +8,7 @@ import { Mandate } from './mandate.entity';
 
 /** AP2 intent mandates (docs/architecture.md §14). No controllers; payments use {@link MandatesService.cover}. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Mandate])],
+  imports: [TypeOrmModule.forFeature([Mandate]), AgentsModule],
   providers: [MandatesRepository, MandatesService, MandatesOperations],
   exports: [MandatesService, MandatesOperations],
 })

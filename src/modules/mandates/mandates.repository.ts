@@ -23,12 +23,6 @@ export class MandatesRepository {
     return (this.txHost as TxHost).tx;
   }
 
-  async agent(id: string): Promise<MandateAgent | null> {
-    const rows: Array<Record<string, string>> = await this.em.query(`SELECT id, slug, owner_address, organization_id FROM agents WHERE id = $1`, [id]);
-    const r = rows[0];
-    return r ? { id: r.id, slug: r.slug, ownerAddress: r.owner_address, organizationId: r.organization_id } : null;
-  }
-
   /** Inserts the mandate; false when its nonce was used before for this agent (UNIQUE(agent_id, nonce)). */
   async insert(m: Mandate): Promise<boolean> {
     const rows: unknown[] = await this.em.query(
@@ -92,14 +86,5 @@ export class MandatesRepository {
       [agentId, now, handle.toLowerCase(), address.toLowerCase(), amount.toString()],
     );
     return rows[0]?.id ?? null;
-  }
-
-  /** Records an owner signature nonce in the agents' single-use table; false when used before. */
-  async useOwnerNonce(agentId: string, nonce: string, purpose: string): Promise<boolean> {
-    const rows: unknown[] = await this.em.query(
-      `INSERT INTO agent_owner_nonces (agent_id, nonce, purpose) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING nonce`,
-      [agentId, nonce.toLowerCase(), purpose],
-    );
-    return rows.length === 1;
   }
 }

@@ -7,6 +7,7 @@ import { AppError } from '../../common/errors/app-error';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
+import { AgentsService } from '../agents/agents.service';
 import { ownerDomain, REVOKE_MANDATE_TYPES } from '../agents/owner-messages';
 import { MandateTerms, verifyMandateCredential } from './mandate-credentials';
 import { Mandate } from './mandate.entity';
@@ -60,6 +61,7 @@ export interface RevokeMandateInput {
 export class MandatesService {
   constructor(
     private readonly repo: MandatesRepository,
+    private readonly agents: AgentsService,
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
   ) {}
@@ -147,7 +149,7 @@ export class MandatesService {
     }
     if (getAddress(recovered) !== getAddress(agent.ownerAddress)) throw new AppError('invalid_request', "The signature is not the owner's", { reason: 'bad_signature' });
     return this.revoke(id, async () => {
-      if (!(await this.repo.useOwnerNonce(agent.id, body.nonce, 'revoke_mandate'))) {
+      if (!(await this.agents.useOwnerNonce(agent.id, body.nonce, 'revoke_mandate'))) {
         throw new AppError('invalid_request', 'This signature was already used', { reason: 'nonce_used' });
       }
     });
@@ -187,10 +189,8 @@ export class MandatesService {
     return this.render(m, used.get(m.id) ?? 0n, new Date());
   }
 
-  private async requireAgent(id: string): Promise<MandateAgent> {
-    const agent = await this.repo.agent(id);
-    if (!agent) throw AppError.notFound('agent');
-    return agent;
+  private requireAgent(id: string): Promise<MandateAgent> {
+    return this.agents.require(id);
   }
 
   /**

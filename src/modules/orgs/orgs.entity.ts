@@ -13,23 +13,6 @@ export class Organization {
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }
 
-/** An AI agent of an organisation; agent keys act as it (docs/architecture.md §3). */
-@Entity('agents')
-export class Agent {
-  @PrimaryColumn('uuid') id: string;
-  @Column('uuid', { name: 'organization_id' }) organizationId: string;
-  @Column() slug: string;
-  @Column({ name: 'owner_address' }) ownerAddress: string;
-  @Column() paused: boolean;
-  @Column({ name: 'signer_enabled' }) signerEnabled: boolean;
-  @Column('text', { nullable: true }) name: string | null;
-  @Column('text', { name: 'signer_address', nullable: true }) signerAddress: string | null;
-  @Column('text', { name: 'signer_key_sealed', nullable: true, select: false }) signerKeySealed: string | null;
-  @Column('jsonb', { nullable: true }) policy: { [field: string]: string | string[] } | null;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
-}
-
 /** A merchant (`bk_live_`) or agent (`bk_agent_live_`) API key; only its SHA-256 is stored. */
 @Entity('api_keys')
 export class ApiKey {
@@ -69,5 +52,13 @@ export class OAuthToken {
   @Column('bytea', { name: 'token_hash' }) tokenHash: Buffer;
   @Column('text', { array: true }) scopes: string[];
   @Column('timestamptz', { name: 'expires_at' }) expiresAt: Date;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}
+
+/** An owner address of an organisation (docs/architecture.md §19): the payout address at creation is the first. */
+@Entity('organization_owners')
+export class OrganizationOwner {
+  @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId: string;
+  @PrimaryColumn('text') address: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }

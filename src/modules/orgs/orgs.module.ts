@@ -4,11 +4,11 @@ import { PrincipalResolver } from '../../kernel/auth/principal';
 import { OrgsRepository } from './orgs.repository';
 import { OrgsService } from './orgs.service';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { Organization, Agent, ApiKey, OAuthClient, OAuthToken } from './orgs.entity';
+import { Organization, OrganizationOwner, ApiKey, OAuthClient, OAuthToken } from './orgs.entity';
 
 /** Organisations, keys, agents and OAuth clients (services only; routes in OrgsHttpModule). */
 @Module({
-  imports: [TypeOrmModule.forFeature([Organization, Agent, ApiKey, OAuthClient, OAuthToken])],
+  imports: [TypeOrmModule.forFeature([Organization, OrganizationOwner, ApiKey, OAuthClient, OAuthToken])],
   providers: [OrgsRepository, OrgsService, CredentialRevocations, CredentialCache, { provide: PrincipalResolver, useExisting: OrgsService }],
   exports: [OrgsService, PrincipalResolver, CredentialRevocations, CredentialCache],
 })

@@ -1,8 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { TransactionHost, TxHost } from '../../database/transaction';
-import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
+import { ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
 
 /** All I/O of organisations and their credentials (docs/architecture.md, Conventions 4). */
+/** An agent as the organisation's credentials and owners see it (DESIGN §13). */
+export interface AgentRef {
+  id: string;
+  organizationId: string;
+  slug: string;
+  ownerAddress: string;
+}
+
 @Injectable()
 export class OrgsRepository {
   constructor(private readonly txHost: TransactionHost) {}
@@ -100,11 +108,14 @@ export class OrgsRepository {
       .orderBy('o.created_at', 'ASC')
       .getOne();
   }
-  insertAgent(agent: Agent) {
-    return this.em.getRepository(Agent).insert(agent);
-  }
-  findAgent(id: string) {
-    return this.em.getRepository(Agent).findOneBy({ id });
+  /** The agent `id` as credentials see it (the agents table belongs to the agents module, which writes it). */
+  async findAgent(id: string): Promise<AgentRef | null> {
+    const rows: Array<{ id: string; organization_id: string; slug: string; owner_address: string }> = await this.em.query(
+      `SELECT id, organization_id, slug, owner_address FROM agents WHERE id = $1`,
+      [id],
+    );
+    const r = rows[0];
+    return r ? { id: r.id, organizationId: r.organization_id, slug: r.slug, ownerAddress: r.owner_address } : null;
   }
   insertApiKey(key: ApiKey) {
     return this.em.getRepository(ApiKey).insert(key);

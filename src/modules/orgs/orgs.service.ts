@@ -11,8 +11,8 @@ import { digestsEqual, hashSecret, randomBase62 } from '../../kernel/auth/secret
 import { AppError } from '../../common/errors/app-error';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import type { MeDto } from './dto/me.dto';
-import { Agent, ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
-import { OrgsRepository } from './orgs.repository';
+import { ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
+import { AgentRef, OrgsRepository } from './orgs.repository';
 import { VerificationSnapshotSource } from './verification-snapshot.port';
 
 export const MERCHANT_KEY_PREFIX = 'bk_live_';
@@ -121,7 +121,7 @@ export class OrgsService extends PrincipalResolver {
   }
 
   /** The agent `agentId` when `address` is its owner address (case-insensitive), else null. */
-  async agentOwnedBy(agentId: string, address: string): Promise<Agent | null> {
+  async agentOwnedBy(agentId: string, address: string): Promise<AgentRef | null> {
     const agent = await this.repo.findAgent(agentId);
     return agent && agent.ownerAddress.toLowerCase() === address.toLowerCase() ? agent : null;
   }
@@ -197,20 +197,15 @@ export class OrgsService extends PrincipalResolver {
     return (await this.repo.findOrganizationByPayoutAddress(address))?.id ?? null;
   }
 
-  /** @throws AppError not_found for an unknown organisation; invalid_request for a bad slug or address. */
-  async createAgent(input: { organizationId: string; slug: string; ownerAddress: string }): Promise<Agent> {
+  /**
+   * Checks a new agent's organisation and slug (the agents module writes the row, DESIGN §13).
+   * @returns the owner address, checksummed.
+   * @throws AppError not_found for an unknown organisation; invalid_request for a bad slug or address.
+   */
+  async checkNewAgent(input: { organizationId: string; slug: string; ownerAddress: string }): Promise<string> {
     await this.requireOrganization(input.organizationId);
     if (!HANDLE.test(input.slug)) throw AppError.invalidParam('slug', 'must be 3–40 of a-z, 0-9 and -');
-    const agent = Object.assign(new Agent(), {
-      id: uuidv7(),
-      organizationId: input.organizationId,
-      slug: input.slug,
-      ownerAddress: this.address('ownerAddress', input.ownerAddress),
-      paused: false,
-      signerEnabled: false,
-    });
-    await this.repo.insertAgent(agent);
-    return agent;
+    return this.address('ownerAddress', input.ownerAddress);
   }
 
   /**

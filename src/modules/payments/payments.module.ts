@@ -7,6 +7,7 @@ import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { BalanceModule } from '../balance/balance.module';
 import { PaymentSettlement } from './payment-settlement.service';
 import { PaymentsRepository } from './payments.repository';
+import { AgentStopsModule } from './agent-stops.module';
 import { PaymentsOperations } from './payments.operations';
 import { PaymentFaults, PaymentsService } from './payments.service';
 import { PaymentModes } from './payment-modes';
@@ -26,7 +27,7 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
  * and a process holding this module refuses to start without it (issue 28).
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), PaymentRelayCheckModule, AgentsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
+  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), PaymentRelayCheckModule, AgentsModule, AgentStopsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
   providers: [
     PaymentsRepository,
     PaymentModes,

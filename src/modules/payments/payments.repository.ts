@@ -89,6 +89,18 @@ export class PaymentsRepository {
   }
 
   /**
+   * Fails every reserved payment of `agentId` that is not signed yet (`reason`: agent_paused or
+   * signer_disabled; docs/decisions.md "Agents and payments"), in the caller's transaction.
+   */
+  async failUnsignedForAgent(agentId: string, reason: 'agent_paused' | 'signer_disabled'): Promise<void> {
+    await this.em.query(
+      `UPDATE payments SET status = 'failed', failure_reason = $2, updated_at = now()
+        WHERE agent_id = $1 AND status = 'pending' AND auth_nonce IS NULL`,
+      [agentId, reason],
+    );
+  }
+
+  /**
    * pending → failed with `reason` only while no authorization is stored: a signed payment may still
    * move on chain, so it is never failed this way (it settles, or fails once cancelled or expired;
    * docs/architecture.md §13, §18). Serialised with {@link storeAuthorization} by the row, so exactly one
@@ -182,6 +194,17 @@ export class PaymentsRepository {
         if (q.mode) qb.andWhere('p.mode = :mode', { mode: q.mode });
       },
     );
+  }
+
+  /** Adds `delta` base units (negative after a reorg) to the row's `refunded_units`, in the caller's transaction (refunds, DESIGN §21). */
+  async addRefunded(id: string, delta: bigint): Promise<void> {
+    await this.em.query(`UPDATE payments SET refunded_units = refunded_units + $2 WHERE id = $1`, [id, delta.toString()]);
+  }
+
+  /** The row's `refunded_units` (base units; 0 when there is no such row). */
+  async refundedUnits(id: string): Promise<bigint> {
+    const rows = (await this.em.query(`SELECT refunded_units::text AS r FROM payments WHERE id = $1`, [id])) as Array<{ r: string }>;
+    return rows[0] ? BigInt(rows[0].r) : 0n;
   }
 }
 

@@ -422,6 +422,16 @@ export class PaymentsService {
       updatedAt: p.updatedAt.toISOString(),
     };
   }
+
+  /** Adds `delta` base units to the payment's refunded amount, in the caller's transaction (the refunds module, DESIGN §21). */
+  addRefunded(id: string, delta: bigint): Promise<void> {
+    return this.repo.addRefunded(id, delta);
+  }
+
+  /** The payment's refunded amount in base units (succeeded refunds; 0 for an unknown id). */
+  refundedUnits(id: string): Promise<bigint> {
+    return this.repo.refundedUnits(id);
+  }
 }
 
 /** `work` with its answer rendered by `render` (the payment as a route or tool shows it). */

@@ -176,4 +176,15 @@ export class X402SettlementsRepository {
       .where('payer = lower(:payer) AND nonce = lower(:nonce) AND status IN (:...open)', { payer, nonce, open: OPEN })
       .execute();
   }
+
+  /** Adds `delta` base units (negative after a reorg) to the row's `refunded_units`, in the caller's transaction (refunds, DESIGN §21). */
+  async addRefunded(id: string, delta: bigint): Promise<void> {
+    await this.em.query(`UPDATE x402_settlements SET refunded_units = refunded_units + $2 WHERE id = $1`, [id, delta.toString()]);
+  }
+
+  /** The row's `refunded_units` (base units; 0 when there is no such row). */
+  async refundedUnits(id: string): Promise<bigint> {
+    const rows = (await this.em.query(`SELECT refunded_units::text AS r FROM x402_settlements WHERE id = $1`, [id])) as Array<{ r: string }>;
+    return rows[0] ? BigInt(rows[0].r) : 0n;
+  }
 }

@@ -175,4 +175,14 @@ export class X402Settlements {
   private relayHashes(id: string): Promise<string[]> {
     return this.relayer.hashesFor('x402', id);
   }
+
+  /** Adds `delta` base units to the settlement's refunded amount, in the caller's transaction (the refunds module, DESIGN §21). */
+  addRefunded(id: string, delta: bigint): Promise<void> {
+    return this.repo.addRefunded(id, delta);
+  }
+
+  /** The settlement's refunded amount in base units (succeeded refunds; 0 for an unknown id). */
+  refundedUnits(id: string): Promise<bigint> {
+    return this.repo.refundedUnits(id);
+  }
 }

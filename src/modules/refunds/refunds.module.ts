@@ -2,6 +2,8 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { BalanceModule } from '../balance/balance.module';
+import { CheckoutModule } from '../checkout/checkout.module';
+import { PaymentsModule } from '../payments/payments.module';
 import { Refund } from './refund.entity';
 import { RefundsOperations } from './refunds.operations';
 import { RefundsRepository } from './refunds.repository';
@@ -10,7 +12,7 @@ import { RefundRelayCheckModule } from './refund-relay-check';
 
 /** Refunds (DESIGN §21): services and operations only; routes in RefundsHttpModule, the watcher in RefundsWorkerModule. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Refund]), RefundRelayCheckModule, RelayerModule, BalanceModule],
+  imports: [TypeOrmModule.forFeature([Refund]), RefundRelayCheckModule, RelayerModule, BalanceModule, PaymentsModule, CheckoutModule],
   providers: [RefundsRepository, RefundsService, RefundsOperations],
   exports: [RefundsService, RefundsOperations],
 })

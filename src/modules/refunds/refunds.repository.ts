@@ -21,14 +21,7 @@ export interface RefundSourceRow {
   toAddress: string | null;
 }
 
-/** The table of each source (where its `refunded_units` lives). */
-const SOURCE_TABLE: Record<RefundSourceType, string> = {
-  checkout_session: 'checkout_sessions',
-  payment: 'payments',
-  x402_settlement: 'x402_settlements',
-};
-
-/** All I/O of refunds, and the row locks and `refunded_units` of their sources (DESIGN §21). */
+/** All I/O of refunds, and the row locks of their sources (DESIGN §21; their `refunded_units` are written by each source's module). */
 @Injectable()
 export class RefundsRepository {
   constructor(private readonly txHost: TransactionHost) {}
@@ -104,17 +97,6 @@ export class RefundsRepository {
       [type, sourceId, ACTIVE_REFUND_STATUSES, exceptId ?? null],
     )) as Array<{ total: string }>;
     return BigInt(rows[0].total);
-  }
-
-  /** Adds `delta` base units (negative after a reorg) to the source's `refunded_units`, in the caller's transaction. */
-  async addRefunded(type: RefundSourceType, sourceId: string, delta: bigint): Promise<void> {
-    await this.em.query(`UPDATE ${SOURCE_TABLE[type]} SET refunded_units = refunded_units + $2 WHERE id = $1`, [sourceId, delta.toString()]);
-  }
-
-  /** The source's `refunded_units` (base units; 0 when it has none). */
-  async refunded(type: RefundSourceType, sourceId: string): Promise<bigint> {
-    const rows = (await this.em.query(`SELECT refunded_units::text AS r FROM ${SOURCE_TABLE[type]} WHERE id = $1`, [sourceId])) as Array<{ r: string }>;
-    return rows[0] ? BigInt(rows[0].r) : 0n;
   }
 
   async insert(refund: Refund): Promise<void> {

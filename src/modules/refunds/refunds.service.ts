@@ -16,6 +16,9 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { BalanceProjector, type BalanceMovement } from '../balance/balance-projector.service';
+import { CheckoutService } from '../checkout/checkout.service';
+import { PaymentsService } from '../payments/payments.service';
+import { X402Settlements } from '../payments/x402-settlements.service';
 import type { CreateRefundDto, RefundDto, SubmitRefundDto } from './dto/refund.dto';
 import { Refund, RefundSourceType, RefundStatus } from './refund.entity';
 import { RefundsRepository, RefundSourceRow } from './refunds.repository';
@@ -61,6 +64,12 @@ interface VerifiedTransfer {
 
 const OPEN: readonly RefundStatus[] = ['requires_signature', 'pending'];
 
+/** What the refunds module asks of a source's owner (DESIGN §21). */
+interface RefundedUnits {
+  addRefunded(id: string, delta: bigint): Promise<void>;
+  refundedUnits(id: string): Promise<bigint>;
+}
+
 /**
  * Refunds after the money was received (DESIGN §21): a released checkout, an agent payment or an
  * x402 settlement this organisation received. The bound (requires_signature + pending + succeeded
@@ -85,7 +94,22 @@ export class RefundsService implements OnModuleInit {
     private readonly txHost: TransactionHost,
     private readonly config: AppConfig,
     private readonly balance: BalanceProjector,
-  ) {}
+    payments: PaymentsService,
+    settlements: X402Settlements,
+    checkouts: CheckoutService,
+  ) {
+    this.sources = { checkout_session: checkouts, payment: payments, x402_settlement: settlements };
+  }
+
+  /** The module that owns each source's row and its `refunded_units` (docs/architecture.md "Ownership map"). */
+  private readonly sources: Record<RefundSourceType, RefundedUnits>;
+
+  /** The owner of `type`'s rows. @throws Error for a type without one (never a default). */
+  private source(type: RefundSourceType): RefundedUnits {
+    const owner = this.sources[type];
+    if (!owner) throw new Error(`refund source type without an owner: ${type}`);
+    return owner;
+  }
 
   /** Registers the refunds' rule with the ledger's reconciliation (DESIGN §21; {@link refundMovementsIn}). */
   onModuleInit(): void {
@@ -480,7 +504,7 @@ export class RefundsService implements OnModuleInit {
           blockHash: seen.blockHash,
           failureReason: null,
         });
-        await this.repo.addRefunded(r.sourceType, r.sourceId, r.amountUnits);
+        await this.source(r.sourceType).addRefunded(r.sourceId, r.amountUnits);
         await this.balance.record(ledger);
         await this.events.emit(r.organizationId, WebhookEvent.RefundSucceeded, await this.toDto(after));
         return after;
@@ -494,7 +518,7 @@ export class RefundsService implements OnModuleInit {
           blockHash: null,
           ...(r.method === 'tx_hash' ? { submittedAt: new Date() } : { txHash: null, logIndex: null }),
         });
-        await this.repo.addRefunded(r.sourceType, r.sourceId, -r.amountUnits);
+        await this.source(r.sourceType).addRefunded(r.sourceId, -r.amountUnits);
         await this.events.emit(r.organizationId, WebhookEvent.RefundUpdated, await this.toDto(after));
         return after;
       }
@@ -559,7 +583,7 @@ export class RefundsService implements OnModuleInit {
 
   /** The source's refunded amount as decimal text (succeeded refunds; DESIGN §21 `refundedAmount`). */
   async refundedAmount(type: RefundSourceType, id: string): Promise<string> {
-    return formatAmount(await this.repo.refunded(type, id));
+    return formatAmount(await this.source(type).refundedUnits(id));
   }
 
   /** The EIP-712 typed data the receiving wallet signs (USDC's domain; EIP-3009 TransferWithAuthorization). */

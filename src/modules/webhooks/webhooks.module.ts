@@ -2,7 +2,9 @@ import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
 import { QueueModule } from '../../common/queue/queue.module';
 import { DeliveryQueue, WEBHOOK_DELIVERY_QUEUE } from './webhooks.queue';
-import { WebhooksRepository } from './webhooks.repository';
+import { EventFanOut } from './event-fan-out.service';
+import { WebhookDeliveriesRepository } from './webhook-deliveries.repository';
+import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { WebhooksOperations } from './webhooks.operations';
 import { WebhooksService } from './webhooks.service';
 import { WebhookSecrets } from './webhook-secrets.service';
@@ -28,7 +30,7 @@ export class WebhookUrlModule {}
  */
 @Module({
   imports: [TypeOrmModule.forFeature([WebhookEndpoint, WebhookDelivery]), QueueModule, BullModule.registerQueue({ name: WEBHOOK_DELIVERY_QUEUE }), WebhookUrlModule],
-  providers: [WebhooksRepository, WebhooksService, WebhooksOperations, WebhookSecrets, DeliveryQueue],
-  exports: [WebhooksRepository, WebhooksService, WebhooksOperations, WebhookSecrets, DeliveryQueue, WebhookUrlModule, BullModule],
+  providers: [WebhookEndpointsRepository, WebhookDeliveriesRepository, EventFanOut, WebhooksService, WebhooksOperations, WebhookSecrets, DeliveryQueue],
+  exports: [WebhookEndpointsRepository, WebhookDeliveriesRepository, EventFanOut, WebhooksService, WebhooksOperations, WebhookSecrets, DeliveryQueue, WebhookUrlModule, BullModule],
 })
 export class WebhooksModule {}

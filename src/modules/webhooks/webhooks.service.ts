@@ -1,8 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from '../../kernel/auth/principal';
-import { OutboxEvent } from '../../common/outbox/outbox-event.entity';
 import { ListPage, toPage } from '../../common/http/list.dto';
 import { Propagation, TransactionHost, TxHost } from '../../database/transaction';
 import { generateWebhookSecret } from './delivery/webhook-signing';
@@ -12,7 +10,9 @@ import { PING_EVENT_TYPE, WebhookEndpoint } from './webhooks.entity';
 import { WebhookErrors } from './webhooks.errors';
 import { WebhooksMapper } from './webhooks.mapper';
 import { DeliveryQueue } from './webhooks.queue';
-import { WebhooksRepository } from './webhooks.repository';
+import { OutboxRepository } from '../../common/outbox/outbox.repository';
+import { WebhookDeliveriesRepository } from './webhook-deliveries.repository';
+import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { ROTATION_OVERLAP_MS, SealedSecrets, WebhookSecrets } from './webhook-secrets.service';
 import { WebhookUrlService } from './webhook-url.service';
 
@@ -38,7 +38,9 @@ export class WebhooksService {
   private readonly logger = new Logger(WebhooksService.name);
 
   constructor(
-    private readonly repo: WebhooksRepository,
+    private readonly endpoints: WebhookEndpointsRepository,
+    private readonly deliveries: WebhookDeliveriesRepository,
+    private readonly outbox: OutboxRepository,
     private readonly secrets: WebhookSecrets,
     private readonly urls: WebhookUrlService,
     private readonly queue: DeliveryQueue,
@@ -47,7 +49,7 @@ export class WebhooksService {
 
   /** @throws AppError not_found when the organisation has no endpoint yet. */
   async getEndpoint(principal: Principal): Promise<WebhookEndpointDto> {
-    const endpoint = await this.repo.findEndpoint(principal.organizationId);
+    const endpoint = await this.endpoints.findEndpoint(principal.organizationId);
     if (!endpoint) throw WebhookErrors.endpointNotFound();
     return WebhooksMapper.endpoint(endpoint);
   }
@@ -72,13 +74,13 @@ export class WebhooksService {
     const fields = { url: input.url, enabled, events: input.events ?? null, disabledReason: enabled ? null : ('disabled_by_merchant' as const) };
     const { dto, released } = await (this.txHost as TxHost).withTransaction(async () => {
       let secret: string | undefined;
-      let existing = await this.repo.findEndpointForUpdate(organizationId);
+      let existing = await this.endpoints.findEndpointForUpdate(organizationId);
       if (!existing) {
         secret = generateWebhookSecret();
         const created = Object.assign(new WebhookEndpoint(), { id: uuidv7(), organizationId, ...fields, secretSealed: this.secrets.seal(organizationId, secret) });
-        if (await this.repo.insertEndpointIfAbsent(created)) return { dto: WebhooksMapper.endpoint((await this.repo.findEndpoint(organizationId))!, secret), released: [] };
+        if (await this.endpoints.insertEndpointIfAbsent(created)) return { dto: WebhooksMapper.endpoint((await this.endpoints.findEndpoint(organizationId))!, secret), released: [] };
         secret = undefined;
-        existing = (await this.repo.findEndpointForUpdate(organizationId))!;
+        existing = (await this.endpoints.findEndpointForUpdate(organizationId))!;
       }
       const patch: Partial<WebhookEndpoint> = { ...fields };
       // A new URL, or enabling again, starts the failure streak afresh (the five days of `failing`).
@@ -87,9 +89,9 @@ export class WebhooksService {
         secret = generateWebhookSecret();
         Object.assign(patch, rotation(existing, this.secrets.seal(organizationId, secret), new Date()));
       }
-      await this.repo.updateEndpoint(existing.id, patch);
-      const released = enabled ? await this.repo.releaseHeld(organizationId) : [];
-      return { dto: WebhooksMapper.endpoint((await this.repo.findEndpoint(organizationId))!, secret), released };
+      await this.endpoints.updateEndpoint(existing.id, patch);
+      const released = enabled ? await this.deliveries.releaseHeld(organizationId) : [];
+      return { dto: WebhooksMapper.endpoint((await this.endpoints.findEndpoint(organizationId))!, secret), released };
     });
     if (released.length > 0) {
       try {
@@ -104,7 +106,7 @@ export class WebhooksService {
   /** Deliveries newest first, optionally filtered by `status` and `eventType` (docs/architecture.md §6 envelope). */
   async listDeliveries(principal: Principal, q: ListWebhookDeliveriesQueryDto): Promise<ListPage<WebhookDeliveryDto>> {
     const limit = q.limit ?? 10;
-    const rows = await this.repo.listDeliveries(principal.organizationId, limit, q.starting_after, { status: q.status, eventType: q.eventType });
+    const rows = await this.deliveries.listDeliveries(principal.organizationId, limit, q.starting_after, { status: q.status, eventType: q.eventType });
     return toPage(rows, limit, (d) => WebhooksMapper.delivery(d));
   }
 
@@ -120,30 +122,26 @@ export class WebhooksService {
    */
   async sendTestEvent(principal: Principal): Promise<WebhookDeliveryDto> {
     const organizationId = principal.organizationId;
-    const endpoint = await this.repo.findEndpoint(organizationId);
+    const endpoint = await this.endpoints.findEndpoint(organizationId);
     if (!endpoint) throw WebhookErrors.endpointNotFound();
     if (!endpoint.enabled) throw WebhookErrors.endpointDisabled(endpoint.disabledReason);
     const eventId = uuidv7();
     const deliveryId = uuidv7();
     await (this.txHost as TxHost).withTransaction(Propagation.RequiresNew, async () => {
-      const event = Object.assign(new OutboxEvent(), {
+      await this.outbox.insertRelayed({
         id: eventId,
         organizationId,
         type: PING_EVENT_TYPE,
         data: { object: { object: 'ping', message: 'A test event sent from the console: your endpoint receives and verifies webhooks.', url: endpoint.url } },
-        extraTargetUrl: null,
-        relayedAt: new Date(),
-        traceparent: null,
       });
-      await (this.txHost as TxHost).tx.getRepository(OutboxEvent).insert(event as QueryDeepPartialEntity<OutboxEvent>);
-      await this.repo.insertDeliveriesAndMarkRelayed([{ id: deliveryId, eventId, organizationId, eventType: PING_EVENT_TYPE, target: 'endpoint', url: endpoint.url, status: 'pending', lastError: null }], [eventId]);
+      await this.deliveries.insertDeliveries([{ id: deliveryId, eventId, organizationId, eventType: PING_EVENT_TYPE, target: 'endpoint', url: endpoint.url, status: 'pending', lastError: null }]);
     });
     try {
       await this.queue.enqueue([{ deliveryId, attempt: 0 }]);
     } catch (err) {
       this.logger.warn({ err, deliveryId }, 'test event committed but not enqueued; the worker recovery pass will pick it up');
     }
-    return WebhooksMapper.delivery((await this.repo.findDelivery(organizationId, deliveryId))!);
+    return WebhooksMapper.delivery((await this.deliveries.findDelivery(organizationId, deliveryId))!);
   }
 
   /**
@@ -156,11 +154,11 @@ export class WebhooksService {
    */
   async retryDelivery(principal: Principal, id: string): Promise<WebhookDeliveryDto> {
     const organizationId = principal.organizationId;
-    const delivery = await this.repo.findDelivery(organizationId, id);
+    const delivery = await this.deliveries.findDelivery(organizationId, id);
     if (!delivery) throw WebhookErrors.deliveryNotFound();
-    const endpoint = await this.repo.findEndpoint(organizationId);
+    const endpoint = await this.endpoints.findEndpoint(organizationId);
     if (endpoint && delivery.target === 'endpoint' && !endpoint.enabled) throw WebhookErrors.endpointDisabled(endpoint.disabledReason);
-    const rearmed = await (this.txHost as TxHost).withTransaction(Propagation.RequiresNew, () => this.repo.rearmDelivery(organizationId, id));
+    const rearmed = await (this.txHost as TxHost).withTransaction(Propagation.RequiresNew, () => this.deliveries.rearmDelivery(organizationId, id));
     if (!rearmed) throw WebhookErrors.deliveryNotFound();
     try {
       await this.queue.ensure({ deliveryId: id, attempt: rearmed.attempts }, { now: true });

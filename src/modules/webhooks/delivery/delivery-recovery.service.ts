@@ -1,8 +1,7 @@
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
-import { AppConfig } from '../../../config/app-config';
+import { Injectable } from '@nestjs/common';
 import { ClusterLock } from '../../../database/cluster-lock';
 import { DeliveryQueue } from '../webhooks.queue';
-import { WebhooksRepository } from '../webhooks.repository';
+import { WebhookDeliveriesRepository } from '../webhook-deliveries.repository';
 
 const PARALLEL = 50;
 /** The cluster-wide lock name of the recovery pass ({@link ClusterLock}). */
@@ -17,20 +16,12 @@ export const RECOVERY_LOCK = 'webhooks:recovery';
  * worker replicas one runs it and the others skip.
  */
 @Injectable()
-export class DeliveryRecoveryService implements OnModuleDestroy {
-  private readonly lock: ClusterLock;
-
+export class DeliveryRecoveryService {
   constructor(
-    private readonly repo: WebhooksRepository,
+    private readonly deliveries: WebhookDeliveriesRepository,
     private readonly queue: DeliveryQueue,
-    config: AppConfig,
-  ) {
-    this.lock = new ClusterLock(config.env.DATABASE_URL);
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.lock.close();
-  }
+    private readonly lock: ClusterLock,
+  ) {}
 
   /**
    * {@link recoverDue} under the cluster-wide lock {@link RECOVERY_LOCK}.
@@ -48,7 +39,7 @@ export class DeliveryRecoveryService implements OnModuleDestroy {
    * @returns how many jobs were (re-)enqueued, looking at up to `limit` due deliveries, oldest first.
    */
   async recoverDue(overdueMs = 0, limit = 1000): Promise<number> {
-    const due = await this.repo.findDueUnleased(limit, overdueMs);
+    const due = await this.deliveries.findDueUnleased(limit, overdueMs);
     let enqueued = 0;
     for (let i = 0; i < due.length; i += PARALLEL) {
       const done = await Promise.all(due.slice(i, i + PARALLEL).map((d) => this.queue.ensure({ deliveryId: d.id, attempt: d.attempts })));

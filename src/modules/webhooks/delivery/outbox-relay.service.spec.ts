@@ -1,4 +1,4 @@
-import { ClaimedEvent } from '../webhooks.repository';
+import type { ClaimedEvent } from '../event-fan-out.service';
 import { deliveriesFor } from './outbox-relay.service';
 
 const A = 'https://a.example/hook';

@@ -4,7 +4,9 @@ import { v7 as uuidv7 } from 'uuid';
 import { contextFromTraceparent, currentTraceparent, tracer } from '../../../common/tracing/trace-context';
 import { TransactionHost, TxHost } from '../../../database/transaction';
 import { DeliveryJob, DeliveryQueue } from '../webhooks.queue';
-import { ClaimedEvent, NewDelivery, WebhooksRepository } from '../webhooks.repository';
+import { OutboxRepository } from '../../../common/outbox/outbox.repository';
+import { ClaimedEvent, EventFanOut } from '../event-fan-out.service';
+import type { NewDelivery } from '../webhook-deliveries.repository';
 import { WebhookMetrics } from './webhooks.metrics';
 
 /** A delivery job with the trace context of its event, if it was traced. */
@@ -46,7 +48,8 @@ export class OutboxRelayService {
   private readonly logger = new Logger('OutboxRelay');
 
   constructor(
-    private readonly repo: WebhooksRepository,
+    private readonly fanOut: EventFanOut,
+    private readonly outbox: OutboxRepository,
     private readonly queue: DeliveryQueue,
     private readonly metrics: WebhookMetrics,
     private readonly txHost: TransactionHost,
@@ -62,11 +65,11 @@ export class OutboxRelayService {
   async relayInTransaction(limit: number): Promise<{ count: number; jobs: RelayedJob[] }> {
     const claimedAt = new Date();
     const out = await (this.txHost as TxHost).withTransaction(async () => {
-      const events = await this.repo.claimPendingEvents(limit);
+      const events = await this.fanOut.claimPendingEvents(limit);
       if (events.length === 0) return { count: 0, jobs: [] as RelayedJob[] };
       const rows: NewDelivery[] = [];
       for (const ev of events) rows.push(...deliveriesFor(ev));
-      const inserted = await this.repo.insertDeliveriesAndMarkRelayed(rows, events.map((e) => e.id));
+      const inserted = await this.fanOut.insertDeliveriesAndMarkRelayed(rows, events.map((e) => e.id));
       const eventOf = new Map(rows.map((r) => [r.id, r.eventId]));
       const context = this.relaySpans(events, claimedAt);
       return {
@@ -114,6 +117,6 @@ export class OutboxRelayService {
    * @returns a function that unsubscribes. @throws Error when the connection cannot be opened.
    */
   onNewEvents(onNotify: () => void, onError: (err: Error) => void): Promise<() => Promise<void>> {
-    return this.repo.listenForOutbox(onNotify, onError);
+    return this.outbox.listen(onNotify, onError);
   }
 }

@@ -4,7 +4,8 @@ import { AppConfig } from '../../../config/app-config';
 import { TransactionHost, TxHost } from '../../../database/transaction';
 import { DeliveryStatus, FAILING_DISABLE_AFTER_MS } from '../webhooks.entity';
 import { DeliveryJob, DeliveryQueue } from '../webhooks.queue';
-import { AttemptRecord, LeasedDelivery, WebhooksRepository } from '../webhooks.repository';
+import { AttemptRecord, LeasedDelivery, WebhookDeliveriesRepository } from '../webhook-deliveries.repository';
+import { WebhookEndpointsRepository } from '../webhook-endpoints.repository';
 import { WebhookSecrets } from '../webhook-secrets.service';
 import { nextRetryDelayMs } from './retry-schedule';
 import { WebhookMetrics } from './webhooks.metrics';
@@ -33,7 +34,8 @@ export class WebhookDeliveryService {
   private readonly logger = new Logger('WebhookDelivery');
 
   constructor(
-    private readonly repo: WebhooksRepository,
+    private readonly deliveries: WebhookDeliveriesRepository,
+    private readonly endpoints: WebhookEndpointsRepository,
     private readonly secrets: WebhookSecrets,
     private readonly sender: WebhookSender,
     private readonly queue: DeliveryQueue,
@@ -51,12 +53,12 @@ export class WebhookDeliveryService {
    */
   async attempt(job: DeliveryJob): Promise<AttemptOutcome> {
     const token = randomUUID();
-    const d = await this.repo.lease(job.deliveryId, job.attempt, token, this.config.env.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS);
+    const d = await this.deliveries.lease(job.deliveryId, job.attempt, token, this.config.env.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS);
     if (!d) return 'skipped';
     let endpoint: SigningEndpoint | null = d.endpoint;
     if (!endpoint) {
       this.metrics.attempts.inc({ outcome: 'not_sent' });
-      const ok = await this.repo.recordAttempt(d.id, token, {
+      const ok = await this.deliveries.recordAttempt(d.id, token, {
         status: 'failed',
         url: null,
         responseStatus: null,
@@ -71,7 +73,7 @@ export class WebhookDeliveryService {
     if (d.target === 'endpoint' && !endpoint.enabled) {
       const held = await this.holdWhileDisabled(d.organizationId, d.id, token);
       if (held !== 'enabled') return held;
-      endpoint = (await this.repo.findEndpoint(d.organizationId))!;
+      endpoint = (await this.endpoints.findEndpoint(d.organizationId))!;
     }
 
     const url = d.target === 'endpoint' ? endpoint.url : d.url;
@@ -108,25 +110,25 @@ export class WebhookDeliveryService {
       // (`failing`), and while it is disabled the delivery is held for its re-enabling. A failure
       // at a URL the merchant has since replaced only schedules the retry (to the new URL).
       ({ rec, recorded } = await (this.txHost as TxHost).withTransaction(async () => {
-        const now = await this.repo.findEndpointForUpdate(d.organizationId);
+        const now = await this.endpoints.findEndpointForUpdate(d.organizationId);
         const current = now !== null && now.url === url && now.enabled;
         const gone = current && res.status === 410;
         let failing = false;
         if (current && !gone) {
           const since = now.failingSince ?? attemptedAt;
           failing = attemptedAt.getTime() - since.getTime() >= FAILING_DISABLE_AFTER_MS;
-          if (!failing && now.failingSince === null) await this.repo.updateEndpoint(now.id, { failingSince: since });
+          if (!failing && now.failingSince === null) await this.endpoints.updateEndpoint(now.id, { failingSince: since });
         }
-        if (gone || failing) await this.repo.disableEndpointForUrl(d.organizationId, url, gone ? 'gone' : 'failing');
+        if (gone || failing) await this.endpoints.disableEndpointForUrl(d.organizationId, url, gone ? 'gone' : 'failing');
         const held = gone || failing || (now !== null && !now.enabled);
         const r = record(false, held, gone);
         if (failing) r.lastError = `${res.error}; endpoint disabled: every attempt failed for 5 days`;
-        return { rec: r, recorded: await this.repo.recordAttemptInTransaction(d.id, token, r) };
+        return { rec: r, recorded: await this.deliveries.recordAttemptInTransaction(d.id, token, r) };
       }));
     } else {
-      if (res.ok && d.target === 'endpoint' && endpoint.failingSince !== null) await this.repo.clearFailing(d.organizationId, url);
+      if (res.ok && d.target === 'endpoint' && endpoint.failingSince !== null) await this.endpoints.clearFailing(d.organizationId, url);
       rec = record(res.status === 410, false, false);
-      recorded = await this.repo.recordAttempt(d.id, token, rec);
+      recorded = await this.deliveries.recordAttempt(d.id, token, rec);
     }
     if (!recorded) {
       this.logger.warn({ deliveryId: d.id }, 'lease lost before the attempt was recorded; another worker owns the delivery');
@@ -144,9 +146,9 @@ export class WebhookDeliveryService {
    */
   private holdWhileDisabled(organizationId: string, id: string, token: string): Promise<'held' | 'lease_lost' | 'enabled'> {
     return (this.txHost as TxHost).withTransaction(async () => {
-      const now = await this.repo.findEndpointForShare(organizationId);
+      const now = await this.endpoints.findEndpointForShare(organizationId);
       if (now?.enabled) return 'enabled';
-      return (await this.repo.holdLeased(id, token)) ? 'held' : 'lease_lost';
+      return (await this.deliveries.holdLeased(id, token)) ? 'held' : 'lease_lost';
     });
   }
 }

@@ -21,11 +21,3 @@ export class ConsoleSession {
   @Column('timestamptz', { name: 'expires_at' }) expiresAt: Date;
   @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt: Date | null;
 }
-
-/** An owner address of an organisation (docs/architecture.md §19): the payout address at creation is the first. */
-@Entity('organization_owners')
-export class OrganizationOwner {
-  @PrimaryColumn('uuid', { name: 'organization_id' }) organizationId: string;
-  @PrimaryColumn('text') address: string;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
-}

@@ -6,14 +6,14 @@ import { ConsoleAuthService } from './console-auth.service';
 import { ConsoleSessionAuthenticator } from './console-session.authenticator';
 import { ConsoleRepository } from './console.repository';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { ConsoleNonce, ConsoleSession, OrganizationOwner } from './console.entity';
+import { ConsoleNonce, ConsoleSession } from './console.entity';
 
 /**
  * Console sessions (docs/architecture.md §19): SIWE sign-in, server-side sessions, and the
  * {@link SessionAuthenticator} the api's auth guard uses to turn a session into a `console` principal.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([ConsoleNonce, ConsoleSession, OrganizationOwner]), OrgsModule],
+  imports: [TypeOrmModule.forFeature([ConsoleNonce, ConsoleSession]), OrgsModule],
   providers: [ConsoleRepository, ConsoleAuthService, ConsoleSessionAuthenticator, AuthFailureLimiter, { provide: SessionAuthenticator, useExisting: ConsoleSessionAuthenticator }],
   exports: [ConsoleAuthService, SessionAuthenticator],
 })

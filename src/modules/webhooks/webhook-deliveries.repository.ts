@@ -1,15 +1,9 @@
-import { Injectable, Logger } from '@nestjs/common';
-import createSubscriber from 'pg-listen';
+import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { CoalescingBatcher } from '../../common/batching/coalescing-batcher';
 import { keysetPage } from '../../common/http/keyset';
-import { AppConfig } from '../../config/app-config';
 import { TransactionHost, TxHost } from '../../database/transaction';
-import { DeliveryStatus, DeliveryTarget, EndpointDisabledReason, WebhookDelivery, WebhookEndpoint } from './webhooks.entity';
-
-/** Postgres channel the outbox trigger notifies on commit (migration Webhooks1795300003000). */
-export const OUTBOX_CHANNEL = 'outbox_events';
+import { DeliveryStatus, DeliveryTarget, EndpointDisabledReason, WebhookDelivery } from './webhooks.entity';
 
 /**
  * A delivery leased for one attempt, with its event and the organisation endpoint as it is now
@@ -33,20 +27,6 @@ export interface LeasedDelivery {
     previousSecretExpiresAt: Date | null;
     failingSince: Date | null;
   } | null;
-}
-
-/**
- * An outbox row claimed by the relay, with its organisation endpoint's targeting as of a share
- * lock on the endpoint row (null: no endpoint).
- */
-export interface ClaimedEvent {
-  id: string;
-  organizationId: string;
-  type: string;
-  extraTargetUrl: string | null;
-  endpoint: { url: string; enabled: boolean; events: string[] | null } | null;
-  /** W3C trace context of the transaction that wrote the event (DESIGN §20). */
-  traceparent?: string | null;
 }
 
 /** A new delivery row built by the relay. */
@@ -103,19 +83,18 @@ interface LeaseRequest {
 }
 
 /**
- * All I/O of webhook endpoints, deliveries and the outbox relay (docs/architecture.md, Conventions 4). The worker's
- * per-attempt statements (lease, record) are coalesced across concurrent attempts into one
- * statement per batch ({@link CoalescingBatcher}), outside any caller's transaction.
+ * All I/O of `webhook_deliveries` (docs/architecture.md, Conventions 4 and "Ownership map"). The
+ * worker's per-attempt statements (lease, record) are coalesced across concurrent attempts into one
+ * statement per batch ({@link CoalescingBatcher}), outside any caller's transaction; the lease reads
+ * the delivery's event and endpoint in that same statement.
  */
 @Injectable()
-export class WebhooksRepository {
-  private readonly logger = new Logger('WebhooksRepository');
+export class WebhookDeliveriesRepository {
   private readonly leases = new CoalescingBatcher<LeaseRequest, LeasedDelivery | null>((r) => this.leaseMany(r));
   private readonly records = new CoalescingBatcher<{ id: string; token: string; rec: AttemptRecord }, boolean>((r) => this.recordMany(r));
 
   constructor(
     private readonly txHost: TransactionHost,
-    private readonly config: AppConfig,
     private readonly dataSource: DataSource,
   ) {}
 
@@ -123,60 +102,8 @@ export class WebhooksRepository {
     return (this.txHost as TxHost).tx;
   }
 
-  private get endpoints() {
-    return this.manager.getRepository(WebhookEndpoint);
-  }
-
   private get deliveries() {
     return this.manager.getRepository(WebhookDelivery);
-  }
-
-  findEndpoint(organizationId: string): Promise<WebhookEndpoint | null> {
-    return this.endpoints.findOneBy({ organizationId });
-  }
-
-  /** The endpoint row locked for update (inside a transaction), so concurrent PUTs serialise. */
-  findEndpointForUpdate(organizationId: string): Promise<WebhookEndpoint | null> {
-    return this.endpoints.createQueryBuilder('w').where('w.organization_id = :organizationId', { organizationId }).setLock('pessimistic_write').getOne();
-  }
-
-  /** Inserts the organisation's endpoint. @returns false when one already exists (a concurrent first PUT won). */
-  async insertEndpointIfAbsent(e: WebhookEndpoint): Promise<boolean> {
-    const rows: unknown[] = await this.manager.query(
-      `INSERT INTO webhook_endpoints (id, organization_id, url, enabled, events, disabled_reason, secret_sealed)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (organization_id) DO NOTHING RETURNING id`,
-      [e.id, e.organizationId, e.url, e.enabled, e.events, e.disabledReason, e.secretSealed],
-    );
-    return rows.length > 0;
-  }
-
-  async updateEndpoint(id: string, patch: Partial<WebhookEndpoint>): Promise<void> {
-    await this.endpoints.update({ id }, patch as QueryDeepPartialEntity<WebhookEndpoint>);
-  }
-
-  /**
-   * The endpoint row share-locked (inside a transaction): a concurrent PUT, which holds the row
-   * `FOR UPDATE` until it commits, is waited for, so what is read here stays true until commit.
-   */
-  findEndpointForShare(organizationId: string): Promise<WebhookEndpoint | null> {
-    return this.endpoints.createQueryBuilder('w').where('w.organization_id = :organizationId', { organizationId }).setLock('pessimistic_read').getOne();
-  }
-
-  /**
-   * Disables the organisation's endpoint when it is enabled and its URL is still `url` (a 410
-   * Gone from it, docs/architecture.md §8). @returns whether this call disabled it.
-   */
-  async disableEndpointForUrl(organizationId: string, url: string, reason: EndpointDisabledReason): Promise<boolean> {
-    const res = await this.endpoints.update({ organizationId, url, enabled: true }, { enabled: false, disabledReason: reason });
-    return (res.affected ?? 0) > 0;
-  }
-
-  /** Ends the organisation endpoint's failure streak (a successful attempt at `url`, its current URL). */
-  async clearFailing(organizationId: string, url: string): Promise<void> {
-    await this.manager.query(`UPDATE webhook_endpoints SET failing_since = NULL WHERE organization_id = $1 AND url = $2 AND failing_since IS NOT NULL`, [
-      organizationId,
-      url,
-    ]);
   }
 
   /**
@@ -254,46 +181,12 @@ export class WebhooksRepository {
   }
 
   /**
-   * Claims up to `limit` unrelayed outbox rows, oldest first, locking them `FOR UPDATE SKIP
-   * LOCKED` so concurrent relays take different rows, then share-locks their organisations'
-   * endpoint rows and reads the targeting from them (inside a transaction): a PUT that enables
-   * the endpoint either commits first (the relay sees it enabled) or waits for the relay's
-   * commit (and then releases the rows the relay held). The event data is not read.
-   */
-  async claimPendingEvents(limit: number): Promise<ClaimedEvent[]> {
-    const rows: Array<{ id: string; organization_id: string; type: string; extra_target_url: string | null; traceparent: string | null }> = await this.manager.query(
-      `SELECT e.id, e.organization_id, e.type, e.extra_target_url, e.traceparent
-         FROM outbox_events e
-        WHERE e.relayed_at IS NULL
-        ORDER BY e.created_at, e.id
-        LIMIT $1
-        FOR UPDATE SKIP LOCKED`,
-      [limit],
-    );
-    if (rows.length === 0) return [];
-    const orgs = [...new Set(rows.map((r) => r.organization_id))].sort();
-    const endpoints: Array<{ organization_id: string; url: string; enabled: boolean; events: string[] | null }> = await this.manager.query(
-      `SELECT organization_id, url, enabled, events FROM webhook_endpoints
-        WHERE organization_id = ANY($1::uuid[]) ORDER BY organization_id FOR SHARE`,
-      [orgs],
-    );
-    const byOrg = new Map(endpoints.map((w) => [w.organization_id, { url: w.url, enabled: w.enabled, events: w.events }]));
-    return rows.map((r) => ({
-      id: r.id,
-      organizationId: r.organization_id,
-      type: r.type,
-      extraTargetUrl: r.extra_target_url,
-      endpoint: byOrg.get(r.organization_id) ?? null,
-      traceparent: r.traceparent,
-    }));
-  }
-
-  /**
-   * Inserts delivery rows (ignoring (event, target) pairs that exist; only `pending` rows are due) and marks the events relayed,
-   * in one statement (inside the claiming transaction).
+   * Inserts delivery rows, ignoring (event, target) pairs that exist; only `pending` rows are due
+   * (inside the relay's transaction, which marks the events relayed with them).
    * @returns the rows actually inserted (id and status).
    */
-  async insertDeliveriesAndMarkRelayed(rows: NewDelivery[], eventIds: string[]): Promise<Array<{ id: string; status: DeliveryStatus }>> {
+  async insertDeliveries(rows: NewDelivery[]): Promise<Array<{ id: string; status: DeliveryStatus }>> {
+    if (!rows.length) return [];
     const col = <K extends keyof NewDelivery>(k: K) => rows.map((r) => r[k]);
     return this.manager.query(
       `WITH ins AS (
@@ -303,11 +196,27 @@ export class WebhooksRepository {
            FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
                 AS d(id, event_id, organization_id, event_type, target, url, status, last_error)
          ON CONFLICT (event_id, target) DO NOTHING
-         RETURNING id, status),
-       relayed AS (UPDATE outbox_events SET relayed_at = now() WHERE id = ANY($9::uuid[]))
+         RETURNING id, status)
        SELECT id, status FROM ins`,
-      [col('id'), col('eventId'), col('organizationId'), col('eventType'), col('target'), col('url'), col('status'), col('lastError'), eventIds],
+      [col('id'), col('eventId'), col('organizationId'), col('eventType'), col('target'), col('url'), col('status'), col('lastError')],
     );
+  }
+
+  /** Of the events `eventIds`, those with a delivery still in flight (`pending`, `retrying`): the retention keeps them. */
+  async eventsInFlight(eventIds: string[]): Promise<Set<string>> {
+    if (!eventIds.length) return new Set();
+    const rows: Array<{ event_id: string }> = await this.manager.query(
+      `SELECT DISTINCT d.event_id FROM webhook_deliveries d WHERE d.event_id = ANY((SELECT $1::uuid[])::uuid[]) AND d.status IN ('pending', 'retrying')`,
+      [eventIds],
+    );
+    return new Set(rows.map((r) => r.event_id));
+  }
+
+  /** Deletes the deliveries of the events `eventIds` (the retention, before it deletes the events; the ids as a sub-select, see OutboxRepository.deleteEvents). @returns how many. */
+  async deleteForEvents(eventIds: string[]): Promise<number> {
+    if (!eventIds.length) return 0;
+    const rows: unknown[] = await this.manager.query(`WITH dd AS (DELETE FROM webhook_deliveries d WHERE d.event_id = ANY((SELECT $1::uuid[])::uuid[]) RETURNING 1) SELECT 1 FROM dd`, [eventIds]);
+    return rows.length;
   }
 
   /**
@@ -424,88 +333,5 @@ export class WebhooksRepository {
         ORDER BY next_attempt_at LIMIT $1`,
       [limit, overdueMs],
     );
-  }
-
-  /**
-   * Runs `pass` on a connection of its own while holding the cluster-wide session advisory lock
-   * `key` (`pg_try_advisory_lock`), so of several worker replicas only one runs it at a time;
-   * the lock ends with the pass (or with the connection, should the process die).
-   * @returns the pass's result, or null when another session holds the lock.
-   */
-  async underAdvisoryLock<T>(key: string, pass: (query: (sql: string, params: unknown[]) => Promise<unknown[]>) => Promise<T>): Promise<T | null> {
-    const qr = this.dataSource.createQueryRunner();
-    await qr.connect();
-    try {
-      const [{ locked }] = (await qr.query(`SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked`, [key])) as Array<{ locked: boolean }>;
-      if (!locked) return null;
-      try {
-        return await pass((sql, params) => qr.query(sql, params) as Promise<unknown[]>);
-      } finally {
-        await qr.query(`SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [key]);
-      }
-    } finally {
-      await qr.release();
-    }
-  }
-
-  /**
-   * Deletes up to `limit` events created more than `days` days ago that were relayed and have no
-   * delivery still in flight (`pending`, `retrying`), oldest first, with their deliveries
-   * (cascade), through `query` (the connection of {@link underAdvisoryLock}).
-   * @returns how many events and deliveries were deleted.
-   */
-  async deleteExpiredEvents(query: (sql: string, params: unknown[]) => Promise<unknown[]>, days: number, limit: number): Promise<{ events: number; deliveries: number }> {
-    const [row] = (await query(
-      // The batch's ids as one array (an InitPlan): both DELETEs are then index look-ups of those
-      // ids, where a join with the batch may be planned as a sequential scan of the whole table
-      // (DESIGN §23; test/integration/scale-plans.int-spec.ts checks the plan).
-      `WITH doomed AS (
-         SELECT ARRAY(
-           SELECT e.id FROM outbox_events e
-            WHERE e.created_at < now() - $1 * interval '1 day' AND e.relayed_at IS NOT NULL
-              AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'retrying'))
-            ORDER BY e.created_at
-            LIMIT $2
-            FOR UPDATE SKIP LOCKED) AS ids),
-       dd AS (DELETE FROM webhook_deliveries d WHERE d.event_id = ANY((SELECT ids FROM doomed)::uuid[]) RETURNING 1),
-       de AS (DELETE FROM outbox_events e WHERE e.id = ANY((SELECT ids FROM doomed)::uuid[]) RETURNING 1)
-       SELECT (SELECT count(*) FROM de)::int AS events, (SELECT count(*) FROM dd)::int AS deliveries`,
-      [days, limit],
-    )) as Array<{ events: number; deliveries: number }>;
-    return row;
-  }
-
-  /**
-   * LISTENs on {@link OUTBOX_CHANNEL} through `pg-listen` (a dedicated connection that it checks every
-   * 10 s, reconnects with back-off and LISTENs again; issue 19 "libraries instead of our own code").
-   * `onNotify` runs after each commit that inserted outbox rows, and once after every reconnect
-   * (commits made while it was away sent no notification it could hear); `onError` when it gave up
-   * reconnecting (after 60 s): the caller closes it and listens anew.
-   * @returns a function that closes the connection.
-   * @throws Error when the first connection or LISTEN fails.
-   */
-  async listenForOutbox(onNotify: () => void, onError: (err: Error) => void): Promise<() => Promise<void>> {
-    const subscriber = createSubscriber(
-      // Named, so operators (and tests) find it in pg_stat_activity.
-      { connectionString: this.config.env.DATABASE_URL, application_name: 'outbox-listen' },
-      { parse: (payload: string) => payload, paranoidChecking: 10_000, retryInterval: (attempt: number) => Math.min(5_000, 250 * 2 ** attempt), retryTimeout: 60_000 },
-    );
-    subscriber.notifications.on(OUTBOX_CHANNEL, () => onNotify());
-    subscriber.events.on('reconnect', (attempt: number) => this.logger.warn({ attempt }, 'outbox LISTEN connection lost; reconnecting'));
-    subscriber.events.on('connected', () => onNotify());
-    subscriber.events.on('error', onError);
-    try {
-      await subscriber.connect();
-      await subscriber.listenTo(OUTBOX_CHANNEL);
-    } catch (err) {
-      await subscriber.close().catch(() => undefined);
-      throw err;
-    }
-    return async () => {
-      for (const e of ['reconnect', 'connected', 'error'] as const) subscriber.events.removeAllListeners(e);
-      subscriber.notifications.removeAllListeners(OUTBOX_CHANNEL);
-      subscriber.events.on('error', () => undefined);
-      await subscriber.close().catch(() => undefined);
-    };
   }
 }
