@@ -21,8 +21,8 @@ interface CredentialPage<T extends Credential> {
   /** Creates one with `scopes`; the label and secret to show once. */
   create(scopes: string[]): Promise<{ label: string; secret: string }>;
   /** The row's `data-id`, and its name in the confirmation. */
-  id(r: T): string;
-  name(r: T): string;
+  id: (r: T) => string;
+  name: (r: T) => string;
   /** The columns before Scopes and Created, and after them. */
   columns: [Array<Column<T>>, Array<Column<T>>];
   revoke(r: T): Promise<void>;
