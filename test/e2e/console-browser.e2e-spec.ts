@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { formatEther, type Wallet } from 'ethers';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { WebhookEvent } from '../../src/common/outbox/webhook-event';
 import { AgentsService } from '../../src/modules/agents/agents.service';
 import { signIntentMandate } from '../../src/modules/mandates/mandate-signing';
@@ -9,6 +9,7 @@ import { createTestApp, TestApp } from '../support/app';
 import { agentOwnerProof, consoleHeaders, consoleSignIn } from '../support/console';
 import { createPayee } from '../support/agents';
 import { chromiumAvailable, launchChromium, openWalletPage, screenshot, WalletPage } from '../support/browser';
+import { consoleReady as ready, seeText } from '../support/console-browser';
 import { fundOnChain, TestChain, USDC } from '../support/chain';
 import { waitFor } from '../support/wait';
 import { emitEvents, IsolatedEnv, isolatedWebhookEnv, startTestWorker, TestWorker } from '../support/webhook-env';
@@ -18,12 +19,6 @@ jest.setTimeout(180_000);
 
 const RUN = chromiumAvailable('the console in a real browser (test/e2e/console-browser.e2e-spec.ts)');
 const describeBrowser = RUN ? describe : describe.skip;
-
-/** Waits for `text` on the page; on timeout the error carries what the page's status region said instead. */
-const seeText = (page: Page, text: string | RegExp, timeout = 60_000) =>
-  page.getByText(text).first().waitFor({ state: 'visible', timeout }).catch(async (err: Error) => {
-    throw new Error(`${err.message}\nThe page said: ${await page.locator('#message').textContent().catch(() => '?')}`);
-  });
 
 /**
  * The console (docs/architecture.md §19) in headless chromium against the real api (listening on a
@@ -64,8 +59,6 @@ describeBrowser('the console in a browser', () => {
     chain?.close();
     await iso?.drop();
   });
-
-  const ready = (page: Page) => page.locator('main[data-ready="true"]').waitFor({ state: 'attached', timeout: 30_000 });
 
   it('signs in, creates an organisation, a key used against the API, an agent with a policy and its signer enabled, sees its payment, retries a failed webhook, signs out', async () => {
     const { page } = wp;

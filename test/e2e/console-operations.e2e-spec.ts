@@ -11,6 +11,7 @@ import { ConsoleSessionController } from '../../src/transports/pages/console/con
 import { createTestApp, TestApp } from '../support/app';
 import { consoleHeaders, consoleSignIn } from '../support/console';
 import { expectError } from '../support/errors';
+import { routesOf } from '../support/routes';
 import { createOrg } from '../support/factories';
 
 jest.setTimeout(60_000);
@@ -28,22 +29,15 @@ describe('console owner actions are declared operations', () => {
   });
   afterAll(() => t.close());
 
-  it('every write route of the console states a console-only operation', () => {
-    const writes: Array<[string, object]> = [
-      ['add-owner', ConsoleAdminController.prototype.addOwner],
-      ['remove-owner', ConsoleAdminController.prototype.removeOwner],
-      ['create-api-key', ConsoleAdminController.prototype.createApiKey],
-      ['revoke-api-key', ConsoleAdminController.prototype.revokeApiKey],
-      ['create-oauth-client', ConsoleAdminController.prototype.createOAuthClient],
-      ['revoke-oauth-client', ConsoleAdminController.prototype.revokeOAuthClient],
-      ['create-agent', ConsoleAdminController.prototype.createAgent],
-      ['set-agent-policy', ConsoleAdminController.prototype.setPolicy],
-      ['pause-agent', ConsoleAdminController.prototype.pause],
-      ['resume-agent', ConsoleAdminController.prototype.resume],
-      ['create-agent-key', ConsoleAdminController.prototype.createAgentKey],
-      ['create-organization', ConsoleSessionController.prototype.createOrganization],
-    ];
-    for (const [name, handler] of writes) expect(routeOperation(handler)).toMatchObject({ name, kinds: ['console'], scopes: [] });
+  it.each([
+    ...routesOf(ConsoleAdminController, { addOwner: 'add-owner', removeOwner: 'remove-owner', createApiKey: 'create-api-key', revokeApiKey: 'revoke-api-key', createOAuthClient: 'create-oauth-client', revokeOAuthClient: 'revoke-oauth-client' }),
+    ...routesOf(ConsoleAdminController, { createAgent: 'create-agent', setPolicy: 'set-agent-policy', pause: 'pause-agent', resume: 'resume-agent', createAgentKey: 'create-agent-key' }),
+    ...routesOf(ConsoleSessionController, { createOrganization: 'create-organization' }),
+  ])('the console write route of %s states that console-only operation', (name, handler) => {
+    expect(routeOperation(handler)).toMatchObject({ name, kinds: ['console'], scopes: [] });
+  });
+
+  it('create-organization acts as the signed-in address, pause as the agent owner', () => {
     expect(routeOperation(ConsoleSessionController.prototype.createOrganization)?.consoleActs).toBe('address');
     expect(routeOperation(ConsoleAdminController.prototype.pause)?.consoleActs).toBe('agent-owner');
   });

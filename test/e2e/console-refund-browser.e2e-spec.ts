@@ -1,22 +1,12 @@
-import type { INestApplicationContext } from '@nestjs/common';
-import type { AddressInfo } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
-import { createTestApp, TestApp } from '../support/app';
-import { startRelayerWorker } from '../support/agents';
 import { consoleSignIn } from '../support/console';
-import { chromiumAvailable, launchChromium, openWalletPage, screenshot } from '../support/browser';
-import { createCheckout, fundingTerms, getCheckout, indexUntilStatus, TestChain, USDC } from '../support/chain';
-import { createOrg } from '../support/factories';
+import { chromiumAvailable, openWalletPage, screenshot } from '../support/browser';
+import { openConsolePage, releasedCheckout, seeText, useConsoleBrowser } from '../support/console-browser';
+import { getCheckout, USDC } from '../support/chain';
 
 jest.setTimeout(180_000);
 
 const RUN = chromiumAvailable('the console Refund button in a real browser (test/e2e/console-refund-browser.e2e-spec.ts)');
 const describeBrowser = RUN ? describe : describe.skip;
-
-const seeText = (page: Page, text: string | RegExp, timeout = 60_000) =>
-  page.getByText(text).first().waitFor({ state: 'visible', timeout }).catch(async (err: Error) => {
-    throw new Error(`${err.message}\nThe page said: ${await page.locator('#message').textContent().catch(() => '?')}`);
-  });
 
 /**
  * The console's Refund button on a released checkout (DESIGN §21, issue 32) in headless chromium
@@ -25,46 +15,16 @@ const seeText = (page: Page, text: string | RegExp, timeout = 60_000) =>
  * (eth_signTypedData_v4), relayed gaslessly, and the buyer receives exactly that amount.
  */
 describeBrowser('the console Refund button in a browser', () => {
-  let t: TestApp;
-  let chain: TestChain;
-  let worker: INestApplicationContext;
-  let browser: Browser;
-  let base: string;
-
-  beforeAll(async () => {
-    t = await createTestApp();
-    await t.app.listen(0, '127.0.0.1');
-    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
-    chain = new TestChain();
-    worker = await startRelayerWorker();
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await worker?.close();
-    await t?.close();
-    chain?.close();
-  });
+  const world = useConsoleBrowser({ relayer: true });
 
   it('refunds 5.00 of a released 25.00 checkout: the seller wallet signs, the buyer gets exactly 5.00; unsigned, the page names the wallet and shows the typed data', async () => {
-    const owner = await chain.wallet();
-    const buyer = await chain.wallet({ usdc: 100n * USDC });
-    const org = await createOrg(t.app, { payoutAddress: owner.address });
-    const checkout = await createCheckout(t, org, { amount: '25.00' });
-    const { funding, terms } = await fundingTerms(t, checkout.id, buyer.address);
-    await chain.fundWithAuthorization(buyer, terms, funding.termsSignature);
-    await indexUntilStatus(t, org, checkout.id, 'funded');
-    await chain.act(buyer, 'release', terms.escrowKey);
-    await indexUntilStatus(t, org, checkout.id, 'released');
-
+    const { t, chain } = world;
+    const { owner, buyer, org, checkout } = await releasedCheckout(world, '25.00');
     const login = await consoleSignIn(t, owner);
-    const wp = await openWalletPage(browser, { wallet: owner, chainId: Number(process.env.CHAIN_ID ?? 31337) }, { width: 1100, height: 900 });
+    const wp = await openWalletPage(world.browser, { wallet: owner, chainId: Number(process.env.CHAIN_ID ?? 31337) }, { width: 1100, height: 900 });
     try {
       const { page } = wp;
-      const [name, value] = login.cookie.split('=');
-      await wp.context.addCookies([{ name, value, url: base }]);
-      expect((await page.goto(`${base}/console/orgs/${org.organizationId}/checkouts/${checkout.id}`))?.status()).toBe(200);
-      await page.locator('main[data-ready="true"]').waitFor({ state: 'attached', timeout: 30_000 });
+      await openConsolePage(world, wp.context, page, login, `/console/orgs/${org.organizationId}/checkouts/${checkout.id}`);
 
       // No wallet connected: the refund is created, and the page names the wallet that must sign and shows what it signs.
       await page.getByLabel('Refund amount (USDC)').fill('1.00');

@@ -1,11 +1,7 @@
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import type { Browser } from 'playwright-core';
-import { createTestApp, TestApp } from '../support/app';
 import { consoleSignIn } from '../support/console';
-import { chromiumAvailable, launchChromium, screenshot } from '../support/browser';
-import { createCheckout, fundingTerms, indexUntilStatus, pollToHead, TestChain, USDC } from '../support/chain';
-import { createOrg } from '../support/factories';
+import { chromiumAvailable, screenshot } from '../support/browser';
+import { openConsolePage, releasedCheckout, useConsoleBrowser } from '../support/console-browser';
 
 jest.setTimeout(180_000);
 
@@ -18,46 +14,19 @@ const describeBrowser = RUN ? describe : describe.skip;
  * downloads adds up to the page's totals.
  */
 describeBrowser('the console Statement page in a browser', () => {
-  let t: TestApp;
-  let chain: TestChain;
-  let browser: Browser;
-  let base: string;
-
-  beforeAll(async () => {
-    t = await createTestApp();
-    await t.app.listen(0, '127.0.0.1');
-    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
-    chain = new TestChain();
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
-    chain?.close();
-  });
+  const world = useConsoleBrowser();
 
   it('shows a release as money in (chart and totals) and downloads a CSV whose rows add up to the totals', async () => {
-    const owner = await chain.wallet();
-    const buyer = await chain.wallet({ usdc: 100n * USDC });
-    const org = await createOrg(t.app, { payoutAddress: owner.address });
-    const checkout = await createCheckout(t, org, { amount: '12.50' });
-    const { funding, terms } = await fundingTerms(t, checkout.id, buyer.address);
-    await chain.fundWithAuthorization(buyer, terms, funding.termsSignature);
-    await indexUntilStatus(t, org, checkout.id, 'funded');
-    await chain.act(buyer, 'release', terms.escrowKey);
-    await pollToHead(t, chain);
-
+    const { t, chain } = world;
+    const { owner, org } = await releasedCheckout(world, '12.50');
     const login = await consoleSignIn(t, owner);
-    const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1100, height: 900 } });
+    const context = await world.browser.newContext({ acceptDownloads: true, viewport: { width: 1100, height: 900 } });
     try {
-      const [name, value] = login.cookie.split('=');
-      await context.addCookies([{ name, value, url: base }]);
       const page = await context.newPage();
       // The page bins by the browser's UTC day; earlier files move the shared anvil's clock ahead, so the
       // browser runs at the chain's time, as a real chain and a real browser agree.
       await page.clock.setSystemTime(new Date((await chain.headTimestamp()) * 1000));
-      expect((await page.goto(`${base}/console/orgs/${org.organizationId}/statement`))?.status()).toBe(200);
-      await page.locator('main[data-ready="true"]').waitFor({ state: 'attached', timeout: 30_000 });
+      await openConsolePage(world, context, page, login, `/console/orgs/${org.organizationId}/statement`);
       expect(await page.locator('#statement-in').textContent()).toBe('12.50');
       expect(await page.locator('#statement-out').textContent()).toBe('0.00');
       expect(await page.locator('#statement-chart rect[data-in]').count()).toBe(1);

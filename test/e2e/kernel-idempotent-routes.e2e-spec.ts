@@ -7,6 +7,7 @@ import { WebhookEndpointsController } from '../../src/modules/webhooks/webhooks.
 import { ConsoleAdminController } from '../../src/transports/pages/console/console-admin.controller';
 import { expectError } from '../support/errors';
 import { useOrgApp } from '../support/app';
+import { routesOf } from '../support/routes';
 
 jest.setTimeout(60_000);
 
@@ -18,18 +19,14 @@ jest.setTimeout(60_000);
 describe('keyed routes run declared operations (no route-scoped keys)', () => {
   const ctx = useOrgApp();
 
-  it('each of the five former @Idempotent routes states its operation, and the interceptor is told the operation', () => {
-    const handlers: Array<[string, object]> = [
-      ['update-invoice', InvoicesController.prototype.update],
-      ['void-invoice', InvoicesController.prototype.void],
-      ['send-test-webhook', WebhookEndpointsController.prototype.sendTest],
-      ['create-mandate', MandatesController.prototype.create],
-      ['create-agent', ConsoleAdminController.prototype.createAgent],
-    ];
-    for (const [name, handler] of handlers) {
-      expect(routeOperation(handler)?.name).toBe(name);
-      expect((Reflect.getMetadata(IDEMPOTENT, handler) as IdempotentOptions).operation).toBe(name);
-    }
+  it.each([
+    ...routesOf(InvoicesController, { update: 'update-invoice', void: 'void-invoice' }),
+    ...routesOf(WebhookEndpointsController, { sendTest: 'send-test-webhook' }),
+    ...routesOf(MandatesController, { create: 'create-mandate' }),
+    ...routesOf(ConsoleAdminController, { createAgent: 'create-agent' }),
+  ])('the former @Idempotent route of %s states that operation, and the interceptor is told it', (name, handler) => {
+    expect(routeOperation(handler)?.name).toBe(name);
+    expect((Reflect.getMetadata(IDEMPOTENT, handler) as IdempotentOptions).operation).toBe(name);
   });
 
   it('PATCH /invoices/{id}: the same key replays byte for byte, another body under it is 422, and the record is scoped to update-invoice', async () => {

@@ -83,3 +83,18 @@ export function policyRaises(current: StoredPolicy | null, next: StoredPolicy): 
   if (current.expiresAt !== undefined && (next.expiresAt === undefined || Date.parse(next.expiresAt) > Date.parse(current.expiresAt))) raised.push('expiresAt');
   return raised;
 }
+
+/**
+ * The `details` of a 403 forbidden `agent_owner_consent_required` (docs/api.md "Agent owner
+ * consent"): the action refused, the agent owner's checksummed address, `problem` when a consent was
+ * sent and refused (`malformed`, `expired`, `bad_signature`), and the AgentConsent typed data the
+ * owner would sign (fresh 32-byte nonce, `deadline` in unix seconds). The console page reads these
+ * names through this type, so renaming one here fails its typecheck.
+ */
+export interface AgentConsentRefusal {
+  reason: 'agent_owner_consent_required';
+  action: ConsentAction;
+  ownerAddress: string;
+  problem?: string;
+  typedData: ReturnType<typeof consentTypedData>;
+}

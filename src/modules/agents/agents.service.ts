@@ -13,7 +13,7 @@ import { policyWindows, renderPolicy, StoredPolicy } from './agent-policy';
 import { AgentRow, agentUsage, AgentsRepository } from './agents.repository';
 import { readSignerBalance } from './signer-balance';
 import { ENABLE_SIGNER_TYPES, ownerDomain, WITHDRAW_TYPES } from './owner-messages';
-import { AGENT_CONSENT_TYPES, ConsentAction, consentPayloadHash, consentTypedData, policyRaises, SPENDING_SCOPES } from './agent-consent';
+import { AGENT_CONSENT_TYPES, type AgentConsentRefusal, ConsentAction, consentPayloadHash, consentTypedData, policyRaises, SPENDING_SCOPES } from './agent-consent';
 import { expandScopes } from '../../kernel/auth/scopes';
 import type { Principal } from '../../kernel/auth/principal';
 import { SignerVault } from './signer-vault.service';
@@ -402,7 +402,7 @@ export class AgentsService {
       ownerAddress: getAddress(ownerAddress),
       ...(problem ? { problem } : {}),
       typedData,
-    });
+    } satisfies AgentConsentRefusal);
   }
 
   private checkOwnerSignature(agent: AgentRow, types: Record<string, Array<{ name: string; type: string }>>, message: Record<string, unknown>, body: OwnerSigned): void {

@@ -3,9 +3,6 @@ import { say } from '../../pay/client/ui';
 import { WalletError } from '../../pay/client/wallet';
 import { PcpError } from './api';
 
-/** A JSON object as the API returns it, read loosely where the page only prints it. */
-export type Row = Record<string, unknown>;
-
 /** The page's `<main id="page">` data attributes (page, org, item, csrf, chain-id, address, usdc). */
 export const data = document.getElementById('page')!.dataset;
 
@@ -44,19 +41,44 @@ export async function attempt(work: () => Promise<void>): Promise<void> {
   }
 }
 
-/** A table of `rows` with one cell function per column; each row carries `data-id`. */
-export function table(rows: Row[], columns: Array<[string, (r: Row) => Node | string]>, id: string): HTMLElement {
+/** A table column: its heading and the cell of one row. */
+export type Column<T> = [string, (r: T) => Node | string];
+
+/** The `data-id` of a row: its `id` when it has one (an API object's id), else empty. */
+const rowId = (r: object): string => ('id' in r && typeof r.id === 'string' ? r.id : '');
+
+/** A table of `rows` (typed by the API's schema of them) with one cell function per column; each row carries `data-id` (`key`, by default its `id`). */
+export function table<T extends object>(rows: readonly T[], columns: Array<Column<T>>, id: string, key: (r: T) => string = rowId): HTMLElement {
   return h(
     'table',
     { id },
     h('thead', {}, h('tr', {}, ...columns.map(([label]) => h('th', {}, label)))),
-    h('tbody', {}, ...rows.map((r) => h('tr', { 'data-id': typeof r.id === 'string' ? r.id : '' }, ...columns.map(([, cell]) => h('td', {}, cell(r)))))),
+    h('tbody', {}, ...rows.map((r) => h('tr', { 'data-id': key(r) }, ...columns.map(([, cell]) => h('td', {}, cell(r)))))),
   );
+}
+
+/** The fields of an API object as a two-column Field/Value table (`data-field` on each value). */
+export function fieldsTable(item: object, id: string, skip: readonly string[] = []): HTMLElement {
+  const rows = Object.entries(item).filter(([k]) => !skip.includes(k)).map(([k, v]: [string, unknown]) => ({ k, v }));
+  return table(rows, [['Field', (r) => r.k], ['Value', (r) => h('span', { 'data-field': r.k }, text(r.v))]], id);
 }
 
 /** A form's fields as trimmed strings. */
 export function formValues(form: HTMLFormElement): Record<string, string> {
   return Object.fromEntries([...new FormData(form).entries()].map(([k, v]) => [k, typeof v === 'string' ? v.trim() : '']));
+}
+
+/**
+ * A panel form `#id`: its heading, `fields`, and the primary `submit` button. On submit (the browser's
+ * own submit prevented) runs `onSubmit` with the form's trimmed values through {@link attempt}.
+ */
+export function panelForm(id: string, heading: string, submit: string, fields: Array<Node | string>, onSubmit: (values: Record<string, string>, form: HTMLFormElement) => Promise<void>): HTMLFormElement {
+  const form = h('form', { id, class: 'panel' }, h('h2', {}, heading), ...fields, h('button', { class: 'primary', type: 'submit' }, submit)) as HTMLFormElement;
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void attempt(() => onSubmit(formValues(form), form));
+  });
+  return form;
 }
 
 /** Shows a secret once with a copy button. */

@@ -25,7 +25,7 @@ async function start(): Promise<void> {
     case 'agents': return agentsPage();
     case 'webhooks': return webhooksPage();
     case 'verification': return verificationPage();
-    case 'statement': return statementPage(data, content());
+    case 'statement': return statementPage(content());
     case 'checkouts':
     case 'escrows':
     case 'invoices':

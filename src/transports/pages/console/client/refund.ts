@@ -8,13 +8,10 @@
  * (to sign elsewhere and submit through the API). Text is written as text nodes only.
  */
 import type { Wallet } from '../../pay/client/wallet';
+import { pcp, type Schemas } from './api';
 
-type Row = Record<string, unknown>;
-type TypedData = { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; primaryType: string; message: Record<string, unknown> };
-
-/** What the panel needs from the console page (main.ts): its API call, the connected wallet, the signed-in address and the live region. */
+/** What the panel needs from the console page (pages/lists.ts): the connected wallet, the signed-in address and the live region. */
 export interface RefundPanelDeps {
-  call<T>(method: string, path: string, body?: unknown, extra?: Record<string, string>): Promise<T>;
   /** Runs `work`, reporting its error in the live region. */
   attempt(work: () => Promise<void>): Promise<void>;
   say(text: string, tone?: 'ok' | 'bad' | ''): void;
@@ -38,7 +35,7 @@ function el(tag: string, attrs: Record<string, string> = {}, ...children: Array<
  * not `released` (only money received can be refunded). One Idempotency-Key per click of Refund,
  * reused when the same amount is sent again after an error, so a retry never creates a second refund.
  */
-export function refundPanel(checkout: Row, deps: RefundPanelDeps): HTMLElement | null {
+export function refundPanel(checkout: Schemas['CheckoutSessionDto'], deps: RefundPanelDeps): HTMLElement | null {
   if (checkout.status !== 'released') return null;
   const amount = el('input', { id: 'refund-amount', name: 'refundAmount', inputmode: 'decimal', required: '', placeholder: '5.00' }) as HTMLInputElement;
   const result = el('div', { id: 'refund-result' });
@@ -49,31 +46,33 @@ export function refundPanel(checkout: Row, deps: RefundPanelDeps): HTMLElement |
       const value = amount.value.trim();
       if (!value) throw new Error('Enter the amount to refund.');
       if (!pending || pending.amount !== value) pending = { amount: value, key: crypto.randomUUID() };
-      const refund = await deps.call<Row>('POST', `/api/v1/checkout-sessions/${String(checkout.id)}/refunds`, { amount: value }, { 'idempotency-key': pending.key });
+      const refund = await pcp.POST('/api/v1/checkout-sessions/{checkoutSessionId}/refunds', { params: { path: { checkoutSessionId: checkout.id }, header: { 'Idempotency-Key': pending.key } }, body: { amount: value } });
       pending = null;
-      const from = String(refund.from);
-      const typed = refund.typedData as TypedData;
+      const from = refund.from;
+      // USDC's TransferWithAuthorization as the API gives it (EIP-712 `types` are opaque JSON to the schema; viem validates them before signing).
+      const typed = refund.typedData as Parameters<Wallet['signTypedData']>[0] | null | undefined;
+      if (!typed) throw new Error(`Refund ${refund.id} is ${refund.status}: there is nothing to sign.`);
       const wallet = deps.wallet();
       if (!deps.signedIn || deps.signedIn.toLowerCase() !== from.toLowerCase() || !wallet || wallet.account.toLowerCase() !== from.toLowerCase()) {
         result.replaceChildren(
-          el('p', { id: 'refund-signer' }, `Refund ${String(refund.id)} of ${String(refund.amount)} USDC is created. The wallet `, el('code', { id: 'refund-from' }, from), ' must sign it (EIP-712 TransferWithAuthorization below), then submit the signature to ', el('code', {}, `POST /api/v1/refunds/${String(refund.id)}/submit`), '.'),
+          el('p', { id: 'refund-signer' }, `Refund ${refund.id} of ${refund.amount} USDC is created. The wallet `, el('code', { id: 'refund-from' }, from), ' must sign it (EIP-712 TransferWithAuthorization below), then submit the signature to ', el('code', {}, `POST /api/v1/refunds/${refund.id}/submit`), '.'),
           el('pre', { id: 'refund-typed-data' }, JSON.stringify(typed, null, 2)),
         );
         deps.say(`The receiving wallet ${from} must sign this refund${wallet ? ` (connected: ${wallet.account})` : ''}.`, 'bad');
         return;
       }
-      deps.say(`Sign the refund of ${String(refund.amount)} USDC in your wallet.`);
+      deps.say(`Sign the refund of ${refund.amount} USDC in your wallet.`);
       const signature = await wallet.signTypedData(typed, from);
-      const submitted = await deps.call<Row>('POST', `/api/v1/refunds/${String(refund.id)}/submit`, { signature }, { 'idempotency-key': `console-refund-submit-${String(refund.id)}` });
+      const submitted = await pcp.POST('/api/v1/refunds/{id}/submit', { params: { path: { id: refund.id }, header: { 'Idempotency-Key': `console-refund-submit-${refund.id}` } }, body: { signature } });
       await deps.refresh();
-      deps.say(`Refund ${String(submitted.id)} of ${String(submitted.amount)} USDC is ${String(submitted.status)}.`, submitted.status === 'failed' ? 'bad' : 'ok');
+      deps.say(`Refund ${submitted.id} of ${submitted.amount} USDC is ${submitted.status}.`, submitted.status === 'failed' ? 'bad' : 'ok');
     }),
   );
   return el(
     'div',
     { id: 'refund-panel', class: 'panel' },
     el('h2', {}, 'Refund'),
-    el('p', { class: 'muted' }, `Refunded so far: ${typeof checkout.refundedAmount === 'string' ? checkout.refundedAmount : '0.00'} of ${String(checkout.amount)} USDC. Signed by the wallet that received the money, sent gaslessly.`),
+    el('p', { class: 'muted' }, `Refunded so far: ${checkout.refundedAmount} of ${checkout.amount} USDC. Signed by the wallet that received the money, sent gaslessly.`),
     el('label', {}, 'Refund amount (USDC) ', amount),
     button,
     result,

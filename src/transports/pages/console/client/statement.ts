@@ -1,15 +1,18 @@
 /**
  * The console's Statement page (DESIGN §21, §19): daily USDC volume in and out of the organisation
  * over 30 or 90 days, drawn as SVG bars from `GET /api/v1/balance-transactions` (every page of the
- * window), the totals, and the CSV statement of the same window (`/balance-transactions/export`,
- * fetched with the session's headers and offered as a file). Amounts stay decimal text and are
- * summed as bigint base units; text is written as text nodes only.
+ * window, through the SDK), the totals, and the CSV statement of the same window
+ * (`/balance-transactions/export`, offered as a file). Amounts stay decimal text and are summed as
+ * bigint base units; text is written as text nodes only.
  */
+import { errorFromResponse } from '../../../../../packages/sdk/src/errors';
+import { pcp, type Schemas } from './api';
+import { attempt } from './dom';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const DAY_MS = 86_400_000;
 
-type Tx = { id: string; amount: string; blockTimestamp: string };
+type Tx = Schemas['BalanceTransactionDto'];
 
 /** Signed decimal text → base units (`"-0.40"` → -400000n). */
 function units(text: string): bigint {
@@ -41,35 +44,18 @@ function svg(tag: string, attrs: Record<string, string | number>): SVGElement {
   return node;
 }
 
-/** The session's headers for `/api/v1` (the console principal: organisation header and CSRF token). */
-function headers(data: DOMStringMap): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (data.csrf) out['x-csrf-token'] = data.csrf;
-  if (data.org) out['x-console-organization'] = data.org;
-  return out;
-}
-
-async function get(data: DOMStringMap, path: string): Promise<Response> {
-  const res = await fetch(path, { headers: headers(data), credentials: 'same-origin', cache: 'no-store' });
-  if (!res.ok) {
-    const body = (await res.json().catch(() => ({}))) as { error?: string; code?: string };
-    throw new Error(`${body.error ?? `HTTP ${res.status}`} (${body.code ?? 'internal'})`);
-  }
-  return res;
-}
-
-/** Every balance transaction with block time in [from, to), newest first. */
-async function transactions(data: DOMStringMap, from: Date, to: Date): Promise<Tx[]> {
+/** Every balance transaction with block time in [from, to), newest first. @throws PcpError when a page is refused. */
+async function transactions(from: Date, to: Date): Promise<Tx[]> {
   const rows: Tx[] = [];
-  let after: string | null = null;
-  for (;;) {
-    const q = new URLSearchParams({ limit: '100', 'created[gte]': from.toISOString(), 'created[lt]': to.toISOString() });
-    if (after) q.set('starting_after', after);
-    const page = (await (await get(data, `/api/v1/balance-transactions?${q}`)).json()) as { data: Tx[]; hasMore: boolean; nextCursor: string | null };
-    rows.push(...page.data);
-    if (!page.hasMore || !page.nextCursor) return rows;
-    after = page.nextCursor;
-  }
+  for await (const tx of pcp.list('/api/v1/balance-transactions', { params: { query: { limit: 100, 'created[gte]': from.toISOString(), 'created[lt]': to.toISOString() } } })) rows.push(tx);
+  return rows;
+}
+
+/** The CSV statement of [from, to) (`text/csv`, the export's own columns) as a file. @throws PcpError when refused. */
+async function statementCsv(from: Date, to: Date): Promise<Blob> {
+  const { data, error, response } = await pcp.raw.GET('/api/v1/balance-transactions/export', { params: { query: { from: from.toISOString(), to: to.toISOString() } }, parseAs: 'blob' });
+  if (!response.ok || !data) throw errorFromResponse(response, error);
+  return data;
 }
 
 /** Per UTC day of the window: money in (positive rows) and out (negative rows, as a positive figure). */
@@ -113,32 +99,31 @@ function chart(buckets: ReturnType<typeof daily>): SVGElement {
 }
 
 /**
- * Renders the Statement page into `content` for the signed-in organisation (`data` is the page's
- * dataset: org, csrf). @throws Error with the API's message when a read is refused.
+ * Renders the Statement page into `content` for the signed-in organisation.
+ * @throws PcpError when a read is refused.
  */
-export async function statementPage(data: DOMStringMap, content: HTMLElement, days = 30): Promise<void> {
+export async function statementPage(content: HTMLElement, days = 30): Promise<void> {
   const now = new Date();
   const to = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + DAY_MS);
   const from = new Date(to.getTime() - days * DAY_MS);
-  const rows = await transactions(data, from, to);
+  const rows = await transactions(from, to);
   const buckets = daily(rows, from, days);
   const totalIn = buckets.reduce((s, b) => s + b.in, 0n);
   const totalOut = buckets.reduce((s, b) => s + b.out, 0n);
   const choose = (n: number) => {
     const button = el('button', { type: 'button', id: `statement-${n}d`, ...(n === days ? { 'aria-pressed': 'true' } : {}) }, `${n} days`);
-    button.addEventListener('click', () => void statementPage(data, content, n));
+    button.addEventListener('click', () => void attempt(() => statementPage(content, n)));
     return button;
   };
   const download = el('button', { type: 'button', id: 'statement-csv' }, 'Download CSV');
   download.addEventListener('click', () => {
-    void (async () => {
-      const q = new URLSearchParams({ from: from.toISOString(), to: to.toISOString() });
-      const blob = await (await get(data, `/api/v1/balance-transactions/export?${q}`)).blob();
+    void attempt(async () => {
+      const blob = await statementCsv(from, to);
       const link = el('a', { href: URL.createObjectURL(blob), download: `statement_${from.toISOString().slice(0, 10)}_${to.toISOString().slice(0, 10)}.csv` });
       document.body.append(link);
       link.click();
       link.remove();
-    })();
+    });
   });
   content.replaceChildren(
     el('p', {}, choose(30), ' ', choose(90), ' ', download),

@@ -18,7 +18,7 @@ export function signInPage(): void {
           type: 'button',
           click: () =>
             void attempt(async () => {
-              const n = await consoleCall<{ nonce: string; domain: string; uri: string; chainId: number }>('GET', '/console/api/nonce');
+              const n = await consoleCall('GET /console/api/nonce');
               const now = new Date();
               // EIP-4361 message format, field order as the standard gives it.
               const message = [
@@ -36,7 +36,7 @@ export function signInPage(): void {
               ].join('\n');
               say('Confirm in your wallet.');
               const signature = await wallet.personalSign(message);
-              await consoleCall('POST', '/console/api/sign-in', { message, signature });
+              await consoleCall('POST /console/api/sign-in', { message, signature });
               location.assign('/console');
             }),
         }, 'Sign in with Ethereum'),
@@ -48,7 +48,7 @@ export function signInPage(): void {
 export function wireSignOut(): void {
   document.getElementById('sign-out')?.addEventListener('click', () =>
     void attempt(async () => {
-      await consoleCall('POST', '/console/api/sign-out');
+      await consoleCall('POST /console/api/sign-out');
       location.assign('/console');
     }),
   );
@@ -60,7 +60,7 @@ export function homePage(): void {
     e.preventDefault();
     void attempt(async () => {
       const v = formValues(form);
-      const org = await consoleCall<{ id: string }>('POST', '/console/api/organizations', { name: v.name, handle: v.handle, ...(v.payoutAddress ? { payoutAddress: v.payoutAddress } : {}) });
+      const org = await consoleCall('POST /console/api/organizations', { name: v.name, handle: v.handle, ...(v.payoutAddress ? { payoutAddress: v.payoutAddress } : {}) });
       location.assign(`/console/orgs/${org.id}`);
     });
   });
