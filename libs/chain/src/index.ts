@@ -39,10 +39,15 @@ export {
   type ReceiveAuthorizationRequest,
 } from './escrow-gateway';
 export {
-  UsdcGateway,
+  CANCEL_AUTHORIZATION_TYPES,
+  decodeAuthorizationCall,
   RECEIVE_WITH_AUTHORIZATION_TYPES,
   TRANSFER_WITH_AUTHORIZATION_TYPES,
-  CANCEL_AUTHORIZATION_TYPES,
+  type Eip3009Authorization,
+  type Eip3009Call,
+} from './eip3009';
+export {
+  UsdcGateway,
   type AuthorizationUsedLog,
   type Eip712Domain,
   type TransferAuthorization,

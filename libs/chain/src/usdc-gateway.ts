@@ -1,30 +1,6 @@
 import { type BaseWallet, Contract, getAddress, hexlify, type Provider, randomBytes, Signature, type Signer, zeroPadValue } from 'ethers';
+import { CANCEL_AUTHORIZATION_TYPES, type Eip3009Authorization, TRANSFER_WITH_AUTHORIZATION_TYPES } from './eip3009';
 import { TxSender, USDC_IFACE } from './tx-sender';
-
-/** EIP-712 types of EIP-3009 ReceiveWithAuthorization, as USDC FiatTokenV2 hashes them. */
-export const RECEIVE_WITH_AUTHORIZATION_TYPES = {
-  ReceiveWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-};
-
-/** EIP-712 types of EIP-3009 TransferWithAuthorization (USDC FiatTokenV2). */
-export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: RECEIVE_WITH_AUTHORIZATION_TYPES.ReceiveWithAuthorization,
-};
-
-/** EIP-712 types of EIP-3009 CancelAuthorization. */
-export const CANCEL_AUTHORIZATION_TYPES = {
-  CancelAuthorization: [
-    { name: 'authorizer', type: 'address' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-};
 
 /** EIP-712 domain with the chain id as a number. */
 export interface Eip712Domain {
@@ -34,19 +10,8 @@ export interface Eip712Domain {
   verifyingContract: string;
 }
 
-/**
- * A signed EIP-3009 TransferWithAuthorization: `value` base units from `from` to `to`, usable once
- * (by anyone) while validAfter < block time < validBefore (unix seconds); `nonce` random bytes32.
- */
-export interface TransferAuthorization {
-  from: string;
-  to: string;
-  value: bigint;
-  validAfter: bigint;
-  validBefore: bigint;
-  nonce: string;
-  signature: string;
-}
+/** A signed EIP-3009 TransferWithAuthorization (agent payments, withdrawals, refunds). */
+export type TransferAuthorization = Eip3009Authorization;
 
 /** A USDC AuthorizationUsed log: `authorizer`'s `nonce` was consumed by transaction `txHash`. */
 export interface AuthorizationUsedLog {
