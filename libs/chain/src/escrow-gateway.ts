@@ -14,8 +14,7 @@ import {
   type VerifiedAction,
 } from './escrow-types';
 import { ESCROW_IFACE, type TxSender } from './tx-sender';
-import { RECEIVE_WITH_AUTHORIZATION_TYPES } from './eip3009';
-import type { Eip712Domain, UsdcGateway } from './usdc-gateway';
+import { type Eip712Domain, RECEIVE_WITH_AUTHORIZATION_TYPES, type UsdcGateway } from './usdc-gateway';
 
 /** EIP-712 domain name of CheckoutEscrow (its constructor: EIP712("CheckoutEscrow", "2")). */
 export const ESCROW_EIP712_NAME = 'CheckoutEscrow';

@@ -1,4 +1,4 @@
-import type { Eip3009Authorization } from './eip3009';
+import type { Eip3009Authorization } from './usdc-gateway';
 
 /**
  * Offer the terms signer signs and the buyer funds (CheckoutEscrow v2 FundingTerms, EIP-712,

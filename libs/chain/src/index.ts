@@ -39,16 +39,14 @@ export {
   type ReceiveAuthorizationRequest,
 } from './escrow-gateway';
 export {
-  CANCEL_AUTHORIZATION_TYPES,
-  decodeAuthorizationCall,
+  UsdcGateway,
   RECEIVE_WITH_AUTHORIZATION_TYPES,
   TRANSFER_WITH_AUTHORIZATION_TYPES,
+  CANCEL_AUTHORIZATION_TYPES,
+  decodeAuthorizationCall,
+  type AuthorizationUsedLog,
   type Eip3009Authorization,
   type Eip3009Call,
-} from './eip3009';
-export {
-  UsdcGateway,
-  type AuthorizationUsedLog,
   type Eip712Domain,
   type TransferAuthorization,
   type UsdcGatewayConfig,
