@@ -1,16 +1,7 @@
 import { Signature, TypedDataEncoder, hexlify, id, randomBytes } from 'ethers';
+import { RECEIVE_WITH_AUTHORIZATION_TYPES, TRANSFER_WITH_AUTHORIZATION_TYPES } from '@lib/chain';
 import { ChainFixture, USDC } from './chain-fixture';
 
-const TRANSFER_TYPES = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-};
 const PERMIT_TYPES = {
   Permit: [
     { name: 'owner', type: 'address' },
@@ -121,7 +112,7 @@ describe('TestUSDC (USDC FiatTokenV2 surface: EIP-2612, EIP-3009)', () => {
         validBefore: validity.validBefore ?? BigInt(await fx.now()) + 600n,
         nonce: hexlify(randomBytes(32)),
       };
-      const sig = Signature.from(await buyer.signTypedData(domain, TRANSFER_TYPES, message));
+      const sig = Signature.from(await buyer.signTypedData(domain, TRANSFER_WITH_AUTHORIZATION_TYPES, message));
       const args = [message.from, message.to, message.value, message.validAfter, message.validBefore, message.nonce, sig.v, sig.r, sig.s] as const;
       return { message, args };
     };
@@ -198,8 +189,7 @@ describe('TestUSDC (USDC FiatTokenV2 surface: EIP-2612, EIP-3009)', () => {
         validBefore: BigInt(await fx.now()) + 600n,
         nonce: hexlify(randomBytes(32)),
       };
-      const types = { ReceiveWithAuthorization: TRANSFER_TYPES.TransferWithAuthorization };
-      const sig = Signature.from(await buyer.signTypedData(domain, types, message));
+      const sig = Signature.from(await buyer.signTypedData(domain, RECEIVE_WITH_AUTHORIZATION_TYPES, message));
       const args = [message.from, message.to, message.value, message.validAfter, message.validBefore, message.nonce, sig.v, sig.r, sig.s] as const;
       await expect(usdcAs('stranger').getFunction('receiveWithAuthorization').staticCall(...args)).rejects.toMatchObject({
         revert: { name: 'CallerMustBePayee' },

@@ -118,6 +118,18 @@ describe('relays dead only on a confirming read (issue 29 finding 3)', () => {
     expect(await chain.provider.getTransactionCount(chain.relayer.address, 'latest')).toBe(count0);
   });
 
+  it('an authorization its payer cancelled on chain is dead: the relay fails with the revert, no nonce used', async () => {
+    const relayer = t.app.get(RelayerService);
+    const { payer, auth, req } = await transferRelay();
+    const submitter = await chain.wallet();
+    await (await submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, auth.nonce) })).wait();
+    expect(await chain.usdc.authorizationState(auth.from, auth.nonce)).toBe(true);
+    const count0 = await chain.provider.getTransactionCount(chain.relayer.address, 'latest');
+    await expect(relayer.relay(req)).rejects.toBeInstanceOf(ChainTxError);
+    expect((await rows('payment', req.reference)).map((r) => r.status)).toEqual(['failed']);
+    expect(await chain.provider.getTransactionCount(chain.relayer.address, 'latest')).toBe(count0);
+  });
+
   it('an authorization past validBefore is dead', async () => {
     const relayer = t.app.get(RelayerService);
     const { req } = await transferRelay({ validBefore: BigInt((await chain.headTimestamp()) - 1) });

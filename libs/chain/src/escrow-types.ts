@@ -1,3 +1,5 @@
+import type { Eip3009Authorization } from './usdc-gateway';
+
 /**
  * Offer the terms signer signs and the buyer funds (CheckoutEscrow v2 FundingTerms, EIP-712,
  * docs/architecture.md §7 and §13). `escrowKey` is the bytes32 escrow id (escrowKeyFromId of the checkout
@@ -17,16 +19,9 @@ export interface FundingTerms {
 /**
  * A signed EIP-3009 ReceiveWithAuthorization moving `value` base units from the buyer `from` to the
  * escrow `to`. `nonce` is the funding-terms digest (CheckoutEscrow binds the authorization to the
- * terms); `validAfter`/`validBefore` unix seconds, exclusive bounds as in EIP-3009.
+ * terms); `v`, `r`, `s` the split `signature` fundWithAuthorization takes.
  */
-export interface ReceiveAuthorization {
-  from: string;
-  to: string;
-  value: bigint;
-  validAfter: bigint;
-  validBefore: bigint;
-  nonce: string;
-  signature: string;
+export interface ReceiveAuthorization extends Eip3009Authorization {
   v: number;
   r: string;
   s: string;

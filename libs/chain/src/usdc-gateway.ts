@@ -13,7 +13,7 @@ export const RECEIVE_WITH_AUTHORIZATION_TYPES = {
   ],
 };
 
-/** EIP-712 types of EIP-3009 TransferWithAuthorization (USDC FiatTokenV2). */
+/** EIP-712 types of EIP-3009 TransferWithAuthorization (USDC FiatTokenV2): the same fields as ReceiveWithAuthorization. */
 export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
   TransferWithAuthorization: RECEIVE_WITH_AUTHORIZATION_TYPES.ReceiveWithAuthorization,
 };
@@ -35,10 +35,11 @@ export interface Eip712Domain {
 }
 
 /**
- * A signed EIP-3009 TransferWithAuthorization: `value` base units from `from` to `to`, usable once
- * (by anyone) while validAfter < block time < validBefore (unix seconds); `nonce` random bytes32.
+ * A signed EIP-3009 authorization (Transfer- or ReceiveWithAuthorization: the same message): `value` base
+ * units from `from` to `to`, usable once while validAfter < block time < validBefore (unix seconds,
+ * exclusive bounds as in EIP-3009); `nonce` a bytes32; `signature` the 65-byte serialized signature.
  */
-export interface TransferAuthorization {
+export interface Eip3009Authorization {
   from: string;
   to: string;
   value: bigint;
@@ -47,6 +48,33 @@ export interface TransferAuthorization {
   nonce: string;
   signature: string;
 }
+
+/** The message of an EIP-3009 use call, as {@link decodeAuthorizationCall} reads it from calldata. */
+export interface Eip3009Call extends Omit<Eip3009Authorization, 'signature'> {
+  /** Which EIP-3009 use the calldata is. */
+  method: 'transferWithAuthorization' | 'receiveWithAuthorization';
+}
+
+/**
+ * The authorization in calldata of USDC `transferWithAuthorization` or `receiveWithAuthorization` (the
+ * v, r, s form that {@link UsdcGateway.encodeTransferWithAuthorization} and the escrow's funding encode;
+ * ABI of the token's artifact). `from`/`to` checksummed, `nonce` lowercase hex.
+ * @returns null for calldata that is neither (another call, undecodable bytes).
+ */
+export function decodeAuthorizationCall(data: string): Eip3009Call | null {
+  let call;
+  try {
+    call = USDC_IFACE.parseTransaction({ data });
+  } catch {
+    return null;
+  }
+  if (!call || (call.name !== 'transferWithAuthorization' && call.name !== 'receiveWithAuthorization')) return null;
+  const [from, to, value, validAfter, validBefore, nonce] = call.args as unknown as [string, string, bigint, bigint, bigint, string];
+  return { method: call.name, from, to, value, validAfter, validBefore, nonce: nonce.toLowerCase() };
+}
+
+/** A signed EIP-3009 TransferWithAuthorization (agent payments, withdrawals, refunds). */
+export type TransferAuthorization = Eip3009Authorization;
 
 /** A USDC AuthorizationUsed log: `authorizer`'s `nonce` was consumed by transaction `txHash`. */
 export interface AuthorizationUsedLog {
