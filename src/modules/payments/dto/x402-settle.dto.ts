@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsNotEmpty, IsNumber, IsObject, IsOptional, IsPositive, IsString, MaxLength, ValidateIf } from 'class-validator';
 
 /** A v1 field: required (a non-empty string) unless `paymentRequired` is given; checked whenever present. */
