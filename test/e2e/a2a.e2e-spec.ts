@@ -11,6 +11,7 @@ import { createTestApp, TestApp } from '../support/app';
 import { createAgent, createPayee, paymentRows, settleUntil, startRelayerWorker, TestAgent } from '../support/agents';
 import { TestChain, USDC } from '../support/chain';
 import { createOrg } from '../support/factories';
+import { callTool, McpClients } from '../support/mcp-client';
 import { freePort } from '../support/processes';
 
 /** A free local port (so API_BASE_URL, which the card advertises, can name it before the app listens). */
@@ -41,6 +42,8 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
   let chain: TestChain;
   let worker: INestApplicationContext;
   let base: string;
+  const mcp = new McpClients(() => `${base}/mcp`);
+  afterAll(() => mcp.closeAll()); // before the app's close (after-hooks run in declaration order)
 
   beforeAll(async () => {
     const port = await freePort();
@@ -163,6 +166,51 @@ describe('A2A: agent card and the SDK JSON-RPC endpoint (docs/architecture.md §
       const rest = await t.http.post('/api/v1/payments').set('X-Api-Key', agent.key).set('Idempotency-Key', `terms-${randomUUID()}`).send({ to, amount: '0.50' });
       expect(rest.status).toBe(400);
       const task = (await client.sendMessage(userMessage({ to, amount: '0.50' }))) as Task;
+      expect(stateOf(task)).toBe('TASK_STATE_FAILED');
+      expect(statusMeta(task).error).toEqual({ error: rest.body.error, code: rest.body.code, details: rest.body.details });
+    }
+  });
+
+  it('one reading of amount and payee (issue 31): a bad amount or an unknown payee gets the same body on POST /payments, MCP svc_pay, the A2A pay skill and A2A payment-submitted', async () => {
+    const agent: TestAgent = await createAgent(t, chain, { float: 0n, policy: { dailyLimit: '100.00' } });
+    const client = await clientFor(base, agent.key);
+    const tools = await mcp.asKey(agent.key);
+    const payee = await createPayee(t, chain);
+    const errorOf = (b: Record<string, unknown>) => ({ error: b.error, code: b.code, details: b.details });
+    const cases = [
+      { to: payee.handle, amount: '1.0000001' },
+      { to: payee.handle, amount: '-1' },
+      { to: payee.handle, amount: 'abc' },
+      { to: `no-such-${randomUUID().slice(0, 8)}`, amount: '0.50' },
+    ];
+    for (const terms of cases) {
+      const rest = await t.http.post('/api/v1/payments').set('X-Api-Key', agent.key).set('Idempotency-Key', `terms-${randomUUID()}`).send(terms);
+      expect([rest.status, rest.body.code]).toEqual([400, 'invalid_request']);
+      expect((rest.body.details.fields as Array<{ param: string }>).map((f) => f.param)).toEqual([terms.amount === '0.50' ? 'to' : 'amount']);
+      const [isError, viaTool] = await callTool(tools, 'svc_pay', { ...terms, idempotencyKey: `terms-${randomUUID()}` });
+      expect(isError).toBe(true);
+      expect(errorOf(viaTool)).toEqual(errorOf(rest.body));
+      const task = (await client.sendMessage(userMessage(terms))) as Task;
+      expect(stateOf(task)).toBe('TASK_STATE_FAILED');
+      expect(statusMeta(task).error).toEqual(errorOf(rest.body));
+      const submitted = await t.http
+        .post('/api/v1/a2a/payment-submitted')
+        .set('X-Api-Key', agent.key)
+        .set('Idempotency-Key', `terms-${randomUUID()}`)
+        .send({ jsonrpc: '2.0', id: 1, params: { ...terms, taskId: `t-${randomUUID()}` } });
+      expect(submitted.status).toBe(400);
+      expect(errorOf(submitted.body.error.data)).toEqual(errorOf(rest.body));
+    }
+    expect(await paymentRows(t, agent.agentId)).toHaveLength(0);
+  });
+
+  it('the pay skill validates its input as the kernel validates it on REST (issue 31): a wrong type gets the same field messages', async () => {
+    const agent: TestAgent = await createAgent(t, chain, { float: 0n });
+    const client = await clientFor(base, agent.key);
+    for (const data of [{ to: 'acme', amount: 5 }, { to: '', amount: '1.00' }, { amount: '1.00' }]) {
+      const rest = await t.http.post('/api/v1/payments').set('X-Api-Key', agent.key).set('Idempotency-Key', `types-${randomUUID()}`).send(data);
+      expect([rest.status, rest.body.code]).toEqual([400, 'invalid_request']);
+      const task = (await client.sendMessage(userMessage({ skill: 'pay', ...data }))) as Task;
       expect(stateOf(task)).toBe('TASK_STATE_FAILED');
       expect(statusMeta(task).error).toEqual({ error: rest.body.error, code: rest.body.code, details: rest.body.details });
     }

@@ -151,5 +151,30 @@ describe('x402', () => {
       expect(expectError(await settle(agent.key, { paymentRequired: pr({ ...base402, amount: '2000000' }) }), 403, 'policy_denied')).toMatchObject({ rule: 'per_transaction_limit' });
       expectError(await settle(agent.key, { paymentRequired: 'not base64 json' }), 400, 'invalid_request');
     });
+
+    it('the body is validated by the kernel as the declared DTO (issue 31): every bad field named, unknown fields refused, no payment made', async () => {
+      const agent = await createAgent(t, chain, { float: 20n * USDC, policy: { dailyLimit: '100.00' } });
+      const entry = { scheme: 'exact', network: 'eip155:31337', maxAmountRequired: '500000', resource: 'https://x.example/r', payTo: Wallet.createRandom().address, asset: chain.usdc.address };
+      const fields = (res: Awaited<ReturnType<typeof settle>>) => (expectError(res, 400, 'invalid_request')!.fields as Array<{ param: string; message: string }>);
+
+      const bad = fields(await settle(agent.key, { ...entry, network: 31337, maxTimeoutSeconds: 'soon', extra: 'name', surprise: true }));
+      expect(bad).toEqual(
+        expect.arrayContaining([
+          { param: 'network', message: 'network must be a string' },
+          { param: 'maxTimeoutSeconds', message: expect.stringContaining('maxTimeoutSeconds must be') },
+          { param: 'extra', message: 'extra must be an object' },
+          { param: 'surprise', message: 'property surprise should not exist' },
+        ]),
+      );
+      expect([...new Set(bad.map((f) => f.param))].sort()).toEqual(['extra', 'maxTimeoutSeconds', 'network', 'surprise']);
+      // An empty body names every field a v1 entry needs (no paymentRequired given).
+      const empty = fields(await settle(agent.key, {}));
+      expect([...new Set(empty.map((f) => f.param))].sort()).toEqual(['asset', 'maxAmountRequired', 'network', 'payTo', 'resource', 'scheme']);
+      // A v2 value with a stray field is refused too, not silently read.
+      const pr = encodePaymentRequiredHeader({ x402Version: 2, resource: { url: 'https://x.example/r' }, accepts: [{ ...entry, amount: '500000', maxTimeoutSeconds: 60, extra: {} } as unknown as PaymentRequirements] });
+      expect(fields(await settle(agent.key, { paymentRequired: pr, note: 'x' }))).toEqual([{ param: 'note', message: 'property note should not exist' }]);
+      expect(fields(await settle(agent.key, { paymentRequired: 42 }))).toEqual(expect.arrayContaining([{ param: 'paymentRequired', message: 'paymentRequired must be a string' }]));
+      expect(Number((await t.dataSource.query('SELECT count(*)::int AS n FROM payments WHERE agent_id = $1', [agent.agentId]))[0].n)).toBe(0);
+    });
   });
 });

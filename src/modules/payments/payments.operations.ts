@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { defineOperation, type Operation, type OperationSpec } from '../../kernel/operation';
 import { CreatePaymentDto, PaymentListQueryDto, PaymentStatusQueryDto } from './dto/payment.dto';
+import { SettleX402Dto } from './dto/x402-settle.dto';
 import { PaymentsService } from './payments.service';
 
 /** `get-payment` (GET /payments/{id}; svc_get_payment_status with `paymentId`): one payment of the agent, or (refund:read) one the organisation received. No key. */
@@ -18,6 +19,14 @@ export const GET_PAYMENT_STATUS: OperationSpec<PaymentStatusQueryDto> = { name: 
  * row is the record, DESIGN §5).
  */
 export const PAY: OperationSpec<CreatePaymentDto> = { name: 'pay', scopes: ['agent:pay'], kinds: ['agent'], input: CreatePaymentDto, idempotency: 'row-owned' };
+
+/**
+ * `settle-x402` (POST /x402/settle; DESIGN §14, §17): an agent pays an x402 challenge under its
+ * policy, a Payment `mode: "x402"`. Agent keys with agent:pay; row-owned (the payment is the
+ * record). Input {@link SettleX402Dto}: `{paymentRequired}` or one v1 `accepts` entry. Its work is
+ * the x402 transport's (X402Service.settle), which reads the amount and payee as `pay` does.
+ */
+export const SETTLE_X402: OperationSpec<SettleX402Dto> = { name: 'settle-x402', scopes: ['agent:pay'], kinds: ['agent'], input: SettleX402Dto, idempotency: 'row-owned' };
 
 /** The payments module's operations with their work, for the transports that run them through the kernel's runner (MCP, A2A). */
 @Injectable()

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { formatAmount, parseAmount } from '@lib/money';
+import { formatAmount } from '@lib/money';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
@@ -69,7 +69,7 @@ export class A2aPaymentsService {
           throw AppError.invalidState('task', state, ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING']);
         }
         const asked = meta?.pay;
-        if (asked && !sameTerms(asked, params, this.config.maxAmountUnits)) {
+        if (asked && !sameTerms(asked, params, (text) => this.payments.parse(text))) {
           throw new AppError('idempotency_conflict', `Task ${taskId} asked for ${asked.amount} to ${asked.to}`, { reason: 'task_mismatch', taskId, expected: asked }, 422);
         }
         return work.prepare ? work.prepare() : undefined;
@@ -126,11 +126,11 @@ export class A2aPaymentsService {
   }
 }
 
-/** Same payee (case-insensitive) and same amount in base units. */
-function sameTerms(a: PayTerms, b: PayTerms, max: bigint): boolean {
+/** Same payee (case-insensitive) and same amount in base units, each amount read by `parse` (PaymentsService.parse); an unreadable one is not the same. */
+function sameTerms(a: PayTerms, b: PayTerms, parse: (text: string) => bigint): boolean {
   if (a.to.trim().toLowerCase() !== b.to.trim().toLowerCase()) return false;
   try {
-    return parseAmount(a.amount, max) === parseAmount(b.amount, max);
+    return parse(a.amount) === parse(b.amount);
   } catch {
     return false;
   }

@@ -5,6 +5,7 @@ import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
 import { authorize } from '../../kernel/access';
 import { Runner } from '../../kernel/runner';
+import { validateInput } from '../../kernel/validate';
 import type { CheckoutService } from '../../modules/checkout/checkout.service';
 import type { PaymentDto } from '../../modules/payments/dto/payment.dto';
 import { X402_EXTENSION_URI, X402_META } from './a2a-card.service';
@@ -74,10 +75,8 @@ export class A2aExecutor implements AgentExecutor {
       let terms: PayTerms;
       if (asked) terms = asked;
       else {
-        const to = intent.data.to;
-        const amount = intent.data.amount;
-        if (typeof to !== 'string' || to.length === 0) throw AppError.invalidParam('to', 'must be an organisation handle or agent slug');
-        if (typeof amount !== 'string') throw AppError.invalidParam('amount', 'must be decimal text, e.g. "5.00"');
+        // The skill's declared input, validated by the kernel as the runner (and REST) validate it: the same field messages.
+        const { to, amount } = await validateInput(this.ops.pay.input!, { to: intent.data.to, amount: intent.data.amount });
         const { required, terms: checked } = await this.payments.requirements({ to, amount });
         terms = checked;
         if (intent.x402Status !== 'payment-submitted') {

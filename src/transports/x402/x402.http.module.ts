@@ -10,16 +10,10 @@ import { AgentsModule } from '../../modules/agents/agents.module';
 import { PaymentsModule } from '../../modules/payments/payments.module';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { SPEND_REFUSALS } from '../../modules/payments/payments.controller';
+import { SettleX402Dto } from '../../modules/payments/dto/x402-settle.dto';
+import { SETTLE_X402 } from '../../modules/payments/payments.operations';
 import { Runs } from '../../kernel/http';
-import type { OperationSpec } from '../../kernel/operation';
 import { X402Service } from './x402.service';
-
-/**
- * `settle-x402` (POST /x402/settle; DESIGN §14, §17): an agent pays an x402 challenge under its
- * policy. Agent keys with agent:pay; row-owned (the payment, mode x402, is the record). The body
- * is read by the service (one v1 `accepts` entry, or `{paymentRequired}`), not a DTO.
- */
-export const SETTLE_X402: OperationSpec<Record<string, unknown>> = { name: 'settle-x402', scopes: ['agent:pay'], kinds: ['agent'], idempotency: 'row-owned' };
 
 /** Query of GET /x402/challenge: all optional (docs/architecture.md §14). */
 export class X402ChallengeQueryDto {
@@ -106,12 +100,12 @@ export class X402Controller {
       'Body: one v1 `accepts` entry as it is, or `{paymentRequired: "<PAYMENT-REQUIRED value>"}`. Only scheme exact, this network and our USDC are signed ' +
       '(400 details.reason unsupported_requirement). Our own challenges are settled on chain → {payment, settlement}; another server’s → {payment, header} to send.',
   })
-  @ApiBody({ schema: { type: 'object', additionalProperties: true } })
+  @ApiBody({ type: SettleX402Dto })
   @ApiOkResponse({ type: X402SettleResultDto })
   @ApiForbiddenResponse({ description: SPEND_REFUSALS, type: ErrorBody })
   @ApiStandardErrors()
-  settle(@CurrentPrincipal() p: Principal, @Body() body: Record<string, unknown>, @Headers('idempotency-key') key?: string) {
-    return this.x402.settle(p, body ?? {}, key);
+  settle(@CurrentPrincipal() p: Principal, @Body() body: SettleX402Dto, @Headers('idempotency-key') key?: string) {
+    return this.x402.settle(p, body, key);
   }
 }
 

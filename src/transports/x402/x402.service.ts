@@ -8,6 +8,7 @@ import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server';
 import { EVM_NETWORK_CHAIN_ID_MAP } from '@x402/evm/v1';
 import { getAddress } from 'ethers';
 import type { Principal } from '../../kernel/auth/principal';
+import type { SettleX402Dto } from '../../modules/payments/dto/x402-settle.dto';
 import { AppError } from '../../common/errors/app-error';
 import { AppConfig } from '../../config/app-config';
 import { PaymentSettlement } from '../../modules/payments/payment-settlement.service';
@@ -79,9 +80,6 @@ export interface X402HttpAnswer {
   headers: Record<string, string>;
   body: Record<string, unknown>;
 }
-
-/** POST /x402/settle's body: one v1 `accepts` entry as it is, or a PAYMENT-REQUIRED header value. */
-export type X402SettleInput = { paymentRequired: string } | Record<string, unknown>;
 
 /**
  * x402 for the service (docs/architecture.md §14, protocol v2 with a v1-shaped body).
@@ -229,10 +227,11 @@ export class X402Service {
    * @returns the row-owned work of operation `settle-x402` (DESIGN §5, §17; the payment is the
    *   record) answering `{payment, settlement}` for our own challenges (settled on chain),
    *   `{payment, header}` for another server's.
+   * @param input the body as the kernel validated it ({@link SettleX402Dto}).
    * @throws AppError 400 `unsupported_requirement` (scheme, network or asset not ours), 400 for a
-   *   malformed body; as the work's outcome 403 refusals of §13, 422 idempotency_conflict.
+   *   `paymentRequired` that does not decode; as the work's outcome 403 refusals of §13, 422 idempotency_conflict.
    */
-  async settle(principal: Principal, input: X402SettleInput, key: string | undefined): Promise<RowOwnedWork<PaymentRecord>> {
+  async settle(principal: Principal, input: SettleX402Dto, key: string | undefined): Promise<RowOwnedWork<PaymentRecord>> {
     const { requirement, resource, version } = this.readRequirement(input);
     const unsupported = (why: string) => new AppError('invalid_request', `Unsupported payment requirement: ${why}`, { reason: 'unsupported_requirement' });
     if (requirement.scheme !== 'exact') throw unsupported('only scheme "exact" is signed');
@@ -287,12 +286,16 @@ export class X402Service {
     };
   }
 
-  /** The requirement in a settle body: a v1 `accepts` entry, or the first acceptable entry of a v2 PAYMENT-REQUIRED value. */
-  private readRequirement(input: X402SettleInput): { requirement: PaymentRequirements; resource: string; version: 1 | 2 } {
-    if (typeof (input as { paymentRequired?: unknown }).paymentRequired === 'string') {
+  /**
+   * The requirement in a settle body, validated by the kernel ({@link SettleX402Dto}): the first
+   * acceptable entry of a v2 PAYMENT-REQUIRED value, or the v1 `accepts` entry itself (its
+   * required fields are present: the DTO requires them without `paymentRequired`).
+   */
+  private readRequirement(input: SettleX402Dto): { requirement: PaymentRequirements; resource: string; version: 1 | 2 } {
+    if (input.paymentRequired != null) {
       let pr: PaymentRequired;
       try {
-        pr = decodePaymentRequiredHeader((input as { paymentRequired: string }).paymentRequired);
+        pr = decodePaymentRequiredHeader(input.paymentRequired);
       } catch {
         throw AppError.invalidParam('paymentRequired', 'is not a PAYMENT-REQUIRED header value (base64 JSON)');
       }
@@ -301,21 +304,17 @@ export class X402Service {
       if (!ours) throw new AppError('invalid_request', 'Unsupported payment requirement: no "exact" USDC requirement on our network', { reason: 'unsupported_requirement' });
       return { requirement: ours, resource: String(pr.resource?.url ?? ''), version: 2 };
     }
-    const v1 = input as Record<string, unknown>;
-    for (const field of ['scheme', 'network', 'maxAmountRequired', 'payTo', 'asset', 'resource']) {
-      if (typeof v1[field] !== 'string' || !(v1[field] as string).length) throw AppError.invalidParam(field, 'is required (a v1 accepts entry) unless paymentRequired is given');
-    }
     return {
       requirement: {
-        scheme: v1.scheme as string,
-        network: v1.network as PaymentRequirements['network'],
-        asset: v1.asset as string,
-        amount: v1.maxAmountRequired as string,
-        payTo: v1.payTo as string,
-        maxTimeoutSeconds: Number(v1.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS),
-        extra: (v1.extra as Record<string, unknown>) ?? {},
+        scheme: input.scheme!,
+        network: input.network! as PaymentRequirements['network'],
+        asset: input.asset!,
+        amount: input.maxAmountRequired!,
+        payTo: input.payTo!,
+        maxTimeoutSeconds: input.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS,
+        extra: input.extra ?? {},
       },
-      resource: v1.resource as string,
+      resource: input.resource!,
       version: 1,
     };
   }

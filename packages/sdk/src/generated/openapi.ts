@@ -2220,6 +2220,60 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        SettleX402Dto: {
+            /** @description The PAYMENT-REQUIRED header value of an x402 v2 challenge (base64 JSON). When given, the v1 fields are not required. */
+            paymentRequired?: string;
+            /**
+             * @description v1: the scheme; only "exact" is signed (required (a v1 accepts entry) unless paymentRequired is given)
+             * @example exact
+             */
+            scheme?: string;
+            /**
+             * @description v1: the network, a v1 name or a CAIP-2 id; only this service's chain is signed (required (a v1 accepts entry) unless paymentRequired is given)
+             * @example base-sepolia
+             */
+            network?: string;
+            /**
+             * @description v1: the amount in USDC base units, decimal integer text (required (a v1 accepts entry) unless paymentRequired is given)
+             * @example 250000
+             */
+            maxAmountRequired?: string;
+            /**
+             * @description v1: the URL of the resource paid for (required (a v1 accepts entry) unless paymentRequired is given)
+             * @example https://api.example.com/api/v1/x402/challenge?to=acme&amount=0.25
+             */
+            resource?: string;
+            /**
+             * @description v1: the payee address (required (a v1 accepts entry) unless paymentRequired is given)
+             * @example 0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed
+             */
+            payTo?: string;
+            /**
+             * @description v1: the token address; only this service's USDC is signed (required (a v1 accepts entry) unless paymentRequired is given)
+             * @example 0x036CbD53842c5426634e7929541eC2318f3dCF7e
+             */
+            asset?: string;
+            /** @description v1: what the resource is (not used) */
+            description?: string;
+            /**
+             * @description v1: the media type of the resource (not used)
+             * @example application/json
+             */
+            mimeType?: string;
+            /**
+             * @description v1: the longest validity the server accepts, in seconds (default 600; echoed in a v2 header)
+             * @example 600
+             */
+            maxTimeoutSeconds?: number;
+            /** @description v1: scheme data, e.g. the token’s EIP-712 domain {name, version}; never used for signing (the token’s own domain is) */
+            extra?: {
+                [key: string]: unknown;
+            };
+            /** @description v1: the schema of the resource’s output (not used) */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+        };
         X402SettleResultDto: {
             /** @description The Payment (mode x402) */
             payment: {
@@ -5344,9 +5398,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    [key: string]: unknown;
-                };
+                "application/json": components["schemas"]["SettleX402Dto"];
             };
         };
         responses: {
