@@ -107,6 +107,12 @@ export class CheckoutRepository {
     return rows.length ? fromRow(rows[0]) : null;
   }
 
+  /** The session `id` of `organizationId` locked FOR UPDATE until the caller's transaction ends, or null. Must run in a transaction. */
+  async lockForOrganization(organizationId: string, id: string): Promise<CheckoutSession | null> {
+    const rows: SessionRow[] = await (this.txHost as TxHost).tx.query(`SELECT ${COLUMNS} FROM checkout_sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE`, [id, organizationId]);
+    return rows.length ? fromRow(rows[0]) : null;
+  }
+
   findById(id: string): Promise<CheckoutSession | null> {
     return this.repo.findOneBy({ id });
   }

@@ -222,6 +222,14 @@ export class CheckoutService {
     return this.mapper.toDto(session);
   }
 
+  /**
+   * The checkout `id` of `organizationId`, locked FOR UPDATE until the caller's transaction ends (a
+   * refund's bound, DESIGN §21), or null. Must run in a transaction.
+   */
+  lockForOrganization(organizationId: string, id: string): Promise<CheckoutSession | null> {
+    return this.repo.lockForOrganization(organizationId, id);
+  }
+
   /** The session by id, any organisation (for the chain: funding names a checkout by id). */
   findById(id: string): Promise<CheckoutSession | null> {
     return this.repo.findById(id);

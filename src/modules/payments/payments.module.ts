@@ -3,6 +3,7 @@ import { NO_FAULTS } from '../../common/faults/faults';
 import { VerificationModule } from '../verification/verification.module';
 import { AgentsModule } from '../agents/agents.module';
 import { MandatesModule } from '../mandates/mandates.module';
+import { OrgsModule } from '../orgs/orgs.module';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { BalanceModule } from '../balance/balance.module';
 import { PaymentSettlement } from './payment-settlement.service';
@@ -27,7 +28,7 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
  * and a process holding this module refuses to start without it (issue 28).
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), PaymentRelayCheckModule, AgentsModule, AgentStopsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
+  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), PaymentRelayCheckModule, AgentsModule, AgentStopsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule, OrgsModule],
   providers: [
     PaymentsRepository,
     PaymentModes,

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
+import type { ReceivedMoney } from './received-money';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 
 /** Postgres I/O of payments (docs/architecture.md, Conventions 4); every call runs in the caller's transaction. */
@@ -40,10 +41,22 @@ export class PaymentsRepository {
     return this.em.getRepository(Payment).findOneBy({ id });
   }
 
-  /** A payment `organizationId` received (its payee handle is the organisation's; DESIGN §21), or null. */
-  async findReceived(id: string, organizationId: string): Promise<Payment | null> {
-    const hit = (await this.em.query(`SELECT p.id FROM payments p JOIN organizations o ON o.handle = p.to_handle WHERE p.id = $1 AND o.id = $2`, [id, organizationId])) as unknown[];
-    return hit.length ? this.findById(id) : null;
+  /** The payment `id` paid to the payee handle `handle` (a receiving organisation's handle; DESIGN §21), or null. */
+  findReceivedBy(id: string, handle: string): Promise<Payment | null> {
+    return this.em.getRepository(Payment).findOneBy({ id, toHandle: handle });
+  }
+
+  /**
+   * {@link findReceivedBy} locked FOR UPDATE until the caller's transaction ends (a refund's bound,
+   * DESIGN §21): its status, amount (base units) and addresses. Must run in a transaction.
+   */
+  async lockReceivedBy(id: string, handle: string): Promise<ReceivedMoney | null> {
+    const rows: Array<{ id: string; status: string; amount: string; to_address: string | null; from_address: string | null }> = await this.em.query(
+      `SELECT id, status, amount, to_address, from_address FROM payments WHERE id = $1 AND to_handle = $2 FOR UPDATE`,
+      [id, handle],
+    );
+    const r = rows[0];
+    return r ? { id: r.id, status: r.status, amount: BigInt(r.amount), payeeAddress: r.to_address, payerAddress: r.from_address } : null;
   }
 
   async insert(p: Payment): Promise<void> {
