@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
+import type { AgentUsage } from '../agents/agent.types';
 import type { ReceivedMoney } from './received-money';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 
@@ -35,6 +36,52 @@ export class PaymentsRepository {
         WHERE p.mode IN ('instant', 'a2a', 'x402') AND (lower(p.from_address), p.auth_nonce) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
       [uses.map((u) => u.authorizer.toLowerCase()), uses.map((u) => u.nonce.toLowerCase())],
     );
+  }
+
+  /**
+   * Usage of agent `agentId` in its policy windows (agents' AgentUsageSource port: pending, submitted
+   * and succeeded payments since `dayStart` / `monthStart`, and the open reservations not in
+   * `settledNonces`, succeeded ones above `trustedBlock` included). Amounts in base units. In the
+   * caller's transaction: run under the agent row lock when the answer decides a reservation.
+   */
+  async agentUsage(agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = [], trustedBlock: number | null = null): Promise<AgentUsage> {
+    const rows: Array<{ day: string; month: string; open: string }> = await this.em.query(
+      `SELECT COALESCE(SUM(amount) FILTER (WHERE created_at >= $2), 0)::text AS day,
+              COALESCE(SUM(amount) FILTER (WHERE created_at >= $3), 0)::text AS month,
+              COALESCE(SUM(amount) FILTER (WHERE (status IN ('pending', 'submitted') OR (status = 'succeeded' AND used_block > $5::bigint))
+                                             AND (auth_nonce IS NULL OR NOT auth_nonce = ANY($4::text[]))), 0)::text AS open
+         FROM payments
+        WHERE agent_id = $1 AND status IN ('pending', 'submitted', 'succeeded')`,
+      [agentId, dayStart, monthStart, settledNonces, trustedBlock],
+    );
+    return { usedToday: BigInt(rows[0].day), usedThisMonth: BigInt(rows[0].month), open: BigInt(rows[0].open) };
+  }
+
+  /** usedAmount per mandate of `ids`: the sum of its pending, submitted and succeeded payments, in base units (docs/architecture.md §13); 0 when none. */
+  async mandateUsedAmounts(ids: string[]): Promise<Map<string, bigint>> {
+    const used = new Map<string, bigint>(ids.map((id) => [id, 0n]));
+    if (ids.length === 0) return used;
+    const rows: Array<{ mandate_id: string; used: string }> = await this.em.query(
+      `SELECT mandate_id, SUM(amount)::text AS used FROM payments WHERE mandate_id = ANY($1::uuid[]) AND status IN ('pending', 'submitted', 'succeeded') GROUP BY mandate_id`,
+      [ids],
+    );
+    for (const r of rows) used.set(r.mandate_id, BigInt(r.used));
+    return used;
+  }
+
+  /** The payer of the first escrow-mode payment attached to checkout `checkoutId` (the agent's session signer), or null. */
+  async escrowPayerOfCheckout(checkoutId: string): Promise<string | null> {
+    const rows: Array<{ from_address: string }> = await this.em.query(
+      `SELECT from_address FROM payments WHERE checkout_session_id = $1 AND mode = 'escrow' ORDER BY created_at LIMIT 1`,
+      [checkoutId],
+    );
+    return rows[0]?.from_address ?? null;
+  }
+
+  /** Whether any payment is attached to checkout `checkoutId`. */
+  async hasPaymentForCheckout(checkoutId: string): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(`SELECT 1 FROM payments WHERE checkout_session_id = $1 LIMIT 1`, [checkoutId]);
+    return rows.length > 0;
   }
 
   findById(id: string): Promise<Payment | null> {

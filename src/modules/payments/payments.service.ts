@@ -176,7 +176,7 @@ export class PaymentsService {
             }
           }
           const { dayStart, monthStart } = policyWindows(now);
-          const usage = await this.agents.usage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? [], signerBalance.trustedBlock);
+          const usage = await this.repo.agentUsage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? [], signerBalance.trustedBlock);
           const onChain = signerBalance.onChain;
           const refusal = evaluatePolicy(locked.policy, {
             amount,
