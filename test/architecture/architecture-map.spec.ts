@@ -88,6 +88,11 @@ const ALLOWED_FOREIGN_READS: Record<string, { tables: string[]; why: string }> =
   },
 };
 
+/** A fixture source file at `path` whose one statement is `sql`, run through an entity manager. */
+function sqlFixture(path: string, sql: string): SourceFile {
+  return { path, text: `export const q = (em: { query(s: string): unknown }) => em.query(\`${sql}\`);` };
+}
+
 /** The modules writing `table` in `files`, and the tables whose SQL names them by an expression. */
 function ownership(files: SourceFile[]) {
   const writers = writersByTable(scanTableWrites(files));
@@ -110,15 +115,14 @@ describe('reads of another module\'s table go through its service (issue 31)', (
   });
 
   it('fails on a new foreign read (a fixture reads payments from the webhooks module and organizations from refunds)', () => {
-    const rogue: SourceFile = {
-      path: 'src/modules/webhooks/rogue.repository.ts',
-      text: 'export const x = (em: { query(s: string): unknown }) => em.query(`SELECT p.id FROM payments p WHERE p.id = $1`);',
-    };
-    const join: SourceFile = {
-      path: 'src/modules/refunds/rogue.repository.ts',
-      text: 'export const y = (em: { query(s: string): unknown }) => em.query(`SELECT r.id FROM refunds r JOIN organizations o ON o.id = r.organization_id`);',
-    };
-    const reads = foreignReads([...files, rogue, join], TABLE_OWNERS);
+    const reads = foreignReads(
+      [
+        ...files,
+        sqlFixture('src/modules/webhooks/rogue.repository.ts', 'SELECT p.id FROM payments p WHERE p.id = $1'),
+        sqlFixture('src/modules/refunds/rogue.repository.ts', 'SELECT r.id FROM refunds r JOIN organizations o ON o.id = r.organization_id'),
+      ],
+      TABLE_OWNERS,
+    );
     expect(reads.get('src/modules/webhooks')).toEqual(['payments']);
     expect(reads.get('src/modules/refunds')).toEqual(['organizations']);
     expect(Object.fromEntries(reads)).not.toEqual(Object.fromEntries(allowed));
@@ -141,10 +145,7 @@ describe('each table is written by one module (issue 31)', () => {
   });
 
   it('fails on a second writer (a fixture adds one beside the real code)', () => {
-    const rogue: SourceFile = {
-      path: 'src/modules/checkout/rogue.repository.ts',
-      text: "export const x = (em: { query(s: string): unknown }) => em.query(`UPDATE payments SET status = 'failed' WHERE id = $1`);",
-    };
+    const rogue = sqlFixture('src/modules/checkout/rogue.repository.ts', "UPDATE payments SET status = 'failed' WHERE id = $1");
     const typeorm: SourceFile = {
       path: 'src/modules/invoices/rogue.repository.ts',
       text: 'export const y = (em: any, r: unknown) => em.getRepository(Mandate).update({ id: 1 }, r);',

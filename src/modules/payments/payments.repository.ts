@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import type { AgentUsage } from '../agents/agent.types';
-import type { ReceivedMoney } from './received-money';
+import { lockReceivedRow, type ReceivedMoney } from './received-money';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 
 /** Postgres I/O of payments (docs/architecture.md, Conventions 4); every call runs in the caller's transaction. */
@@ -97,14 +97,10 @@ export class PaymentsRepository {
    * {@link findReceivedBy} locked FOR UPDATE until the caller's transaction ends (a refund's bound,
    * DESIGN §21): its status, amount (base units) and addresses. Must run in a transaction.
    */
-  async lockReceivedBy(id: string, handle: string): Promise<ReceivedMoney | null> {
-    const rows: Array<{ id: string; status: string; amount: string; to_address: string | null; from_address: string | null }> = await this.em.query(
-      `SELECT id, status, amount, to_address, from_address FROM payments WHERE id = $1 AND to_handle = $2 FOR UPDATE`,
-      [id, handle],
-    );
-    const r = rows[0];
-    return r ? { id: r.id, status: r.status, amount: BigInt(r.amount), payeeAddress: r.to_address, payerAddress: r.from_address } : null;
+  lockReceivedBy(id: string, handle: string): Promise<ReceivedMoney | null> {
+    return lockReceivedRow(this.em, `SELECT id, status, amount, to_address AS payee, from_address AS payer FROM payments WHERE id = $1 AND to_handle = $2 FOR UPDATE`, id, handle);
   }
+
 
   async insert(p: Payment): Promise<void> {
     await this.em.getRepository(Payment).insert(p);
