@@ -214,9 +214,9 @@ export function foreignReads(files: SourceFile[], owners: Record<string, string>
   return new Map([...out].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, [...v].sort()]));
 }
 
-/** The markdown table of {@link foreignReads}. */
-export function renderForeignReads(reads: Map<string, string[]>): string {
-  const lines = ['| module | reads by SQL (tables of other modules) |', '|---|---|'];
-  for (const [mod, tables] of reads) lines.push(`| \`${mod}\` | ${tables.map((t) => `\`${t}\``).join(', ')} |`);
+/** The markdown table of {@link foreignReads}, with why each remains (`allowed[module].why`; `?` when not given). */
+export function renderForeignReads(reads: Map<string, string[]>, allowed: Record<string, { why: string }> = {}): string {
+  const lines = ['| module | reads by SQL (tables of other modules) | why it remains |', '|---|---|---|'];
+  for (const [mod, tables] of reads) lines.push(`| \`${mod}\` | ${tables.map((t) => `\`${t}\``).join(', ')} | ${allowed[mod]?.why ?? '?'} |`);
   return lines.join('\n');
 }

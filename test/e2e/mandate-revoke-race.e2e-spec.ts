@@ -3,6 +3,10 @@ import type { PaymentRequirements } from '@x402/core/types';
 import { Wallet } from 'ethers';
 import { randomUUID } from 'node:crypto';
 import { signIntentMandate } from '../../src/modules/mandates/mandate-signing';
+import { Injectable } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { TransactionHost } from '../../src/database/transaction';
+import { MandateUsageSource } from '../../src/modules/mandates/mandate-usage.port';
 import { MandatesRepository } from '../../src/modules/mandates/mandates.repository';
 import { MandatesService } from '../../src/modules/mandates/mandates.service';
 import { createTestAppWith, TestApp } from '../support/app';
@@ -17,12 +21,22 @@ jest.setTimeout(120_000);
  * after its UPDATE, the usage of the mandate as that transaction sees it. With the revocation
  * serialised against spends, that is the mandate's final usage: no spend is admitted under it later.
  */
+@Injectable()
 class RecordingMandatesRepository extends MandatesRepository {
   static usageAtRevoke = new Map<string, bigint>();
 
+  constructor(
+    txHost: TransactionHost,
+    private readonly moduleRef: ModuleRef,
+  ) {
+    super(txHost);
+  }
+
   override async revoke(id: string, at: Date): Promise<void> {
     await super.revoke(id, at);
-    RecordingMandatesRepository.usageAtRevoke.set(id, (await this.usedAmounts([id])).get(id) ?? 0n);
+    // The usage through the payments module's port (its table), in this same transaction.
+    const usage = this.moduleRef.get(MandateUsageSource, { strict: false });
+    RecordingMandatesRepository.usageAtRevoke.set(id, (await usage.usedAmounts([id])).get(id) ?? 0n);
   }
 }
 

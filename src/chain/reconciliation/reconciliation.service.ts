@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Contract, getAddress, Interface, TypedDataEncoder } from 'ethers';
 import Redis from 'ioredis';
 import { TestUSDCArtifact } from '@lib/contracts';
@@ -92,10 +92,8 @@ const TRANSFER_TOPIC = USDC_IFACE.getEvent('Transfer')!.topicHash;
  * the report is kept in Redis for `/health/ready`.
  */
 @Injectable()
-export class ReconciliationService implements OnModuleDestroy {
+export class ReconciliationService {
   private readonly logger = new Logger('Reconciliation');
-  private readonly lock: ClusterLock;
-
   constructor(
     private readonly repo: ReconciliationRepository,
     private readonly cursors: ChainCursors,
@@ -103,13 +101,8 @@ export class ReconciliationService implements OnModuleDestroy {
     private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
     private readonly txHost: TransactionHost,
-  ) {
-    this.lock = new ClusterLock(config.env.DATABASE_URL);
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.lock.close();
-  }
+    private readonly lock: ClusterLock,
+  ) {}
 
   /** One pass under the cluster-wide lock `reconcile`; null when another process holds it. */
   async runExclusive(): Promise<ReconcileReport | null> {

@@ -41,6 +41,19 @@ export class RelayerRepository {
     return (this.txHost as TxHost).tx;
   }
 
+  /**
+   * The `traceparent` each of `txHashes` was queued under by our relayer (DESIGN §20: the request
+   * that submitted it), keyed by lower-case hash; hashes we did not send, or sent untraced, are absent.
+   */
+  async relayTraceparents(txHashes: string[]): Promise<Map<string, string>> {
+    if (txHashes.length === 0) return new Map();
+    const rows: Array<{ tx_hash: string; traceparent: string }> = await this.em.query(
+      `SELECT tx_hash, traceparent FROM relayer_transactions WHERE tx_hash = ANY($1::text[]) AND traceparent IS NOT NULL`,
+      [[...new Set(txHashes.map((h) => h.toLowerCase()))]],
+    );
+    return new Map(rows.map((r) => [r.tx_hash.toLowerCase(), r.traceparent]));
+  }
+
   /** Inserts a queued row with the `traceparent` of the request that queued it (DESIGN §20; null when untraced). */
   async insert(row: Pick<RelayTxRow, 'id' | 'address' | 'toAddress' | 'data' | 'purpose' | 'reference'>): Promise<void> {
     await this.em.query(

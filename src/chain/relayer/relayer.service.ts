@@ -263,6 +263,15 @@ export class RelayerService implements OnApplicationShutdown {
     return this.repo.hashesForReference(purpose, reference);
   }
 
+  /**
+   * The `traceparent` each of `txHashes` was queued under by this relayer (DESIGN §20: the request
+   * that submitted it), keyed by lower-case hash; hashes it did not send, or sent untraced, are absent.
+   * The escrow indexer continues those traces (the rows are this module's).
+   */
+  relayTraceparents(txHashes: string[]): Promise<Map<string, string>> {
+    return this.repo.relayTraceparents(txHashes);
+  }
+
   private async queueEvents(): Promise<QueueEvents> {
     if (!this.events) {
       const env = this.config.env;

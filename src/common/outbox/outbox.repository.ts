@@ -69,6 +69,20 @@ export class OutboxRepository {
   }
 
   /**
+   * The events `ids` as a delivery sends them (type, payload, creation time), keyed by id; ids with no
+   * row (deleted by the retention) are absent. One index look-up per id, in the caller's transaction
+   * if any (the webhook delivery lease reads its events here: the table is this module's).
+   */
+  async eventsByIds(ids: string[]): Promise<Map<string, { type: string; createdAt: Date; data: { object: Record<string, unknown> } }>> {
+    if (!ids.length) return new Map();
+    const rows: Array<{ id: string; type: string; data: { object: Record<string, unknown> }; created_at: Date }> = await this.manager.query(
+      `SELECT e.id, e.type, e.data, e.created_at FROM outbox_events e WHERE e.id = ANY($1::uuid[])`,
+      [[...new Set(ids)]],
+    );
+    return new Map(rows.map((r) => [r.id, { type: r.type, createdAt: new Date(r.created_at), data: r.data }]));
+  }
+
+  /**
    * Locks up to `limit` relayed events created more than `days` days ago, oldest first, created after
    * `after` (the `created_at` text, microseconds kept, of the last one a previous batch of the pass looked at; events of that same instant left
    * past the batch's end wait for the next pass), `FOR UPDATE SKIP LOCKED` (inside a transaction).

@@ -1,23 +1,24 @@
 import { Injectable } from '@nestjs/common';
-import { TransactionHost, TxHost } from '../../database/transaction';
-import type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
-import { agentUsage, AgentsRepository } from './agents.repository';
+import type { AgentRow, PayeeTarget } from './agent.types';
+import { AgentsRepository } from './agents.repository';
+import { OrgsService } from '../orgs/orgs.service';
 import { ChainAccess } from '../../chain/chain-access.service';
 import { ChainCursors } from '../../chain/chain-cursors.repository';
 import { readSignerBalance, type SignerBalance } from './signer-balance';
 
 /**
  * What spending modules (payments, agent escrows) need from agents, through a service
- * (docs/architecture.md §13): the agent row, the row lock that serialises its reservations, its usage in
- * the policy windows, and payee handle resolution. Runs in the caller's transaction.
+ * (docs/architecture.md §13): the agent row, the row lock that serialises its reservations, the
+ * signer's balance inputs, and payee handle resolution (the usage in the policy windows is the
+ * payments module's own sum, its table). Runs in the caller's transaction.
  */
 @Injectable()
 export class AgentSpendGate {
   constructor(
     private readonly repo: AgentsRepository,
-    private readonly txHost: TransactionHost,
     private readonly chain: ChainAccess,
     private readonly cursors: ChainCursors,
+    private readonly orgs: OrgsService,
   ) {}
 
   find(agentId: string): Promise<AgentRow | null> {
@@ -29,21 +30,19 @@ export class AgentSpendGate {
     return this.repo.lock(agentId);
   }
 
-  /**
-   * Payments pending/submitted/succeeded since the window starts (base units), and the open
-   * reservations not in `settledNonces`, succeeded ones above `trustedBlock` included ({@link readSignerBalance}).
-   */
-  usage(agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = [], trustedBlock: number | null = null): Promise<AgentUsage> {
-    return agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, settledNonces, trustedBlock);
-  }
-
   /** The signer's balance inputs for the spend check; call with no transaction open ({@link readSignerBalance}). */
   signerBalance(signer: string): Promise<SignerBalance> {
     return readSignerBalance(this.chain, this.cursors, signer);
   }
 
-  /** A payee handle (organisation handle or agent slug, case-insensitive), or null. */
-  resolveHandle(handle: string): Promise<PayeeTarget | null> {
-    return this.repo.resolveHandle(handle);
+  /**
+   * A payee handle (organisation handle or agent slug, case-insensitive), or null; an organisation's
+   * payout address comes from OrgsService (the `organizations` table is the orgs module's).
+   */
+  async resolveHandle(handle: string): Promise<PayeeTarget | null> {
+    const hit = await this.repo.resolveHandle(handle);
+    if (!hit || hit.kind === 'agent') return hit;
+    const org = await this.orgs.getOrganization(hit.organizationId);
+    return org ? { kind: 'organization', id: org.id, organizationId: org.id, handle: hit.handle, address: org.payoutAddress ?? null } : null;
   }
 }

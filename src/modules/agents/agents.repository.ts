@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import type { StoredPolicy } from './agent-policy';
-import type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
+import type { AgentRow, PayeeTarget } from './agent.types';
 
 export type { AgentRow, AgentUsage, PayeeTarget } from './agent.types';
 
@@ -53,6 +53,12 @@ export class AgentsRepository {
     return rows.map(toRow);
   }
 
+  /** Agents whose owner address is `address` (case-insensitive), oldest first. */
+  async ownedBy(address: string): Promise<AgentRow[]> {
+    const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM agents WHERE lower(owner_address) = lower($1) ORDER BY created_at, id`, [address]);
+    return rows.map(toRow);
+  }
+
   /** The agent row under FOR UPDATE: serialises every reservation of this agent (docs/architecture.md §13). */
   async lock(id: string): Promise<AgentRow | null> {
     const rows: Array<Record<string, unknown>> = await this.em.query(`SELECT ${COLUMNS} FROM agents WHERE id = $1 FOR UPDATE`, [id]);
@@ -89,40 +95,22 @@ export class AgentsRepository {
     return rows.length === 1;
   }
 
-  /** Resolves a payee handle (case-insensitive) in the one namespace of organisation handles and agent slugs. */
-  async resolveHandle(handle: string): Promise<PayeeTarget | null> {
+  /**
+   * Resolves a payee handle (case-insensitive) in the one namespace of organisation handles and agent
+   * slugs (`payee_handles`, kept by the database's trigger): an agent with its signer address, or the
+   * organisation's id alone (its payout address is the orgs module's, read through OrgsService).
+   */
+  async resolveHandle(handle: string): Promise<PayeeTarget | { kind: 'organization'; handle: string; organizationId: string } | null> {
     const rows: Array<Record<string, unknown>> = await this.em.query(
-      `SELECT h.handle, o.id AS org_id, o.payout_address, a.id AS agent_id, a.organization_id AS agent_org, a.signer_address
+      `SELECT h.handle, h.organization_id AS org_id, a.id AS agent_id, a.organization_id AS agent_org, a.signer_address
          FROM payee_handles h
-         LEFT JOIN organizations o ON o.id = h.organization_id
          LEFT JOIN agents a ON a.id = h.agent_id
         WHERE h.handle = lower($1)`,
       [handle],
     );
     const r = rows[0];
     if (!r) return null;
-    if (r.org_id) return { kind: 'organization', id: r.org_id as string, organizationId: r.org_id as string, handle: r.handle as string, address: (r.payout_address as string | null) ?? null };
+    if (r.org_id) return { kind: 'organization', handle: r.handle as string, organizationId: r.org_id as string };
     return { kind: 'agent', id: r.agent_id as string, organizationId: r.agent_org as string, handle: r.handle as string, address: (r.signer_address as string | null) ?? null };
   }
-}
-
-/**
- * Usage of `agentId`: payments in status pending, submitted or succeeded created since `dayStart` /
- * `monthStart` (docs/architecture.md §13), and the open reservations (pending or submitted, and
- * succeeded ones recorded as used above `trustedBlock`, which a reorg may have undone: DESIGN §22),
- * leaving out those whose authorization nonce is in `settledNonces` (used or cancelled on chain above
- * the trusted block, see readSignerBalance). Amounts in base units. Run under the agent row lock when
- * the answer decides a reservation.
- */
-export async function agentUsage(em: TxHost['tx'], agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = [], trustedBlock: number | null = null): Promise<AgentUsage> {
-  const rows: Array<{ day: string; month: string; open: string }> = await em.query(
-    `SELECT COALESCE(SUM(amount) FILTER (WHERE created_at >= $2), 0)::text AS day,
-            COALESCE(SUM(amount) FILTER (WHERE created_at >= $3), 0)::text AS month,
-            COALESCE(SUM(amount) FILTER (WHERE (status IN ('pending', 'submitted') OR (status = 'succeeded' AND used_block > $5::bigint))
-                                           AND (auth_nonce IS NULL OR NOT auth_nonce = ANY($4::text[]))), 0)::text AS open
-       FROM payments
-      WHERE agent_id = $1 AND status IN ('pending', 'submitted', 'succeeded')`,
-    [agentId, dayStart, monthStart, settledNonces, trustedBlock],
-  );
-  return { usedToday: BigInt(rows[0].day), usedThisMonth: BigInt(rows[0].month), open: BigInt(rows[0].open) };
 }

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { formatAmount, parseAmount } from '@lib/money';
 import { v7 as uuidv7 } from 'uuid';
 import { getAddress, hexlify, isHexString, randomBytes, verifyTypedData, Wallet } from 'ethers';
@@ -10,7 +11,8 @@ import { ChainAccess } from '../../chain/chain-access.service';
 import { ChainCursors } from '../../chain/chain-cursors.repository';
 import { RelayerService } from '../../chain/relayer/relayer.service';
 import { policyWindows, renderPolicy, StoredPolicy } from './agent-policy';
-import { AgentRow, agentUsage, AgentsRepository } from './agents.repository';
+import { AgentRow, AgentsRepository } from './agents.repository';
+import { AgentUsageSource } from './agent-usage.port';
 import { readSignerBalance } from './signer-balance';
 import { ENABLE_SIGNER_TYPES, ownerDomain, WITHDRAW_TYPES } from './owner-messages';
 import { AGENT_CONSENT_TYPES, type AgentConsentRefusal, ConsentAction, consentPayloadHash, consentTypedData, policyRaises, SPENDING_SCOPES } from './agent-consent';
@@ -103,7 +105,13 @@ export class AgentsService {
     private readonly config: AppConfig,
     private readonly cursors: ChainCursors,
     private readonly hooks: AgentHooks,
+    private readonly moduleRef: ModuleRef,
   ) {}
+
+  /** Resolved at call time: the payments module (which sums the usage over its table) depends on agents, so it cannot be a constructor dependency. */
+  private usage(): AgentUsageSource {
+    return this.moduleRef.get(AgentUsageSource, { strict: false });
+  }
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
     return (this.txHost as TxHost).withTransaction(fn);
@@ -184,7 +192,7 @@ export class AgentsService {
   async view(agentId: string, now = new Date()): Promise<AgentView> {
     const agent = await this.require(agentId);
     const { dayStart, monthStart } = policyWindows(now);
-    const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart);
+    const usage = await this.usage().usage(agentId, dayStart, monthStart);
     return {
       id: agent.id,
       slug: agent.slug,
@@ -210,7 +218,7 @@ export class AgentsService {
     const [signer, owner] = await Promise.all([readSignerBalance(this.chain, this.cursors, agent.signerAddress), this.chain.read('owner balance', () => this.chain.usdc.balanceOf(agent.ownerAddress!))]);
     const onChain = signer.onChain;
     const { dayStart, monthStart } = policyWindows(new Date());
-    const usage = await agentUsage((this.txHost as TxHost).tx, agentId, dayStart, monthStart, signer.settledNonces ?? [], signer.trustedBlock);
+    const usage = await this.usage().usage(agentId, dayStart, monthStart, signer.settledNonces ?? [], signer.trustedBlock);
     const available = onChain > usage.open ? onChain - usage.open : 0n;
     return {
       address: agent.signerAddress,

@@ -107,17 +107,14 @@ export class CheckoutRepository {
     return rows.length ? fromRow(rows[0]) : null;
   }
 
-  findById(id: string): Promise<CheckoutSession | null> {
-    return this.repo.findOneBy({ id });
+  /** The session `id` of `organizationId` locked FOR UPDATE until the caller's transaction ends, or null. Must run in a transaction. */
+  async lockForOrganization(organizationId: string, id: string): Promise<CheckoutSession | null> {
+    const rows: SessionRow[] = await (this.txHost as TxHost).tx.query(`SELECT ${COLUMNS} FROM checkout_sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE`, [id, organizationId]);
+    return rows.length ? fromRow(rows[0]) : null;
   }
 
-  /** The buyer an agent escrow's checkout is bound to (the paying agent's session signer), or null for any other checkout. */
-  async requiredBuyer(id: string): Promise<string | null> {
-    const rows: Array<{ from_address: string }> = await (this.txHost as TxHost).tx.query(
-      `SELECT from_address FROM payments WHERE checkout_session_id = $1 AND mode = 'escrow' ORDER BY created_at LIMIT 1`,
-      [id],
-    );
-    return rows[0]?.from_address ?? null;
+  findById(id: string): Promise<CheckoutSession | null> {
+    return this.repo.findOneBy({ id });
   }
 
   async updateEscrowState(id: string, escrowId: string | null, status: CheckoutSession['status']): Promise<void> {
@@ -131,16 +128,16 @@ export class CheckoutRepository {
 
   /**
    * Reopens a checkout whose escrow `escrowId` the buyer cancelled (docs/architecture.md §13): back
-   * to `open` under the next escrow attempt, with no escrow, when it is still the checkout's escrow,
-   * the checkout has not expired, and no agent payment stands behind it (an agent escrow is a
-   * one-shot payment of the agent's signer). In the caller's transaction.
+   * to `open` under the next escrow attempt, with no escrow, when it is still the checkout's escrow
+   * and the checkout has not expired. The caller checks first that no agent payment stands behind it
+   * (an agent escrow is a one-shot payment of the agent's signer; CheckoutService.reopenAfterCancel).
+   * In the caller's transaction.
    * @returns the reopened session's organisation and invoice, or null when it was not reopened.
    */
   async reopenAfterCancel(id: string, escrowId: string): Promise<{ organizationId: string; invoiceId: string | null } | null> {
     const rows: Array<{ organization_id: string; invoice_id: string | null }> = await (this.txHost as TxHost).tx.query(
       `UPDATE checkout_sessions SET status = 'open', escrow_id = NULL, escrow_attempt = escrow_attempt + 1, updated_at = now()
         WHERE id = $1 AND escrow_id = $2 AND status = 'cancelled' AND expires_at > now()
-          AND NOT EXISTS (SELECT 1 FROM payments WHERE checkout_session_id = $1)
        RETURNING organization_id, invoice_id`,
       [id, escrowId],
     );

@@ -17,6 +17,8 @@ import { CreateCheckoutSessionDto } from './dto/create-checkout-session.dto';
 import { kybRejected } from '../verification/verification.service';
 import { OfferingsService, OfferingTerms } from '../offerings/offerings.service';
 import { CheckoutHooks } from './checkout-hooks.service';
+import { ModuleRef } from '@nestjs/core';
+import { CheckoutPaymentsSource } from './checkout-payments.port';
 
 const MIN_TTL_SECONDS = 30 * 60;
 const MAX_TTL_SECONDS = 24 * 3600;
@@ -55,6 +57,7 @@ export class CheckoutService {
     private readonly webhookUrls: WebhookUrlService,
     private readonly offerings: OfferingsService,
     private readonly hooks: CheckoutHooks,
+    private readonly moduleRef: ModuleRef,
   ) {}
 
   /**
@@ -222,6 +225,14 @@ export class CheckoutService {
     return this.mapper.toDto(session);
   }
 
+  /**
+   * The checkout `id` of `organizationId`, locked FOR UPDATE until the caller's transaction ends (a
+   * refund's bound, DESIGN §21), or null. Must run in a transaction.
+   */
+  lockForOrganization(organizationId: string, id: string): Promise<CheckoutSession | null> {
+    return this.repo.lockForOrganization(organizationId, id);
+  }
+
   /** The session by id, any organisation (for the chain: funding names a checkout by id). */
   findById(id: string): Promise<CheckoutSession | null> {
     return this.repo.findById(id);
@@ -233,7 +244,12 @@ export class CheckoutService {
    * attached to it (so no checkout metadata can claim it). Null for every other checkout.
    */
   requiredBuyer(id: string): Promise<string | null> {
-    return this.repo.requiredBuyer(id);
+    return this.payments().escrowPayer(id);
+  }
+
+  /** Resolved at call time: the payments module (which owns the `payments` table) depends, through agent escrows, on this one. */
+  private payments(): CheckoutPaymentsSource {
+    return this.moduleRef.get(CheckoutPaymentsSource, { strict: false });
   }
 
   /**
@@ -268,6 +284,9 @@ export class CheckoutService {
    * @returns true when reopened.
    */
   async reopenAfterCancel(id: string, escrowId: string): Promise<boolean> {
+    // A payment is attached to its checkout when the checkout is created (the agent escrow's
+    // reservation), never later, so this read and the UPDATE below need no common statement.
+    if (await this.payments().hasPayment(id)) return false;
     const reopened = await this.repo.reopenAfterCancel(id, escrowId);
     if (!reopened) return false;
     if (reopened.invoiceId) await this.hooks.statusChanged({ id, ...reopened, status: 'open' });

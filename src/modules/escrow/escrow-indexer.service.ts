@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ChainTxError, EscrowChainEvent } from '@lib/chain';
 import { QueryFailedError } from 'typeorm';
 import { continueTrace, tracing } from '../../common/tracing/trace-context';
@@ -61,10 +61,8 @@ export interface PollResult {
 const AUTO_RELEASE_MINE_TIMEOUT_MS = 60_000;
 
 @Injectable()
-export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
+export class EscrowIndexer implements OnModuleInit {
   private readonly logger = new Logger(EscrowIndexer.name);
-  private readonly lock: ClusterLock;
-
   constructor(
     private readonly repo: EscrowRepository,
     private readonly projector: EscrowProjector,
@@ -75,17 +73,12 @@ export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
     private readonly relayer: RelayerService,
     private readonly cursors: ChainCursors,
     private readonly balance: BalanceProjector,
-  ) {
-    this.lock = new ClusterLock(config.env.DATABASE_URL);
-  }
+    private readonly lock: ClusterLock,
+  ) {}
 
   /** Registers the escrow releases' rule with the ledger's reconciliation (DESIGN §21). */
   onModuleInit(): void {
     this.balance.registerSource('escrow_release', (organizationId, fromBlock, toBlock) => this.releasesIn(organizationId, fromBlock, toBlock));
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    await this.lock.close();
   }
 
   /**
@@ -163,7 +156,7 @@ export class EscrowIndexer implements OnModuleInit, OnModuleDestroy {
     if (toBlock < fromBlock) return { fromBlock, toBlock: cursor, events: 0, applied: 0, setAside: 0, reorgForkBlock };
     const events = await gateway.getEscrowEvents(fromBlock, toBlock);
     // Traced: applying a log continues the trace of the request that had our relayer send its transaction.
-    const origins = tracing() ? await this.repo.relayTraceparents(events.map((e) => e.txHash)) : null;
+    const origins = tracing() ? await this.relayer.relayTraceparents(events.map((e) => e.txHash)) : null;
     let applied = 0;
     let setAside = 0;
     for (const e of events) {

@@ -168,20 +168,6 @@ export class EscrowRepository {
       .getMany();
   }
 
-  /** The indexer cursor: last block fully applied, or null before the first run. */
-  /**
-   * The `traceparent` each of `txHashes` was queued under by our relayer (DESIGN §20: the request
-   * that submitted it), keyed by lower-case hash; hashes we did not send, or sent untraced, are absent.
-   */
-  async relayTraceparents(txHashes: string[]): Promise<Map<string, string>> {
-    if (txHashes.length === 0) return new Map();
-    const rows: Array<{ tx_hash: string; traceparent: string }> = await this.em.query(
-      `SELECT tx_hash, traceparent FROM relayer_transactions WHERE tx_hash = ANY($1::text[]) AND traceparent IS NOT NULL`,
-      [[...new Set(txHashes.map((h) => h.toLowerCase()))]],
-    );
-    return new Map(rows.map((r) => [r.tx_hash.toLowerCase(), r.traceparent]));
-  }
-
   async rememberBlock(blockNumber: number, blockHash: string): Promise<void> {
     await this.em.query(
       `INSERT INTO chain_blocks (block_number, block_hash) VALUES ($1, $2) ON CONFLICT (block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash`,

@@ -51,6 +51,16 @@ export class EscrowService {
     private readonly relayer: RelayerService,
   ) {}
 
+  /**
+   * What a refund of the checkout behind escrow `escrowId` reads of it (DESIGN §21): its status and
+   * flag, the amount in base units, the seller (who received it) and the buyer; null for an unknown id.
+   * In the caller's transaction, unlocked (the refund locks the checkout).
+   */
+  async refundTerms(escrowId: string): Promise<{ status: string; flag: string | null; amountUnits: bigint; sellerAddress: string; buyerAddress: string } | null> {
+    const e = await this.repo.findById(escrowId);
+    return e ? { status: e.status, flag: e.flag, amountUnits: e.amountUnits, sellerAddress: e.sellerAddress, buyerAddress: e.buyerAddress } : null;
+  }
+
   /** @throws AppError not_found when the caller's organisation is not a party. */
   async get(principal: Principal, id: string): Promise<EscrowDto> {
     const escrow = await this.repo.findForOrganization(principal.organizationId, id);

@@ -3,9 +3,6 @@ import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { Mandate } from './mandate.entity';
 
-/** Payment statuses that count toward a mandate's usage (docs/architecture.md §13). */
-const COUNTED = `('pending', 'submitted', 'succeeded')`;
-
 /** The agent fields a mandate is checked against. */
 export interface MandateAgent {
   id: string;
@@ -52,39 +49,26 @@ export class MandatesRepository {
     return keysetPage(() => this.em.getRepository(Mandate).createQueryBuilder('m'), 'm', { sql: 'm.agent_id = :agentId', params: { agentId } }, limit, startingAfter);
   }
 
-  /** usedAmount per mandate: the sum of its pending, submitted and succeeded payments, in base units (docs/architecture.md §13). */
-  async usedAmounts(ids: string[]): Promise<Map<string, bigint>> {
-    const used = new Map<string, bigint>(ids.map((id) => [id, 0n]));
-    if (ids.length === 0) return used;
-    const rows: Array<{ mandate_id: string; used: string }> = await this.em.query(
-      `SELECT mandate_id, SUM(amount)::text AS used FROM payments WHERE mandate_id = ANY($1::uuid[]) AND status IN ${COUNTED} GROUP BY mandate_id`,
-      [ids],
-    );
-    for (const r of rows) used.set(r.mandate_id, BigInt(r.used));
-    return used;
-  }
-
   /**
-   * The covering mandate expiring first (docs/architecture.md §14): active (not revoked, expires
-   * after `now`), `payees` holding the payee's handle or address (both lower-case), `amount` ≤
-   * max per payment and usage + `amount` ≤ total. Call under the agent row lock so usage cannot
-   * move between this read and the payment insert (docs/architecture.md §13). The chosen mandate is
-   * locked FOR SHARE until the spend commits: a revocation ({@link lock} FOR UPDATE) waits for it, and
-   * a spend that meets a revocation in flight waits and then skips the revoked mandate, so no spend is
-   * admitted under a mandate after its revocation committed (issue 22, finding 8).
+   * The active mandates of `agentId` that may cover a payment of `amount` to the payee (docs/architecture.md
+   * §14): not revoked, expiring after `now`, `payees` holding the payee's handle or address (both
+   * lower-case), `amount` ≤ max per payment; expiring first first, with their totals (base units).
+   * Each is locked FOR SHARE until the spend commits: a revocation ({@link lock} FOR UPDATE) waits for
+   * it, and a read that meets a revocation in flight waits and then leaves the revoked mandate out, so no
+   * spend is admitted under a mandate after its revocation committed (issue 22, finding 8). The usage
+   * check (total ≥ used + amount) is the caller's, with the payments module's sums (issue 31).
    */
-  async covering(agentId: string, handle: string, address: string, amount: bigint, now: Date): Promise<string | null> {
-    const rows: Array<{ id: string }> = await this.em.query(
-      `SELECT m.id FROM mandates m
+  async coveringCandidates(agentId: string, handle: string, address: string, amount: bigint, now: Date): Promise<Array<{ id: string; totalAmount: bigint }>> {
+    const rows: Array<{ id: string; total_amount: string }> = await this.em.query(
+      `SELECT m.id, m.total_amount::text AS total_amount FROM mandates m
         WHERE m.agent_id = $1 AND m.revoked_at IS NULL AND m.expires_at > $2
           AND ($3 = ANY(m.payees) OR $4 = ANY(m.payees))
           AND m.max_amount_per_payment >= $5::numeric
-          AND m.total_amount >= $5::numeric + COALESCE((SELECT SUM(p.amount) FROM payments p WHERE p.mandate_id = m.id AND p.status IN ${COUNTED}), 0)
+          AND m.total_amount >= $5::numeric
         ORDER BY m.expires_at ASC, m.id ASC
-        LIMIT 1
         FOR SHARE OF m`,
       [agentId, now, handle.toLowerCase(), address.toLowerCase(), amount.toString()],
     );
-    return rows[0]?.id ?? null;
+    return rows.map((r) => ({ id: r.id, totalAmount: BigInt(r.total_amount) }));
   }
 }

@@ -12,6 +12,8 @@ import { ownerDomain, REVOKE_MANDATE_TYPES } from '../agents/owner-messages';
 import { MandateTerms, verifyMandateCredential } from './mandate-credentials';
 import { Mandate } from './mandate.entity';
 import { MandateAgent, MandatesRepository } from './mandates.repository';
+import { ModuleRef } from '@nestjs/core';
+import { MandateUsageSource } from './mandate-usage.port';
 
 /** Mandate statuses, computed on read (docs/architecture.md §14). */
 export const MANDATE_STATUSES = ['active', 'exhausted', 'expired', 'revoked'] as const;
@@ -64,6 +66,7 @@ export class MandatesService {
     private readonly agents: AgentsService,
     private readonly config: AppConfig,
     private readonly txHost: TransactionHost,
+    private readonly moduleRef: ModuleRef,
   ) {}
 
   private get chainId(): number {
@@ -115,7 +118,7 @@ export class MandatesService {
   async listForAgent(agentId: string, q: { limit?: number; startingAfter?: string }): Promise<ListPage<MandateView>> {
     const limit = q.limit ?? 10;
     const rows = await this.repo.list(agentId, limit, q.startingAfter);
-    const used = await this.repo.usedAmounts(rows.map((r) => r.id));
+    const used = await this.usage().usedAmounts(rows.map((r) => r.id));
     const now = new Date();
     return toPage(rows, limit, (m) => this.render(m, used.get(m.id) ?? 0n, now));
   }
@@ -165,8 +168,18 @@ export class MandatesService {
    * active mandate expiring first, or null (→ mandate_required). Must run inside the spend's
    * transaction under the agent row lock (docs/architecture.md §13, §14).
    */
-  cover(agentId: string, payee: { handle: string; address: string }, amount: bigint, now: Date): Promise<string | null> {
-    return this.repo.covering(agentId, payee.handle, payee.address, amount, now);
+  async cover(agentId: string, payee: { handle: string; address: string }, amount: bigint, now: Date): Promise<string | null> {
+    // The candidates share-locked (a revocation waits for this spend), then their usage from the
+    // payments module; the agent row lock keeps the usage still until the payment insert (§13).
+    const candidates = await this.repo.coveringCandidates(agentId, payee.handle, payee.address, amount, now);
+    if (!candidates.length) return null;
+    const used = await this.usage().usedAmounts(candidates.map((c) => c.id));
+    return candidates.find((c) => c.totalAmount >= amount + (used.get(c.id) ?? 0n))?.id ?? null;
+  }
+
+  /** Resolved at call time: the payments module (which sums the usage over its table) depends on mandates, so it cannot be a constructor dependency. */
+  private usage(): MandateUsageSource {
+    return this.moduleRef.get(MandateUsageSource, { strict: false });
   }
 
   private async revoke(id: string, check: () => Promise<void>): Promise<MandateView> {
@@ -185,7 +198,7 @@ export class MandatesService {
   }
 
   private async view(m: Mandate): Promise<MandateView> {
-    const used = await this.repo.usedAmounts([m.id]);
+    const used = await this.usage().usedAmounts([m.id]);
     return this.render(m, used.get(m.id) ?? 0n, new Date());
   }
 

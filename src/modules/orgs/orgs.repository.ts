@@ -3,14 +3,6 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
 
 /** All I/O of organisations and their credentials (docs/architecture.md, Conventions 4). */
-/** An agent as the organisation's credentials and owners see it (DESIGN §13). */
-export interface AgentRef {
-  id: string;
-  organizationId: string;
-  slug: string;
-  ownerAddress: string;
-}
-
 @Injectable()
 export class OrgsRepository {
   constructor(private readonly txHost: TransactionHost) {}
@@ -39,14 +31,11 @@ export class OrgsRepository {
     );
     return rows.map((r) => ({ id: r.id, name: r.name, handle: r.handle, payoutAddress: r.payout_address }));
   }
-  /** Agents whose owner address is `address` (case-insensitive), with their organisation's name. */
-  async findOwnedAgents(address: string): Promise<Array<{ id: string; slug: string; organizationId: string; organizationName: string }>> {
-    const rows: Array<{ id: string; slug: string; organization_id: string; name: string }> = await this.em.query(
-      `SELECT a.id, a.slug, a.organization_id, o.name FROM agents a JOIN organizations o ON o.id = a.organization_id
-        WHERE lower(a.owner_address) = lower($1) ORDER BY a.created_at, a.id`,
-      [address],
-    );
-    return rows.map((r) => ({ id: r.id, slug: r.slug, organizationId: r.organization_id, organizationName: r.name }));
+  /** The names of the organisations `ids`, by id (absent ids are left out). */
+  async organizationNames(ids: string[]): Promise<Map<string, string>> {
+    if (!ids.length) return new Map();
+    const rows: Array<{ id: string; name: string }> = await this.em.query(`SELECT id, name FROM organizations WHERE id = ANY($1::uuid[])`, [[...new Set(ids)]]);
+    return new Map(rows.map((r) => [r.id, r.name]));
   }
   /** Whether `address` owns organisation `organizationId` (case-insensitive address). */
   async isOwner(organizationId: string, address: string): Promise<boolean> {
@@ -107,15 +96,6 @@ export class OrgsRepository {
       .andWhere('o.payout_address_proven')
       .orderBy('o.created_at', 'ASC')
       .getOne();
-  }
-  /** The agent `id` as credentials see it (the agents table belongs to the agents module, which writes it). */
-  async findAgent(id: string): Promise<AgentRef | null> {
-    const rows: Array<{ id: string; organization_id: string; slug: string; owner_address: string }> = await this.em.query(
-      `SELECT id, organization_id, slug, owner_address FROM agents WHERE id = $1`,
-      [id],
-    );
-    const r = rows[0];
-    return r ? { id: r.id, organizationId: r.organization_id, slug: r.slug, ownerAddress: r.owner_address } : null;
   }
   insertApiKey(key: ApiKey) {
     return this.em.getRepository(ApiKey).insert(key);

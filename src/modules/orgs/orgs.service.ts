@@ -12,7 +12,8 @@ import { AppError } from '../../common/errors/app-error';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import type { MeDto } from './dto/me.dto';
 import { ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
-import { AgentRef, OrgsRepository } from './orgs.repository';
+import { OrgsRepository } from './orgs.repository';
+import { AgentDirectory, AgentRef } from './agent-directory.port';
 import { VerificationSnapshotSource } from './verification-snapshot.port';
 
 export const MERCHANT_KEY_PREFIX = 'bk_live_';
@@ -116,13 +117,15 @@ export class OrgsService extends PrincipalResolver {
   }
 
   /** Agents whose owner address is `address` (an agent's owner manages it from the console, DESIGN §19). */
-  ownedAgents(address: string) {
-    return this.repo.findOwnedAgents(address);
+  async ownedAgents(address: string): Promise<Array<{ id: string; slug: string; organizationId: string; organizationName: string }>> {
+    const agents = await this.agents().ownedBy(address);
+    const names = await this.repo.organizationNames(agents.map((a) => a.organizationId));
+    return agents.map((a) => ({ id: a.id, slug: a.slug, organizationId: a.organizationId, organizationName: names.get(a.organizationId) ?? '' }));
   }
 
   /** The agent `agentId` when `address` is its owner address (case-insensitive), else null. */
   async agentOwnedBy(agentId: string, address: string): Promise<AgentRef | null> {
-    const agent = await this.repo.findAgent(agentId);
+    const agent = await this.agents().agentRef(agentId);
     return agent && agent.ownerAddress.toLowerCase() === address.toLowerCase() ? agent : null;
   }
 
@@ -217,7 +220,7 @@ export class OrgsService extends PrincipalResolver {
     await this.requireOrganization(input.organizationId);
     this.checkScopes(input.scopes, input.kind === 'agent' ? AGENT_SCOPES : MERCHANT_SCOPES);
     if (input.kind === 'agent') {
-      const agent = input.agentId ? await this.repo.findAgent(input.agentId) : null;
+      const agent = input.agentId ? await this.agents().agentRef(input.agentId) : null;
       if (!agent || agent.organizationId !== input.organizationId) throw AppError.invalidParam('agent', 'must be an agent of this organisation');
     }
     const secret = (input.kind === 'agent' ? AGENT_KEY_PREFIX : MERCHANT_KEY_PREFIX) + randomBase62(32);
@@ -362,6 +365,11 @@ export class OrgsService extends PrincipalResolver {
       this.keyUses.delete(principal.credentialId); // try again on the next request
       this.logger.warn(`api key ${principal.credentialId}: last_used_at not written: ${(err as Error).message}`);
     }
+  }
+
+  /** Resolved at call time: the agents module depends on this service, so it cannot be a constructor dependency. */
+  private agents(): AgentDirectory {
+    return this.moduleRef.get(AgentDirectory, { strict: false });
   }
 
   /** Resolved at call time: the verification module depends on this service, so it cannot be a constructor dependency. */

@@ -3,10 +3,15 @@ import { NO_FAULTS } from '../../common/faults/faults';
 import { VerificationModule } from '../verification/verification.module';
 import { AgentsModule } from '../agents/agents.module';
 import { MandatesModule } from '../mandates/mandates.module';
+import { OrgsModule } from '../orgs/orgs.module';
 import { RelayerModule } from '../../chain/relayer/relayer.module';
 import { BalanceModule } from '../balance/balance.module';
 import { PaymentSettlement } from './payment-settlement.service';
 import { PaymentsRepository } from './payments.repository';
+import { PaymentsAgentUsage, PaymentsMandateUsage, PaymentsOfCheckout } from './payment-ports.service';
+import { CheckoutPaymentsSource } from '../checkout/checkout-payments.port';
+import { MandateUsageSource } from '../mandates/mandate-usage.port';
+import { AgentUsageSource } from '../agents/agent-usage.port';
 import { AgentStopsModule } from './agent-stops.module';
 import { PaymentsOperations } from './payments.operations';
 import { PaymentFaults, PaymentsService } from './payments.service';
@@ -27,9 +32,15 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
  * and a process holding this module refuses to start without it (issue 28).
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), PaymentRelayCheckModule, AgentsModule, AgentStopsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule],
+  imports: [TypeOrmModule.forFeature([Payment, X402Settlement]), PaymentRelayCheckModule, AgentsModule, AgentStopsModule, RelayerModule, VerificationModule, MandatesModule, BalanceModule, OrgsModule],
   providers: [
     PaymentsRepository,
+    PaymentsAgentUsage,
+    { provide: AgentUsageSource, useExisting: PaymentsAgentUsage },
+    PaymentsMandateUsage,
+    { provide: MandateUsageSource, useExisting: PaymentsMandateUsage },
+    PaymentsOfCheckout,
+    { provide: CheckoutPaymentsSource, useExisting: PaymentsOfCheckout },
     PaymentModes,
     TransferPaymentMode,
     PaymentsService,
@@ -40,6 +51,6 @@ import { X402SettlementsRepository } from './x402-settlements.repository';
     X402Settlements,
     { provide: X402Faults, useValue: NO_FAULTS },
   ],
-  exports: [PaymentModes, PaymentsService, PaymentsOperations, PaymentSettlement, PaymentFaults, X402Settlements, X402Faults],
+  exports: [AgentUsageSource, MandateUsageSource, CheckoutPaymentsSource, PaymentModes, PaymentsService, PaymentsOperations, PaymentSettlement, PaymentFaults, X402Settlements, X402Faults],
 })
 export class PaymentsModule {}

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
+import type { AgentUsage } from '../agents/agent.types';
+import { lockReceivedRow, type ReceivedMoney } from './received-money';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 
 /** Postgres I/O of payments (docs/architecture.md, Conventions 4); every call runs in the caller's transaction. */
@@ -36,15 +38,69 @@ export class PaymentsRepository {
     );
   }
 
+  /**
+   * Usage of agent `agentId` in its policy windows (agents' AgentUsageSource port: pending, submitted
+   * and succeeded payments since `dayStart` / `monthStart`, and the open reservations not in
+   * `settledNonces`, succeeded ones above `trustedBlock` included). Amounts in base units. In the
+   * caller's transaction: run under the agent row lock when the answer decides a reservation.
+   */
+  async agentUsage(agentId: string, dayStart: Date, monthStart: Date, settledNonces: string[] = [], trustedBlock: number | null = null): Promise<AgentUsage> {
+    const rows: Array<{ day: string; month: string; open: string }> = await this.em.query(
+      `SELECT COALESCE(SUM(amount) FILTER (WHERE created_at >= $2), 0)::text AS day,
+              COALESCE(SUM(amount) FILTER (WHERE created_at >= $3), 0)::text AS month,
+              COALESCE(SUM(amount) FILTER (WHERE (status IN ('pending', 'submitted') OR (status = 'succeeded' AND used_block > $5::bigint))
+                                             AND (auth_nonce IS NULL OR NOT auth_nonce = ANY($4::text[]))), 0)::text AS open
+         FROM payments
+        WHERE agent_id = $1 AND status IN ('pending', 'submitted', 'succeeded')`,
+      [agentId, dayStart, monthStart, settledNonces, trustedBlock],
+    );
+    return { usedToday: BigInt(rows[0].day), usedThisMonth: BigInt(rows[0].month), open: BigInt(rows[0].open) };
+  }
+
+  /** usedAmount per mandate of `ids`: the sum of its pending, submitted and succeeded payments, in base units (docs/architecture.md §13); 0 when none. */
+  async mandateUsedAmounts(ids: string[]): Promise<Map<string, bigint>> {
+    const used = new Map<string, bigint>(ids.map((id) => [id, 0n]));
+    if (ids.length === 0) return used;
+    const rows: Array<{ mandate_id: string; used: string }> = await this.em.query(
+      `SELECT mandate_id, SUM(amount)::text AS used FROM payments WHERE mandate_id = ANY($1::uuid[]) AND status IN ('pending', 'submitted', 'succeeded') GROUP BY mandate_id`,
+      [ids],
+    );
+    for (const r of rows) used.set(r.mandate_id, BigInt(r.used));
+    return used;
+  }
+
+  /** The payer of the first escrow-mode payment attached to checkout `checkoutId` (the agent's session signer), or null. */
+  async escrowPayerOfCheckout(checkoutId: string): Promise<string | null> {
+    const rows: Array<{ from_address: string }> = await this.em.query(
+      `SELECT from_address FROM payments WHERE checkout_session_id = $1 AND mode = 'escrow' ORDER BY created_at LIMIT 1`,
+      [checkoutId],
+    );
+    return rows[0]?.from_address ?? null;
+  }
+
+  /** Whether any payment is attached to checkout `checkoutId`. */
+  async hasPaymentForCheckout(checkoutId: string): Promise<boolean> {
+    const rows: unknown[] = await this.em.query(`SELECT 1 FROM payments WHERE checkout_session_id = $1 LIMIT 1`, [checkoutId]);
+    return rows.length > 0;
+  }
+
   findById(id: string): Promise<Payment | null> {
     return this.em.getRepository(Payment).findOneBy({ id });
   }
 
-  /** A payment `organizationId` received (its payee handle is the organisation's; DESIGN §21), or null. */
-  async findReceived(id: string, organizationId: string): Promise<Payment | null> {
-    const hit = (await this.em.query(`SELECT p.id FROM payments p JOIN organizations o ON o.handle = p.to_handle WHERE p.id = $1 AND o.id = $2`, [id, organizationId])) as unknown[];
-    return hit.length ? this.findById(id) : null;
+  /** The payment `id` paid to the payee handle `handle` (a receiving organisation's handle; DESIGN §21), or null. */
+  findReceivedBy(id: string, handle: string): Promise<Payment | null> {
+    return this.em.getRepository(Payment).findOneBy({ id, toHandle: handle });
   }
+
+  /**
+   * {@link findReceivedBy} locked FOR UPDATE until the caller's transaction ends (a refund's bound,
+   * DESIGN §21): its status, amount (base units) and addresses. Must run in a transaction.
+   */
+  lockReceivedBy(id: string, handle: string): Promise<ReceivedMoney | null> {
+    return lockReceivedRow(this.em, `SELECT id, status, amount, to_address AS payee, from_address AS payer FROM payments WHERE id = $1 AND to_handle = $2 FOR UPDATE`, id, handle);
+  }
+
 
   async insert(p: Payment): Promise<void> {
     await this.em.getRepository(Payment).insert(p);

@@ -16,11 +16,13 @@ import type { AgentRow, PayeeTarget } from '../agents/agent.types';
 import { AgentSpendGate } from '../agents/agent-spend.service';
 import { SignerVault } from '../agents/signer-vault.service';
 import { MandatesService } from '../mandates/mandates.service';
+import { OrgsService } from '../orgs/orgs.service';
 import { ChainAccess, ChainUnavailableError } from '../../chain/chain-access.service';
 import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.service';
 import { PaymentDto } from './dto/payment.dto';
 import { Payment, PaymentMode, PaymentStatus } from './payment.entity';
 import { PaymentsRepository } from './payments.repository';
+import type { ReceivedMoney } from './received-money';
 import { PaymentModes } from './payment-modes';
 
 export { PAYMENT_RELAY_PURPOSE, PAYMENT_VALIDITY_SECONDS } from './transfer-payment-mode';
@@ -90,6 +92,7 @@ export class PaymentsService {
     private readonly faults: PaymentFaults,
     private readonly mandates: MandatesService,
     private readonly modes: PaymentModes,
+    private readonly orgs: OrgsService,
   ) {}
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
@@ -173,7 +176,7 @@ export class PaymentsService {
             }
           }
           const { dayStart, monthStart } = policyWindows(now);
-          const usage = await this.agents.usage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? [], signerBalance.trustedBlock);
+          const usage = await this.repo.agentUsage(agentId, dayStart, monthStart, signerBalance.settledNonces ?? [], signerBalance.trustedBlock);
           const onChain = signerBalance.onChain;
           const refusal = evaluatePolicy(locked.policy, {
             amount,
@@ -255,9 +258,24 @@ export class PaymentsService {
    * @throws AppError not_found.
    */
   async get(principal: Principal, id: string): Promise<PaymentDto> {
-    const p = principal.agentId ? await this.repo.findById(id) : await this.repo.findReceived(id, principal.organizationId);
+    const p = principal.agentId ? await this.repo.findById(id) : await this.findReceived(id, principal.organizationId);
     if (!p || (principal.agentId && p.agentId !== principal.agentId)) throw AppError.notFound('payment');
     return this.toDto(p);
+  }
+
+  /** The payment `id` when `organizationId` received it (paid to its handle; the handle through OrgsService, DESIGN §21), or null. */
+  private async findReceived(id: string, organizationId: string): Promise<Payment | null> {
+    const handle = (await this.orgs.getOrganization(organizationId))?.handle;
+    return handle ? this.repo.findReceivedBy(id, handle) : null;
+  }
+
+  /**
+   * The payment `id` received by `organizationId`, locked FOR UPDATE until the caller's transaction
+   * ends (the refund bound's lock, DESIGN §21), or null when there is none. Must run in a transaction.
+   */
+  async lockReceived(id: string, organizationId: string): Promise<ReceivedMoney | null> {
+    const handle = (await this.orgs.getOrganization(organizationId))?.handle;
+    return handle ? this.repo.lockReceivedBy(id, handle) : null;
   }
 
   async list(principal: Principal, q: { limit?: number; startingAfter?: string; status?: PaymentStatus }): Promise<ListPage<PaymentDto>> {

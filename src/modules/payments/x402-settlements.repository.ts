@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { In, IsNull } from 'typeorm';
 import { TransactionHost, TxHost } from '../../database/transaction';
+import { lockReceivedRow, type ReceivedMoney } from './received-money';
 import { X402Settlement } from './x402-settlement.entity';
 
 /** What a paid retry reserves: the verified EIP-3009 authorization, whole, and the challenge it pays (amounts base units, times unix seconds, as decimal text). */
@@ -37,6 +38,15 @@ export class X402SettlementsRepository {
   private get repo() {
     return this.em.getRepository(X402Settlement);
   }
+
+  /**
+   * The settlement `id` paid to the payee handle `handle` (a receiving organisation's handle), locked
+   * FOR UPDATE until the caller's transaction ends (a refund's bound, DESIGN §21), or null. Must run in a transaction.
+   */
+  lockReceivedBy(id: string, handle: string): Promise<ReceivedMoney | null> {
+    return lockReceivedRow(this.em, `SELECT id, status, amount, pay_to AS payee, payer FROM x402_settlements WHERE id = $1 AND payee_handle = $2 FOR UPDATE`, id, handle);
+  }
+
 
   /** The settlement of (payer, nonce) (any letter case), or null. */
   find(payer: string, nonce: string): Promise<X402Settlement | null> {

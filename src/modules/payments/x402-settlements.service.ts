@@ -7,6 +7,8 @@ import { RelayerService, RelayTimeoutError } from '../../chain/relayer/relayer.s
 import { PaymentSettlement } from './payment-settlement.service';
 import { X402Settlement } from './x402-settlement.entity';
 import { X402Reservation, X402SettlementsRepository } from './x402-settlements.repository';
+import { OrgsService } from '../orgs/orgs.service';
+import type { ReceivedMoney } from './received-money';
 
 /**
  * A settlement row as the x402 transport reads it (the entity, named here so a transport never
@@ -54,6 +56,7 @@ export class X402Settlements {
     private readonly settlement: PaymentSettlement,
     private readonly repo: X402SettlementsRepository,
     private readonly config: AppConfig,
+    private readonly orgs: OrgsService,
   ) {}
 
   /** How long one advance may hold a row: the relayer's broadcast wait, the receipt wait and a margin (ms). */
@@ -174,6 +177,15 @@ export class X402Settlements {
   /** Every transaction hash our relayer signed for this settlement, fee-bump replacements included (DESIGN §18). */
   private relayHashes(id: string): Promise<string[]> {
     return this.relayer.hashesFor('x402', id);
+  }
+
+  /**
+   * The settlement `id` received by `organizationId` (paid to its handle), locked FOR UPDATE until the
+   * caller's transaction ends (the refund bound's lock, DESIGN §21), or null. Must run in a transaction.
+   */
+  async lockReceived(id: string, organizationId: string): Promise<ReceivedMoney | null> {
+    const handle = (await this.orgs.getOrganization(organizationId))?.handle;
+    return handle ? this.repo.lockReceivedBy(id, handle) : null;
   }
 
   /** Adds `delta` base units to the settlement's refunded amount, in the caller's transaction (the refunds module, DESIGN §21). */

@@ -4,89 +4,13 @@ import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ACTIVE_REFUND_STATUSES, Refund, RefundSourceType, RefundStatus } from './refund.entity';
 
-/**
- * A refund's source as the bound needs it, read under the source's row lock: who may refund it,
- * whether it is refundable now, the amount received (base units) and the addresses the money moves
- * between (DESIGN §21: from the address that received it, to the payer).
- */
-export interface RefundSourceRow {
-  id: string;
-  organizationId: string;
-  /** Null when the source is refundable; else why not (e.g. `escrow_not_released`). */
-  notRefundable: string | null;
-  /** The source's own status, for the 409's details. */
-  status: string;
-  received: bigint;
-  fromAddress: string | null;
-  toAddress: string | null;
-}
-
-/** All I/O of refunds, and the row locks of their sources (DESIGN §21; their `refunded_units` are written by each source's module). */
+/** All I/O of the refunds table (DESIGN §21); their sources are locked and read through the sources' modules ({@link RefundSources}). */
 @Injectable()
 export class RefundsRepository {
   constructor(private readonly txHost: TransactionHost) {}
 
   private get em() {
     return (this.txHost as TxHost).tx;
-  }
-
-  /**
-   * The source `id` of `type` visible to `organizationId` as the party that received the money, locked
-   * FOR UPDATE (the bound's lock, DESIGN §21); null when there is none. Must run in a transaction.
-   * - checkout_session: the organisation's checkout; refundable once its escrow is `released` (unflagged);
-   *   received = the escrow's amount, from = the escrow's seller, to = its buyer.
-   */
-  async lockSource(type: RefundSourceType, id: string, organizationId: string): Promise<RefundSourceRow | null> {
-    if (type === 'checkout_session') {
-      const rows = (await this.em.query(
-        `SELECT cs.id, cs.organization_id, cs.status, e.status AS escrow_status, e.flag, e.amount_units, e.seller_address, e.buyer_address
-           FROM checkout_sessions cs LEFT JOIN escrows e ON e.id = cs.escrow_id
-          WHERE cs.id = $1 AND cs.organization_id = $2
-          FOR UPDATE OF cs`,
-        [id, organizationId],
-      )) as Array<Record<string, string | null>>;
-      const r = rows[0];
-      if (!r) return null;
-      const released = r.escrow_status === 'released' && !r.flag;
-      return {
-        id: r.id!,
-        organizationId: r.organization_id!,
-        notRefundable: released ? null : 'not_released',
-        status: r.status!,
-        received: released ? BigInt(r.amount_units!) : 0n,
-        fromAddress: r.seller_address,
-        toAddress: r.buyer_address,
-      };
-    }
-    return this.lockReceived(type, id, organizationId);
-  }
-
-  /** Payments and x402 settlements received by `organizationId` (see {@link lockSource}). */
-  private async lockReceived(type: RefundSourceType, id: string, organizationId: string): Promise<RefundSourceRow | null> {
-    if (type === 'payment') {
-      const rows = (await this.em.query(
-        `SELECT p.id, p.status, p.amount, p.to_address, p.from_address
-           FROM payments p JOIN organizations o ON o.handle = p.to_handle
-          WHERE p.id = $1 AND o.id = $2
-          FOR UPDATE OF p`,
-        [id, organizationId],
-      )) as Array<Record<string, string | null>>;
-      const r = rows[0];
-      if (!r) return null;
-      const ok = r.status === 'succeeded';
-      return { id: r.id!, organizationId, notRefundable: ok ? null : 'not_received', status: r.status!, received: ok ? BigInt(r.amount!) : 0n, fromAddress: r.to_address, toAddress: r.from_address };
-    }
-    const rows = (await this.em.query(
-      `SELECT s.id, s.status, s.amount, s.pay_to, s.payer
-         FROM x402_settlements s JOIN organizations o ON o.handle = s.payee_handle
-        WHERE s.id = $1 AND o.id = $2
-        FOR UPDATE OF s`,
-      [id, organizationId],
-    )) as Array<Record<string, string | null>>;
-    const r = rows[0];
-    if (!r) return null;
-    const ok = r.status === 'settled';
-    return { id: r.id!, organizationId, notRefundable: ok ? null : 'not_received', status: r.status!, received: ok ? BigInt(r.amount!) : 0n, fromAddress: r.pay_to, toAddress: r.payer };
   }
 
   /** Sum (base units) of the source's refunds that count toward the bound (requires_signature + pending + succeeded), but `exceptId`. */

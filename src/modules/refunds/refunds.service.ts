@@ -21,7 +21,8 @@ import { PaymentsService } from '../payments/payments.service';
 import { X402Settlements } from '../payments/x402-settlements.service';
 import type { CreateRefundDto, RefundDto, SubmitRefundDto } from './dto/refund.dto';
 import { Refund, RefundSourceType, RefundStatus } from './refund.entity';
-import { RefundsRepository, RefundSourceRow } from './refunds.repository';
+import { RefundsRepository } from './refunds.repository';
+import { RefundSources, RefundSourceRow } from './refund-sources';
 
 /** How far below a refund's creation block its AuthorizationUsed log is looked for (a reorg can re-mine lower block numbers; the node's `finalized` depth). */
 export const REFUND_REORG_MARGIN_BLOCKS = 64;
@@ -97,6 +98,7 @@ export class RefundsService implements OnModuleInit {
     payments: PaymentsService,
     settlements: X402Settlements,
     checkouts: CheckoutService,
+    private readonly lockedSources: RefundSources,
   ) {
     this.sources = { checkout_session: checkouts, payment: payments, x402_settlement: settlements };
   }
@@ -292,7 +294,7 @@ export class RefundsService implements OnModuleInit {
           const r = await this.lockOwned(principal, id);
           if (r.status === 'pending' && r.method === 'signature' && r.signature === signature) return this.toDto(r);
           if (r.status !== 'requires_signature') throw AppError.invalidState('refund', r.status, ['requires_signature']);
-          const source = await this.repo.lockSource(r.sourceType, r.sourceId, r.organizationId);
+          const source = await this.lockedSources.lock(r.sourceType, r.sourceId, r.organizationId);
           await this.assertWithinBound(source!, r.sourceType, r.amountUnits, r.id);
           const after = await this.repo.update(r.id, { status: 'pending', method: 'signature', signature, submittedAt: new Date() });
           const dto = await this.toDto(after);
@@ -331,7 +333,7 @@ export class RefundsService implements OnModuleInit {
               fields: [{ param: 'txHash', message: 'is already used by another refund' }],
             });
           }
-          const source = await this.repo.lockSource(r.sourceType, r.sourceId, r.organizationId);
+          const source = await this.lockedSources.lock(r.sourceType, r.sourceId, r.organizationId);
           await this.assertWithinBound(source!, r.sourceType, r.amountUnits, r.id);
           await this.repo.update(r.id, { status: 'pending', method: 'tx_hash', txHash, submittedAt: new Date() });
           const mined = { kind: 'mined' as const, txHash, logIndex, blockNumber: verified.blockNumber, blockHash: verified.blockHash };
@@ -475,7 +477,7 @@ export class RefundsService implements OnModuleInit {
    */
   async apply(id: string, seen: RefundObservation, ledger: BalanceTransaction[] = []): Promise<Refund> {
     const current = (await this.repo.findById(id))!;
-    await this.repo.lockSource(current.sourceType, current.sourceId, current.organizationId);
+    await this.lockedSources.lock(current.sourceType, current.sourceId, current.organizationId);
     await this.repo.lock(id);
     return this.settleLocked(id, seen, ledger);
   }
@@ -651,7 +653,7 @@ export class RefundsService implements OnModuleInit {
 
   /** The source under its row lock, visible to the caller as the receiving organisation. @throws AppError not_found. */
   private async lockVisibleSource(principal: Principal, type: RefundSourceType, id: string): Promise<RefundSourceRow> {
-    const source = await this.repo.lockSource(type, id, principal.organizationId);
+    const source = await this.lockedSources.lock(type, id, principal.organizationId);
     if (!source) throw AppError.notFound(SOURCE_NAMES[type]);
     return source;
   }
@@ -687,7 +689,7 @@ export class RefundsService implements OnModuleInit {
   private async lockOwned(principal: Principal, id: string): Promise<Refund> {
     const seen = await this.repo.findForOrganization(principal.organizationId, id);
     if (!seen) throw AppError.notFound('refund');
-    await this.repo.lockSource(seen.sourceType, seen.sourceId, seen.organizationId);
+    await this.lockedSources.lock(seen.sourceType, seen.sourceId, seen.organizationId);
     return (await this.repo.lock(id))!;
   }
 

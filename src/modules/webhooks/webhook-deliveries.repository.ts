@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { CoalescingBatcher } from '../../common/batching/coalescing-batcher';
+import { OutboxRepository } from '../../common/outbox/outbox.repository';
 import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { DeliveryStatus, DeliveryTarget, EndpointDisabledReason, WebhookDelivery } from './webhooks.entity';
@@ -63,9 +64,6 @@ interface LeaseRow {
   attempts: number;
   max_attempts: number;
   event_id: string;
-  event_type: string;
-  event_data: { object: Record<string, unknown> };
-  event_created_at: Date;
   endpoint_url: string | null;
   endpoint_enabled: boolean | null;
   endpoint_disabled_reason: EndpointDisabledReason | null;
@@ -86,7 +84,8 @@ interface LeaseRequest {
  * All I/O of `webhook_deliveries` (docs/architecture.md, Conventions 4 and "Ownership map"). The
  * worker's per-attempt statements (lease, record) are coalesced across concurrent attempts into one
  * statement per batch ({@link CoalescingBatcher}), outside any caller's transaction; the lease reads
- * the delivery's event and endpoint in that same statement.
+ * the delivery's endpoint in that same statement and the batch's events through their owner
+ * ({@link OutboxRepository.eventsByIds}), one more statement per batch.
  */
 @Injectable()
 export class WebhookDeliveriesRepository {
@@ -96,6 +95,7 @@ export class WebhookDeliveriesRepository {
   constructor(
     private readonly txHost: TransactionHost,
     private readonly dataSource: DataSource,
+    private readonly outbox: OutboxRepository,
   ) {}
 
   private get manager() {
@@ -238,17 +238,19 @@ export class WebhookDeliveriesRepository {
           WHERE w.id = req.id AND w.attempts = req.attempt AND w.attempts < w.max_attempts AND w.status IN ('pending', 'retrying')
             AND (w.lease_expires_at IS NULL OR w.lease_expires_at < now())
           RETURNING w.id, w.organization_id, w.target, w.url, w.attempts, w.max_attempts, w.event_id, w.lease_token)
-       SELECT d.*, e.type AS event_type, e.data AS event_data, e.created_at AS event_created_at,
-              ep.url AS endpoint_url, ep.enabled AS endpoint_enabled, ep.disabled_reason AS endpoint_disabled_reason,
+       SELECT d.*, ep.url AS endpoint_url, ep.enabled AS endpoint_enabled, ep.disabled_reason AS endpoint_disabled_reason,
               ep.secret_sealed, ep.previous_secret_sealed, ep.previous_secret_expires_at, ep.failing_since
-         FROM d JOIN outbox_events e ON e.id = d.event_id
-         LEFT JOIN webhook_endpoints ep ON ep.organization_id = d.organization_id`,
+         FROM d LEFT JOIN webhook_endpoints ep ON ep.organization_id = d.organization_id`,
       [reqs.map((r) => r.id), reqs.map((r) => r.attempt), reqs.map((r) => r.token), reqs.map((r) => r.leaseMs)],
     );
+    // The events through their owner (src/common/outbox): one more statement per batch, not per delivery.
+    const events = await this.outbox.eventsByIds(rows.map((r) => r.event_id));
     const byKey = new Map(rows.map((r) => [`${r.id}|${r.lease_token}`, r]));
     return reqs.map((q) => {
       const r = byKey.get(`${q.id}|${q.token}`);
-      if (!r) return null;
+      const event = r && events.get(r.event_id);
+      // A delivery whose event the retention deleted is not sent (as the former inner join had it).
+      if (!r || !event) return null;
       return {
         id: r.id,
         organizationId: r.organization_id,
@@ -256,7 +258,7 @@ export class WebhookDeliveriesRepository {
         url: r.url,
         attempts: r.attempts,
         maxAttempts: r.max_attempts,
-        event: { id: r.event_id, type: r.event_type, createdAt: new Date(r.event_created_at), data: r.event_data },
+        event: { id: r.event_id, ...event },
         endpoint:
           r.secret_sealed === null
             ? null
