@@ -1,7 +1,8 @@
-import { Controller, Get, Logger as NestLogger, Module } from '@nestjs/common';
+import { Controller, Get, HttpException, Logger as NestLogger, Module, Res } from '@nestjs/common';
+import type { Response } from 'express';
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Logger, LoggerModule } from 'nestjs-pino';
+import { Logger, LoggerModule, PinoLogger } from 'nestjs-pino';
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import { requestIdMiddleware } from './errors/request-id';
@@ -24,6 +25,17 @@ class ProbeController {
     this.log.log('inside the request');
     return { ok: true };
   }
+
+  @Get('fails')
+  fails() {
+    throw new HttpException('down', 503);
+  }
+
+  /** How many `close` listeners the response has when the handler runs (the request log adds one at `info`). */
+  @Get('listeners')
+  listeners(@Res({ passthrough: true }) res: Response) {
+    return { close: res.listenerCount('close'), finish: res.listenerCount('finish') };
+  }
 }
 
 @Module({
@@ -37,16 +49,20 @@ class ProbeController {
 })
 class ProbeModule {}
 
+async function probeApp(module: new () => unknown): Promise<NestExpressApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: [module] }).compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
+  app.useLogger(app.get(Logger));
+  app.use(requestIdMiddleware);
+  app.use(requestLogging(app));
+  return app.init();
+}
+
 /** The request log mounted with app.use (src/common/request-log.ts), as nestjs-pino's own middleware logged. */
 describe('requestLogging', () => {
   let app: NestExpressApplication;
   beforeAll(async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [ProbeModule] }).compile();
-    app = moduleRef.createNestApplication<NestExpressApplication>({ bufferLogs: true });
-    app.useLogger(app.get(Logger));
-    app.use(requestIdMiddleware);
-    app.use(requestLogging(app));
-    await app.init();
+    app = await probeApp(ProbeModule);
   });
   afterAll(() => app.close());
 
@@ -67,5 +83,35 @@ describe('requestLogging', () => {
     await request(app.getHttpServer()).get('/probe').expect(200);
     await new Promise((resolve) => setImmediate(resolve));
     expect(lines.filter((l) => l.msg === 'request completed').map((l) => (l.req as { url: string }).url)).toEqual(['/probe']);
+  });
+
+  it('writes a 5xx as "request errored" with an error, still one line', async () => {
+    lines.length = 0;
+    await request(app.getHttpServer()).get('/probe/fails').set('X-Request-Id', 'req-log-probe-5xx').expect(503);
+    await new Promise((resolve) => setImmediate(resolve));
+    const logged = lines.filter((l) => l.msg === 'request errored' || l.msg === 'request completed');
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({
+      msg: 'request errored',
+      req: { id: 'req-log-probe-5xx', method: 'GET', url: '/probe/fails' },
+      res: { statusCode: 503 },
+      err: { message: 'failed with status code 503' },
+      responseTime: expect.any(Number),
+    });
+  });
+
+  // docs/decisions.md, "Per-request overhead, third pass": one listener per logged request, none when the level writes no line.
+  it('listens to one event per logged request, and to none when the level writes no request line', async () => {
+    const logged = await request(app.getHttpServer()).get('/probe/listeners').expect(200);
+    PinoLogger.root.level = 'warn';
+    try {
+      lines.length = 0;
+      const quiet = await request(app.getHttpServer()).get('/probe/listeners').expect(200);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(logged.body).toEqual({ close: quiet.body.close + 1, finish: quiet.body.finish });
+      expect(lines.filter((l) => l.msg === 'request completed')).toHaveLength(0);
+    } finally {
+      PinoLogger.root.level = 'info';
+    }
   });
 });
