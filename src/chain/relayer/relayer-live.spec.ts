@@ -1,7 +1,7 @@
 import type { TransactionReceipt } from 'ethers';
 import type { ChainAccess } from '../chain-access.service';
 import type { AppConfig } from '../../config/app-config';
-import type { RelayerRepository, RelayerRow } from './relayer.repository';
+import type { RelayerRepository, RelayTxRow } from './relayer.repository';
 import { RelayerService } from './relayer.service';
 
 /**
@@ -12,7 +12,7 @@ import { RelayerService } from './relayer.service';
 describe('RelayerService.liveRelay: mined = successful and confirmed (review F5)', () => {
   const H1 = `0x${'11'.repeat(32)}`;
   const H2 = `0x${'22'.repeat(32)}`;
-  const service = (row: Partial<RelayerRow>, receipts: Record<string, { status: number; blockNumber: number }>, head: number, confirmations = 2) => {
+  const service = (row: Partial<RelayTxRow>, receipts: Record<string, { status: number; blockNumber: number }>, head: number, confirmations = 2) => {
     const repo = { live: () => Promise.resolve({ id: 'r1', status: 'broadcast', minedTxHash: null, minedBlock: null, txHashes: [H1, H2], ...row }) } as unknown as RelayerRepository;
     const provider = {
       getTransactionReceipt: (h: string) => Promise.resolve((receipts[h] ? { hash: h, ...receipts[h] } : null) as TransactionReceipt | null),
