@@ -42,7 +42,7 @@ export class ChainAccess implements OnApplicationShutdown {
     const env = config.env;
     this.chainId = env.CHAIN_ID;
     this.provider = createProvider(env.RPC_URL, env.CHAIN_ID, { timeoutMs: env.RPC_TIMEOUT_MS });
-    const chain = connectChain(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS, usdcDomain: config.usdcDomain });
+    const chain = connectChain(this.provider, { escrowAddress: env.ESCROW_ADDRESS, usdcAddress: env.USDC_ADDRESS, usdcDomain: config.usdcDomain, waitMs: env.CHAIN_WAIT_MS });
     this.gateway = chain.escrow;
     this.usdc = chain.usdc;
     this.clock = chain.clock;

@@ -46,6 +46,24 @@ export class ChainTxError extends Error {
   }
 }
 
+/**
+ * Thrown by TxSender.send when its transaction was broadcast (`txHash`) but no successful receipt was
+ * seen within the sender's `waitMs` (or the node failed while it waited): the transaction is pending,
+ * not failed; it may still be mined (DESIGN §18, §22). Callers answer "pending" with the hash and never
+ * re-send on it (a second send is a second transaction). Not a ChainTxError (that one means refused).
+ */
+export class ChainTxPendingError extends Error {
+  override readonly name = 'ChainTxPendingError';
+
+  constructor(
+    readonly label: string,
+    readonly txHash: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${label}: broadcast as ${txHash}, not confirmed in time; it may still be mined`, options);
+  }
+}
+
 /** Why USDC itself refused a transfer (FiatToken v2.2, DESIGN §18): a global pause, or a blacklisted party. */
 export type TokenRefusal = 'paused' | 'blacklisted';
 
@@ -84,7 +102,7 @@ const BLOCK_OUT_OF_RANGE = /BlockOutOfRange|block out of range|header not found|
  * ChainTxError or ChainVerificationError is an answer of the chain, never a node failure here.
  */
 export function isNodeError(err: unknown): boolean {
-  if (err instanceof ChainTxError || err instanceof ChainVerificationError) return false;
+  if (err instanceof ChainTxError || err instanceof ChainVerificationError || err instanceof ChainTxPendingError) return false;
   let e = err as Record<string, unknown> | undefined;
   for (let depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
     const code = typeof e.code === 'string' ? e.code : null;

@@ -10,6 +10,8 @@ export interface ChainGatewaysConfig {
   usdcAddress: string;
   /** A chain profile's USDC domain (DESIGN §18); absent = read from the token. */
   usdcDomain?: { name: string; version: string };
+  /** Bound in ms on the wait for each of the shared sender's own transactions (TxSender's default when absent). */
+  waitMs?: number;
 }
 
 /** The escrow's gateway, USDC's EIP-3009 gateway and the chain clock on one provider. */
@@ -24,6 +26,6 @@ export interface ChainGateways {
  * wallet are serialised across both contracts). Throws TypeError on an invalid address.
  */
 export function connectChain(provider: Provider, config: ChainGatewaysConfig): ChainGateways {
-  const usdc = new UsdcGateway(provider, { address: config.usdcAddress, domain: config.usdcDomain }, new TxSender(provider));
+  const usdc = new UsdcGateway(provider, { address: config.usdcAddress, domain: config.usdcDomain }, new TxSender(provider, { waitMs: config.waitMs }));
   return { escrow: new EscrowGateway(provider, { escrowAddress: config.escrowAddress }, usdc), usdc, clock: new ChainClock(provider) };
 }

@@ -70,5 +70,5 @@ export {
   type VerifiedAction,
 } from './escrow-types';
 export { ERC20_TRANSFER_TOPIC, readTokenTransfers, type MinedTokenTransfers, type TokenTransfer } from './usdc-transfers';
-export { ChainTxError, ChainVerificationError, isNodeError, tokenRefusal, type ChainVerificationReason, type TokenRefusal } from './errors';
+export { ChainTxError, ChainTxPendingError, ChainVerificationError, isNodeError, tokenRefusal, type ChainVerificationReason, type TokenRefusal } from './errors';
 export { defaultConfirmations, isConfirmed, lastConfirmedBlock } from './confirmations';

@@ -1,6 +1,9 @@
-import { type BaseWallet, type ErrorFragment, Interface, isHexString, type Provider, type TransactionResponse } from 'ethers';
+import { type BaseWallet, type ErrorFragment, Interface, isHexString, type Provider, type TransactionReceipt, type TransactionResponse } from 'ethers';
 import { CheckoutEscrowArtifact, TestUSDCArtifact } from '@lib/contracts';
-import { ChainTxError } from './errors';
+import { ChainTxError, ChainTxPendingError } from './errors';
+
+/** TxSender's default bound on the wait for its own transaction (CHAIN_WAIT_MS's default). */
+export const DEFAULT_TX_WAIT_MS = 120_000;
 
 /** ABI of CheckoutEscrow (ethers Interface), shared by the gateways of this package. */
 export const ESCROW_IFACE = new Interface(CheckoutEscrowArtifact.abi);
@@ -18,14 +21,30 @@ const ERRORS_IFACE = new Interface([
  * Sends contract calls from a wallet and waits for them (the write path of the gateways and the
  * testing senders). Estimates gas first (a would-be revert throws ChainTxError with the decoded
  * custom error), serialises sends per sender address with explicit `pending` nonces (within this
- * instance: share one per process for a hot wallet), waits for one confirmation and returns the hash.
+ * instance: share one per process for a hot wallet), waits for one confirmation (at most `waitMs`,
+ * default {@link DEFAULT_TX_WAIT_MS}: DESIGN §22, every chain wait is bounded) and returns the hash.
+ * The wait is outside the per-address queue: a transaction that does not mine never holds the next send.
  */
 export class TxSender {
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Bound in ms on the wait for one confirmation of a sent transaction. */
+  readonly waitMs: number;
 
-  constructor(readonly provider: Provider) {}
+  /** @throws TypeError when `options.waitMs` is not a positive integer. */
+  constructor(
+    readonly provider: Provider,
+    options: { waitMs?: number } = {},
+  ) {
+    this.waitMs = options.waitMs ?? DEFAULT_TX_WAIT_MS;
+    if (!Number.isSafeInteger(this.waitMs) || this.waitMs <= 0) throw new TypeError(`TxSender: invalid waitMs ${this.waitMs}`);
+  }
 
-  /** `wallet` sends `data` to `to`; returns the mined tx hash. @throws ChainTxError (`label` names the call). */
+  /**
+   * `wallet` sends `data` to `to`; returns the hash once it is mined with status 1 (one confirmation).
+   * @throws ChainTxError (`label` names the call) when it would revert (no hash) or was mined reverted (hash);
+   *   ChainTxPendingError (with the hash) when it was broadcast but no receipt came within `waitMs` or the
+   *   node failed while waiting: unknown, not failed.
+   */
   async send(wallet: BaseWallet, to: string, data: string, label: string): Promise<string> {
     const signer = wallet.connect(this.provider);
     const response: TransactionResponse = await this.serialize(signer.address, async () => {
@@ -37,15 +56,17 @@ export class TxSender {
         throw toTxError(label, err, null);
       }
     });
+    let receipt: TransactionReceipt | null;
     try {
-      // The provider's own receipt poll first (createProvider: ethers' block-event wait can miss the block
-      // on a chain that mines on demand); then wait() finds the receipt at once and decodes a revert.
-      await this.provider.waitForTransaction(response.hash);
-      const receipt = await response.wait();
-      if (!receipt) throw new Error('no receipt');
+      // The provider's own receipt poll (createProvider: ethers' block-event wait can miss the block on a
+      // chain that mines on demand), bounded: a timeout or a node error is "pending", never "reverted".
+      receipt = await this.provider.waitForTransaction(response.hash, 1, this.waitMs);
     } catch (err) {
-      throw toTxError(label, err, response.hash);
+      throw new ChainTxPendingError(label, response.hash, { cause: err });
     }
+    if (!receipt) throw new ChainTxPendingError(label, response.hash);
+    // A mined revert carries no revert data in its receipt (ethers' wait() adds none either).
+    if (receipt.status !== 1) throw toTxError(label, new Error(`mined with status ${receipt.status}`), response.hash);
     return response.hash;
   }
 

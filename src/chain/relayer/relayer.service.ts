@@ -240,22 +240,27 @@ export class RelayerService implements OnApplicationShutdown {
 
   /**
    * The live relay (status not failed) of the intent (`purpose`, `reference`), or null (DESIGN §22):
-   * its id, status and whether one of its hashes is mined — the tender's record, else a receipt read
-   * now (the tender records a mined hash only on its next pass; a caller that starts a new intent once
-   * the last one is mined must not wait for that bookkeeping).
-   * @throws ChainUnavailableError when the node fails the receipt read.
+   * its id, status and whether one of its hashes is mined with status 1 and confirmed by the one rule
+   * (`head − CONFIRMATIONS ≥ block`, DESIGN §18) — the tender's record (its block confirmed), else a
+   * receipt read now (the tender records a mined hash only on its next pass; a caller that starts a new
+   * intent once the last one is mined must not wait for that bookkeeping). A receipt at the head only,
+   * or a reverted one (the tender fails that row on its next pass), is not mined (review F5).
+   * @throws ChainUnavailableError when the node fails a read.
    */
   async liveRelay(purpose: string, reference: string): Promise<{ id: string; status: 'queued' | 'broadcast'; mined: boolean } | null> {
     const row = await this.repo.live(purpose, reference);
     if (!row) return null;
-    let mined = row.minedTxHash !== null;
-    for (const h of mined ? [] : row.txHashes) {
-      if (await this.chain.read('relay receipt', () => this.chain.provider.getTransactionReceipt(h))) {
-        mined = true;
-        break;
-      }
+    const live = { id: row.id, status: row.status as 'queued' | 'broadcast' };
+    if (row.txHashes.length === 0) return { ...live, mined: false };
+    const head = await this.chain.read('head block', () => this.chain.provider.getBlockNumber());
+    const confirmed = (block: number) => isConfirmed(block, head, this.config.env.CONFIRMATIONS);
+    // A live row's recorded hash succeeded: the tender fails a row whose mined hash reverted, in the same transaction.
+    if (row.minedTxHash !== null && row.minedBlock !== null && confirmed(row.minedBlock)) return { ...live, mined: true };
+    for (const h of row.txHashes) {
+      const receipt = await this.chain.read('relay receipt', () => this.chain.provider.getTransactionReceipt(h));
+      if (receipt && receipt.status === 1 && confirmed(receipt.blockNumber)) return { ...live, mined: true };
     }
-    return { id: row.id, status: row.status as 'queued' | 'broadcast', mined };
+    return { ...live, mined: false };
   }
 
   /** Every transaction hash signed for a caller's record (`purpose`, `reference`), fee-bump replacements included (DESIGN §18). */

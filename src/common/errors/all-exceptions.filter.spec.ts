@@ -1,5 +1,6 @@
 import { ServiceUnavailableException } from '@nestjs/common';
 import { QueryFailedError } from 'typeorm';
+import { ChainTxPendingError } from '@lib/chain';
 import { AppError } from './app-error';
 import { isDependencyDown, toAppError } from './all-exceptions.filter';
 
@@ -38,5 +39,14 @@ describe('toAppError for a chain node error (DESIGN §22)', () => {
     const timeout = Object.assign(new Error('request timeout (code=TIMEOUT)'), { code: 'TIMEOUT' });
     const e = toAppError(timeout);
     expect([e.code, e.status, e.details, e.headers['Retry-After']]).toEqual(['unavailable', 503, { reason: 'chain_unavailable' }, '2']);
+  });
+});
+
+describe('toAppError for a send broadcast but not confirmed in time (DESIGN §18, §22; review F3)', () => {
+  it('answers 409 pending with the hash, no Retry-After, even when the wait ended on a node timeout', () => {
+    const hash = `0x${'ab'.repeat(32)}`;
+    const cause = Object.assign(new Error('timeout'), { code: 'TIMEOUT' });
+    const e = toAppError(new ChainTxPendingError('voidTerms', hash, { cause }));
+    expect([e.code, e.status, e.details, e.headers['Retry-After']]).toEqual(['invalid_request', 409, { reason: 'pending', txHash: hash }, undefined]);
   });
 });

@@ -1,5 +1,5 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import { isNodeError } from '@lib/chain';
+import { ChainTxPendingError, isNodeError } from '@lib/chain';
 import type { Request, Response } from 'express';
 import { AppError, ErrorCode } from './app-error';
 import { errorBody } from './error-body';
@@ -9,7 +9,8 @@ import { requestIdOf } from './request-id';
  * The one global filter (docs/architecture.md, Conventions 6): every failure becomes `{error, code, requestId, details?}`
  * with docs/architecture.md §4's status. Unknown errors are logged with the request id and returned as a
  * generic 500 `internal` (no stack, SQL or secrets in the body). A chain node error that reached it
- * is 503 `unavailable`, and every 503 carries `Retry-After` (DESIGN §22).
+ * is 503 `unavailable`, and every 503 carries `Retry-After` (DESIGN §22). A send broadcast but not confirmed
+ * in time (ChainTxPendingError) is 409 `invalid_request` with details `{reason: 'pending', txHash}`.
  */
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {
@@ -49,6 +50,11 @@ export function toAppError(exception: unknown): AppError {
     }
     if (code) return new AppError(code, exception.message, undefined, status === 413 || status === 415 ? 400 : status);
     return new AppError('internal', 'Internal server error');
+  }
+  if (exception instanceof ChainTxPendingError) {
+    // Broadcast, not confirmed within CHAIN_WAIT_MS (DESIGN §18, §22): pending, never "failed"; 409 like every
+    // other pending chain answer (docs/architecture.md §7). No Retry-After: sending again is a second transaction.
+    return new AppError('invalid_request', `The transaction ${exception.txHash} was broadcast but not confirmed in time; it may still be mined: check it before sending again`, { reason: 'pending', txHash: exception.txHash }, 409);
   }
   if (isNodeError(exception)) {
     // A chain read that escaped the chain room's mapping (DESIGN §22): a node error is never a 500.
