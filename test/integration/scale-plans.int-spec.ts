@@ -209,6 +209,21 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     expect(byType.map((n) => n['Index Name'])).toContain('balance_transactions_org_type_order');
   });
 
+  it('deleting an escrow (a reorg took back its creation) finds its checkout session by index: the foreign key action scans nothing (issue 33)', async () => {
+    // The statement PostgreSQL runs for `checkout_sessions.escrow_id … ON DELETE SET NULL`, per deleted escrow.
+    const runner = t.dataSource.createQueryRunner();
+    try {
+      await runner.startTransaction();
+      const [row] = (await runner.query(`EXPLAIN (ANALYZE, FORMAT JSON) UPDATE ONLY checkout_sessions SET escrow_id = NULL WHERE $1 = escrow_id`, [randomUUID()])) as Array<{
+        'QUERY PLAN': Array<{ Plan: PlanNode }>;
+      }>;
+      expectBounded(nodes(row['QUERY PLAN'][0].Plan), 'checkout_sessions', 1);
+    } finally {
+      await runner.rollbackTransaction();
+      await runner.release();
+    }
+  });
+
   it('pass batches: idempotency reaper, outbox claim, payment sweep read their batch only', async () => {
     const idem = t.app.get(IdempotencyRepository);
     const reaper = await planOf('idempotency_records', () => withTx(() => idem.deleteExpiredBatch(500)));
