@@ -257,6 +257,7 @@ async function measureRequests(targets, opts) {
     const t0 = Date.now();
     const times = await interleaved(targets, n, w, fn);
     times.forEach((t, k) => (out[k][name] = { ...stats(t), seconds: Math.round((Date.now() - t0) / 100) / 10 }));
+    printFigure(name, out[0][name], out[1]?.[name]);
   };
   for (const t of targets) {
     const { rows } = await t.c.query(`SELECT id FROM checkout_sessions WHERE organization_id = $1 ORDER BY random() LIMIT 500`, [t.seed.big]);
@@ -541,8 +542,14 @@ async function measurePasses(targets, opts) {
     if (pass.name.startsWith('outbox relay')) times.forEach((x, k) => (out[k][pass.name].rate = Math.round((1000 * 1000) / percentile(x, 50))));
     for (const t of targets) await pass.teardown?.(t);
     out.forEach((o) => (o[pass.name].seconds = Math.round((Date.now() - t0) / 100) / 10));
+    printFigure(pass.name, out[0][pass.name], out[1]?.[pass.name]);
   }
   return out;
+}
+
+/** Prints one figure as soon as it is measured (a run that stalls later keeps what it measured), with its wall time including set-up and teardown. */
+function printFigure(name, v, ref) {
+  console.log(`    ${name.padEnd(42)} p50 ${v.p50} ms  p99 ${v.p99} ms${v.rate ? `  (${v.rate} events/s)` : ''}   reference p50 ${ref?.p50} ms   [${v.seconds} s]`);
 }
 
 const fmtSize = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
@@ -635,9 +642,6 @@ export async function main(args) {
       const [passes, refPasses] = await measurePasses(targets, opts);
       const figures = { ...requests, ...passes };
       const refFigures = { ...refRequests, ...refPasses };
-      for (const [k, v] of Object.entries(figures)) {
-        console.log(`    ${k.padEnd(42)} p50 ${v.p50} ms  p99 ${v.p99} ms${v.rate ? `  (${v.rate} events/s)` : ''}   reference p50 ${refFigures[k]?.p50} ms   [${v.seconds} s]`);
-      }
       perSize.push(figures);
       refPerSize.push(refFigures);
     }
