@@ -23,6 +23,7 @@ import { ReorgUnwind1795300081000 } from './1795300081000-ReorgUnwind';
 import { ReconcileCancellations1795300081100 } from './1795300081100-ReconcileCancellations';
 import { Refunds1795300085000 } from './1795300085000-Refunds';
 import { ReconcileBatches1795819654293 } from './1795819654293-ReconcileBatches';
+import { CheckoutEscrowIndex1795819654294 } from './1795819654294-CheckoutEscrowIndex';
 import { ApiKeyCreatedBy1795300078000 } from './1795300078000-ApiKeyCreatedBy';
 import { PayoutAddressProven1795300078100 } from './1795300078100-PayoutAddressProven';
 import { BalanceTransactions1795300084000 } from './1795300084000-BalanceTransactions';
@@ -61,4 +62,5 @@ export const MIGRATIONS = [
   BalanceTransactions1795300084000,
   Refunds1795300085000,
   ReconcileBatches1795819654293,
+  CheckoutEscrowIndex1795819654294,
 ];

@@ -6,6 +6,7 @@ import { ReconciliationRepository } from '../../src/chain/reconciliation/reconci
 import { CheckoutRepository } from '../../src/modules/checkout/checkout.repository';
 import { EscrowRepository } from '../../src/modules/escrow/escrow.repository';
 import { PaymentsRepository } from '../../src/modules/payments/payments.repository';
+import { BalanceRepository } from '../../src/modules/balance/balance.repository';
 import { OutboxRepository } from '../../src/common/outbox/outbox.repository';
 import { WebhookDeliveriesRepository } from '../../src/modules/webhooks/webhook-deliveries.repository';
 import { createTestApp, TestApp } from '../support/app';
@@ -73,6 +74,13 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
          SELECT gen_random_uuid(), id, $1::uuid, 'checkout.funded', 'http://127.0.0.1:9/', 'succeeded', 'endpoint', created_at FROM ev`,
         [o],
       );
+      // The ledger as the projector writes it (random UUIDv5-like ids, block time = the movement's time, all four kinds).
+      await q(
+        `INSERT INTO balance_transactions (id, organization_id, type, amount, source_type, source_id, tx_hash, log_index, block_number, block_timestamp, cursor)
+         SELECT gen_random_uuid(), $1::uuid, (ARRAY['escrow_release', 'payment', 'x402', 'refund'])[1 + g % 4], CASE WHEN g % 4 = 3 THEN -1 ELSE 1 END,
+                'payment', gen_random_uuid(), 'plan' || md5($1::text || g), g % 3, (extract(epoch FROM t) / 2)::bigint, t, 'escrow' FROM (${series}) s`,
+        [o],
+      );
     }
     await q(
       `INSERT INTO payments (id, agent_id, organization_id, idempotency_key, fingerprint, status, mode, to_handle, to_address, from_address, amount, created_at, updated_at)
@@ -80,7 +88,7 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
          FROM (SELECT g, now() - random() * interval '365 days' AS t FROM generate_series(1, $3) g) s`,
       [agentId, org.organizationId, 2 * ROWS],
     );
-    await q(`ANALYZE checkout_sessions, escrows, idempotency_records, outbox_events, webhook_deliveries, payments`, []);
+    await q(`ANALYZE checkout_sessions, escrows, idempotency_records, outbox_events, webhook_deliveries, payments, balance_transactions`, []);
     const logger: TypeOrmLogger = {
       logQuery: (sql, params) => void captured.push({ sql, params: (params ?? []) as unknown[] }),
       logQueryError: () => {},
@@ -105,17 +113,23 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
         `DELETE FROM idempotency_records WHERE organization_id = ANY($1::uuid[])`,
         `DELETE FROM escrows WHERE seller_organization_id = ANY($1::uuid[]) OR buyer_organization_id = ANY($1::uuid[])`,
         `DELETE FROM checkout_sessions WHERE organization_id = ANY($1::uuid[])`,
+        `DELETE FROM balance_transactions WHERE organization_id = ANY($1::uuid[])`,
       ])
         await m.query(sql, [seeded]);
     });
     await t.close();
   }, 120_000);
 
-  /** Runs `fn`, EXPLAIN ANALYZEs (rolled back) the one statement it issued on `table`, and returns the plan's nodes. */
-  async function planOf(table: string, fn: () => Promise<unknown>): Promise<PlanNode[]> {
+  /**
+   * Runs `fn`, EXPLAIN ANALYZEs (rolled back) the first statement it issued on `table` (the first also
+   * matching `pick` when given), and returns the plan's nodes.
+   */
+  async function planOf(table: string, fn: () => Promise<unknown>, pick?: RegExp): Promise<PlanNode[]> {
     captured = [];
     await fn();
-    const stmt = captured.find((c) => new RegExp(`\\b(FROM|INTO|UPDATE)\\s+"?${table}"?\\b`, 'i').test(c.sql) && !/^\s*(BEGIN|COMMIT|ROLLBACK)/i.test(c.sql));
+    const stmt = captured.find(
+      (c) => new RegExp(`\\b(FROM|INTO|UPDATE)\\s+"?${table}"?\\b`, 'i').test(c.sql) && !/^\s*(BEGIN|COMMIT|ROLLBACK)/i.test(c.sql) && (!pick || pick.test(c.sql)),
+    );
     if (!stmt) throw new Error(`no statement on ${table} among: ${captured.map((c) => c.sql.slice(0, 80)).join(' | ')}`);
     const runner = t.dataSource.createQueryRunner();
     try {
@@ -179,6 +193,35 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     );
     const payments = t.app.get(PaymentsRepository);
     expectBounded(await planOf('payments', () => withTx(() => payments.list(agentId, { limit: 10 }))), 'payments', 11);
+  });
+
+  it('balance transactions list, first page, 20 pages deep and by type: one index range scan of at most limit + 1 rows (issue 33)', async () => {
+    const ledger = t.app.get(BalanceRepository);
+    const list = /ORDER BY/i;
+    const first = await planOf('balance_transactions', () => withTx(() => ledger.list(org.organizationId, 10, undefined, {})), list);
+    expectBounded(first, 'balance_transactions', 11);
+    expect(first.map((n) => n['Index Name'])).toContain('balance_transactions_org_order');
+    let cursor: string | undefined;
+    for (let i = 0; i < 20; i++) cursor = (await withTx(() => ledger.list(org.organizationId, 10, cursor, {})))[9].id;
+    expectBounded(await planOf('balance_transactions', () => withTx(() => ledger.list(org.organizationId, 10, cursor, {})), list), 'balance_transactions', 11);
+    const byType = await planOf('balance_transactions', () => withTx(() => ledger.list(org.organizationId, 10, cursor, { type: 'refund' })), list);
+    expectBounded(byType, 'balance_transactions', 11);
+    expect(byType.map((n) => n['Index Name'])).toContain('balance_transactions_org_type_order');
+  });
+
+  it('deleting an escrow (a reorg took back its creation) finds its checkout session by index: the foreign key action scans nothing (issue 33)', async () => {
+    // The statement PostgreSQL runs for `checkout_sessions.escrow_id … ON DELETE SET NULL`, per deleted escrow.
+    const runner = t.dataSource.createQueryRunner();
+    try {
+      await runner.startTransaction();
+      const [row] = (await runner.query(`EXPLAIN (ANALYZE, FORMAT JSON) UPDATE ONLY checkout_sessions SET escrow_id = NULL WHERE $1 = escrow_id`, [randomUUID()])) as Array<{
+        'QUERY PLAN': Array<{ Plan: PlanNode }>;
+      }>;
+      expectBounded(nodes(row['QUERY PLAN'][0].Plan), 'checkout_sessions', 1);
+    } finally {
+      await runner.rollbackTransaction();
+      await runner.release();
+    }
   });
 
   it('pass batches: idempotency reaper, outbox claim, payment sweep read their batch only', async () => {
