@@ -424,8 +424,9 @@ export class RefundsService implements OnModuleInit {
    * What the chain says about `r`, at the confirmation depth (DESIGN §18). A refund with a transfer
    * on record (txHash path, or succeeded) is judged by that transaction's receipt (`gone` when a reorg
    * removed it); otherwise by the USDC AuthorizationUsed / AuthorizationCanceled log of its nonce
-   * since {@link REFUND_REORG_MARGIN_BLOCKS} below its creation block, whoever sent it, and `expired` once chain time passed validBefore with
-   * the nonce unused. Network calls only.
+   * since {@link REFUND_REORG_MARGIN_BLOCKS} below its creation block, whoever sent it, and `expired` once the
+   * block at head − CONFIRMATIONS is past validBefore with the nonce unused at that same block
+   * ({@link ChainAccess.authorizationAt}). Network calls only.
    */
   async observe(r: Refund): Promise<RefundObservation> {
     const confirmations = this.config.env.CONFIRMATIONS;
@@ -459,7 +460,10 @@ export class RefundsService implements OnModuleInit {
       }
       if (logs.some((l) => l.kind === 'canceled')) return { kind: 'cancelled' };
     }
-    if ((await this.chain.headTimestamp()) >= r.validBefore && !(await this.chain.usdc.authorizationState(r.fromAddress, r.authNonce))) return { kind: 'expired' };
+    // Both from ONE block at head − CONFIRMATIONS (review F1): the latest block's time and state may be
+    // a branch that a reorg replaces with one where the transfer was mined in time.
+    const at = await this.chain.authorizationAt(r.fromAddress, r.authNonce);
+    if (!at.used && at.timestamp >= r.validBefore) return { kind: 'expired' };
     return { kind: 'waiting' };
   }
 
