@@ -122,6 +122,20 @@ export class RefundsRepository {
     return (await this.findById(id))!;
   }
 
+  /**
+   * Stores a relay's hash on a pending signature refund that has none yet (review F2): one guarded
+   * UPDATE, so a caller whose copy of the refund is stale never replaces a hash the watcher stored
+   * (a succeeded refund's mined transfer) with one the chain never mined.
+   * @returns whether the row was updated.
+   */
+  async setRelayHash(id: string, txHash: string): Promise<boolean> {
+    const [, affected] = (await this.em.query(
+      `UPDATE refunds SET tx_hash = $2, updated_at = now() WHERE id = $1 AND status = 'pending' AND method = 'signature' AND tx_hash IS NULL`,
+      [id, txHash],
+    )) as [unknown, number];
+    return affected === 1;
+  }
+
   /** Refunds (not failed or cancelled) that claim a log of `txHash` (one refund per transfer log), but `exceptId`. */
   async claimsOf(txHash: string, exceptId: string): Promise<Refund[]> {
     return this.em

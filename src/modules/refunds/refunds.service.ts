@@ -360,7 +360,7 @@ export class RefundsService implements OnModuleInit {
         ? await this.relayer.resume(live.id)
         : await this.relayer.relay({ to: this.chain.usdc.address, data: this.transferData(r, r.signature), purpose: REFUND_RELAY_PURPOSE, reference: r.id });
       relayTxId = sent.relayTxId;
-      if (!r.txHash) await this.tx(() => this.repo.update(r.id, { txHash: sent.txHash.toLowerCase() }));
+      await this.tx(() => this.repo.setRelayHash(r.id, sent.txHash.toLowerCase()));
     } catch (err) {
       if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError) && !(err instanceof AppError && err.status === 503)) throw err;
       this.logger.warn({ refundId: r.id, error: err.message }, 'refund relay not sent yet; the watcher resumes it');

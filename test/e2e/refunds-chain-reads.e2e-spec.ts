@@ -3,16 +3,21 @@ import type { Wallet } from 'ethers';
 import { createTestApp, TestApp } from '../support/app';
 import { createCheckout, createParties, fundOnChain, indexUntilStatus, Party, TestChain } from '../support/chain';
 import { RefundsService } from '../../src/modules/refunds/refunds.service';
+import { Refund } from '../../src/modules/refunds/refund.entity';
+import { RelayerService } from '../../src/chain/relayer/relayer.service';
+import { ChainAccess } from '../../src/chain/chain-access.service';
 
 jest.setTimeout(180_000);
 
 /**
+ * Review F2 (DESIGN §21, §22): a relay's hash is stored only on a pending signature refund without
+ * one; a stale sendSigned never replaces a succeeded refund's mined hash.
  * Review F1 (DESIGN §21, §18): a refund's expiry is decided from ONE read at the confirmation depth
  * (authorizationState and chain time of head − CONFIRMATIONS), never from the latest block. A branch
  * whose latest block is past validBefore with the nonce unused may still be replaced by one where the
  * refund's transfer was mined in time. Moves chain time forward: its own file.
  */
-describe('refund expiry at the confirmation depth (review F1)', () => {
+describe('refund chain reads and writes (review F1, F2)', () => {
   let t: TestApp;
   let chain: TestChain;
 
@@ -41,6 +46,49 @@ describe('refund expiry at the confirmation depth (review F1)', () => {
   const getCheckout = async (seller: Party, id: string) => (await t.http.get(`/api/v1/checkout-sessions/${id}`).set('X-Api-Key', seller.org.key).expect(200)).body;
   const sign = (wallet: Wallet, typedData: { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; message: Record<string, string> }) =>
     wallet.signTypedData(typedData.domain, typedData.types, typedData.message);
+
+  const eventsOf = async (refundId: string) =>
+    ((await t.dataSource.query(`SELECT type FROM outbox_events WHERE data->'object'->>'id' = $1 ORDER BY created_at, id`, [refundId])) as Array<{ type: string }>).map((e) => e.type);
+
+  it('a stale sendSigned (read before the watcher settled the refund) does not replace the mined hash: txHash stays, one refund.succeeded', async () => {
+    const { seller, checkout } = await released('10.00');
+    const refund = (
+      await t.http.post(`/api/v1/checkout-sessions/${checkout.id}/refunds`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', randomUUID()).send({ amount: '4.00' }).expect(200)
+    ).body;
+    const signature = await sign(seller.wallet, refund.typedData);
+    const m = refund.typedData.message;
+    // What a sendSigned read before the chain moved: pending, signed, no hash yet.
+    const stale = { ...(await t.dataSource.getRepository(Refund).findOneByOrFail({ id: refund.id })), status: 'pending', method: 'signature', signature, txHash: null } as Refund;
+    // The authorization is used (the mined hash H2) and the watcher settles the refund from the chain.
+    const sender = await chain.wallet();
+    const data = chain.usdc.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(m.validBefore), nonce: m.nonce, signature });
+    const mined = (await sender.sendTransaction({ to: chain.usdc.address, data })).hash.toLowerCase();
+    expect((await chain.provider.waitForTransaction(mined))?.status).toBe(1);
+    await chain.mine(2);
+    const watcher = t.app.get(RefundsService);
+    await watcher.watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: mined });
+
+    // The stale call: its state read predates the use, and its relay answers the first hash H1, never mined.
+    const neverMined = '0x' + 'e1'.repeat(32);
+    const relayer = t.app.get(RelayerService);
+    const usdc = t.app.get(ChainAccess).usdc;
+    const spies = [
+      jest.spyOn(usdc, 'authorizationState').mockResolvedValueOnce(false),
+      jest.spyOn(relayer, 'relaysFor').mockResolvedValueOnce([]),
+      jest.spyOn(relayer, 'relay').mockResolvedValueOnce({ relayTxId: randomUUID(), txHash: neverMined }),
+    ];
+    try {
+      await watcher.sendSigned(stale, 0);
+    } finally {
+      spies.forEach((s) => s.mockRestore());
+    }
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: mined });
+    await watcher.watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', txHash: mined });
+    expect((await getCheckout(seller, checkout.id)).refundedAmount).toBe('4.00');
+    expect((await eventsOf(refund.id)).filter((e) => e !== 'refund.created')).toEqual(['refund.succeeded']);
+  });
 
   it('the latest block past validBefore with the nonce unused is not "expired" while the confirmed block is not; the branch with the transfer mined in time then settles succeeded', async () => {
     const { seller, checkout } = await released('25.00');
