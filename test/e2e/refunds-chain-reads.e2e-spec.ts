@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Wallet } from 'ethers';
 import { createTestApp, TestApp } from '../support/app';
-import { createCheckout, createParties, fundOnChain, indexUntilStatus, Party, TestChain } from '../support/chain';
+import { createCheckout, createParties, fundOnChain, indexUntilStatus, Party, TestChain, USDC } from '../support/chain';
 import { RefundsService } from '../../src/modules/refunds/refunds.service';
 import { Refund } from '../../src/modules/refunds/refund.entity';
 import { RelayerService } from '../../src/chain/relayer/relayer.service';
@@ -15,7 +15,9 @@ jest.setTimeout(180_000);
  * Review F1 (DESIGN §21, §18): a refund's expiry is decided from ONE read at the confirmation depth
  * (authorizationState and chain time of head − CONFIRMATIONS), never from the latest block. A branch
  * whose latest block is past validBefore with the nonce unused may still be replaced by one where the
- * refund's transfer was mined in time. Moves chain time forward: its own file.
+ * refund's transfer was mined in time; and a refund failed `expired` whose transfer a reorg deeper than
+ * CONFIRMATIONS shows mined in time succeeds after all (docs/decisions.md). Moves chain time forward:
+ * its own file.
  */
 describe('refund chain reads and writes (review F1, F2)', () => {
   let t: TestApp;
@@ -120,5 +122,48 @@ describe('refund chain reads and writes (review F1, F2)', () => {
     await watcher.watchOnce();
     expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', failureReason: null, txHash: tx.hash.toLowerCase() });
     expect((await getCheckout(seller, checkout.id)).refundedAmount).toBe('25.00');
+  });
+
+  it('a deep reorg shows a failed (expired) refund mined in time: the watcher takes it to succeeded, refundedAmount grows although a second refund took its room, and that one can no longer be submitted', async () => {
+    const { seller, checkout } = await released('25.00');
+    const create = async (amount: string) =>
+      (await t.http.post(`/api/v1/checkout-sessions/${checkout.id}/refunds`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', randomUUID()).send({ amount }).expect(200)).body;
+    const refund = await create('25.00');
+    const signature = await sign(seller.wallet, refund.typedData);
+    const validBefore = Number(refund.typedData.message.validBefore);
+    const watcher = t.app.get(RefundsService);
+
+    // A branch where it expired unused, at the confirmation depth: failed (expired), its room taken by a second refund.
+    const snapshot = await chain.snapshot();
+    await chain.rpc('evm_setNextBlockTimestamp', [validBefore + 1]);
+    await chain.rpc('evm_mine');
+    await chain.mine(2);
+    await watcher.watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'failed', failureReason: 'expired' });
+    const second = await create('25.00');
+
+    // A reorg deeper than CONFIRMATIONS: on the new chain the authorization was used in time.
+    await chain.revert(snapshot);
+    await chain.rpc('evm_setNextBlockTimestamp', [validBefore - 5]);
+    const sender = await chain.wallet();
+    const m = refund.typedData.message;
+    const data = chain.usdc.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(validBefore), nonce: m.nonce, signature });
+    const tx = await sender.sendTransaction({ to: chain.usdc.address, data });
+    expect((await chain.provider.waitForTransaction(tx.hash))?.status).toBe(1);
+    await chain.increaseTime(60);
+    await chain.mine(2);
+    await watcher.watchOnce();
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', failureReason: null, txHash: tx.hash.toLowerCase() });
+    expect((await getCheckout(seller, checkout.id)).refundedAmount).toBe('25.00');
+    expect((await eventsOf(refund.id)).filter((e) => e !== 'refund.created')).toEqual(['refund.failed', 'refund.succeeded']);
+    // The second refund's room is gone: even with the money at hand, its signature is refused by the bound.
+    await chain.mintUsdc(seller.wallet.address, 25n * USDC);
+    const late = await t.http
+      .post(`/api/v1/refunds/${second.id}/submit`)
+      .set('X-Api-Key', seller.org.key)
+      .set('Idempotency-Key', randomUUID())
+      .send({ signature: await sign(seller.wallet, second.typedData) });
+    expect([late.status, late.body.code]).toEqual([409, 'refund_exceeds_amount']);
+    expect((await getRefund(seller, second.id)).status).toBe('requires_signature');
   });
 });

@@ -5,6 +5,13 @@ import { TransactionHost, TxHost } from '../../database/transaction';
 import { ACTIVE_REFUND_STATUSES, Refund, RefundSourceType, RefundStatus } from './refund.entity';
 
 /**
+ * How long a refund failed `expired` or `reorged` stays in the watcher's batch (wall clock since it
+ * failed; review F1, docs/decisions.md): a reorg deeper than CONFIRMATIONS may still show its transfer
+ * mined, and then it succeeds after all.
+ */
+export const REVIVABLE_FOR_MS = 60 * 60 * 1000;
+
+/**
  * A refund's source as the bound needs it, read under the source's row lock: who may refund it,
  * whether it is refundable now, the amount received (base units) and the addresses the money moves
  * between (DESIGN §21: from the address that received it, to the payer).
@@ -186,7 +193,12 @@ export class RefundsRepository {
       .getMany();
   }
 
-  async watchBatch(limit: number, sinceBlock: number, afterId: string | null): Promise<Refund[]> {
+  /**
+   * The watcher's batch (DESIGN §21): at most `limit` open refunds from after `afterId` (wrapping to the
+   * first), the succeeded ones mined at or above `sinceBlock`, and at most `limit` failed `expired` /
+   * `reorged` ones that failed within `revivableForMs` (wall clock).
+   */
+  async watchBatch(limit: number, sinceBlock: number, afterId: string | null, revivableForMs = REVIVABLE_FOR_MS): Promise<Refund[]> {
     const openFrom = (after: string | null) => {
       const qb = this.em.getRepository(Refund).createQueryBuilder('r').where("r.status IN ('requires_signature', 'pending')");
       if (after) qb.andWhere('r.id > :after', { after });
@@ -202,6 +214,14 @@ export class RefundsRepository {
       .orderBy('r.block_number', 'DESC')
       .take(limit)
       .getMany();
-    return [...open, ...recent];
+    // Failed as expired or reorged lately: a reorg deeper than CONFIRMATIONS may still show the transfer mined (review F1).
+    const revivable = await this.em
+      .getRepository(Refund)
+      .createQueryBuilder('r')
+      .where("r.status = 'failed' AND r.failure_reason IN ('expired', 'reorged') AND r.updated_at >= :since", { since: new Date(Date.now() - revivableForMs) })
+      .orderBy('r.updated_at', 'DESC')
+      .take(limit)
+      .getMany();
+    return [...open, ...recent, ...revivable];
   }
 }

@@ -470,7 +470,7 @@ export class RefundsService implements OnModuleInit {
   /**
    * Applies an observation under the source's and the refund's row locks (in the caller's transaction),
    * from the refund's current status: mined → succeeded (refund.succeeded; the source's refundedAmount
-   * grows), or a succeeded refund's new block recorded; gone → a succeeded refund back to pending
+   * grows), from open or from failed expired / reorged (review F1), or a succeeded refund's new block recorded; gone → a succeeded refund back to pending
    * (refund.updated; refundedAmount shrinks); cancelled / expired / reverted → an open refund failed
    * (refund.failed; its amount is free again). Anything else changes nothing.
    * The refund's `refund` ledger row moves with it in the same transaction (DESIGN §21, §22): `ledger`
@@ -498,7 +498,9 @@ export class RefundsService implements OnModuleInit {
           await this.balance.record(ledger);
           return this.repo.update(r.id, { txHash: seen.txHash, logIndex: seen.logIndex, blockNumber: seen.blockNumber, blockHash: seen.blockHash });
         }
-        if (!OPEN.includes(r.status)) return r;
+        const revived = r.status === 'failed' && (r.failureReason === 'expired' || r.failureReason === 'reorged');
+        if (!OPEN.includes(r.status) && !revived) return r;
+        if (revived) await this.reportIfPastBound(r);
         const after = await this.repo.update(r.id, {
           status: 'succeeded',
           method: r.method ?? 'signature',
@@ -537,6 +539,24 @@ export class RefundsService implements OnModuleInit {
       }
       default:
         return r;
+    }
+  }
+
+  /**
+   * A failed (expired / reorged) refund whose transfer the chain shows mined after all (a reorg deeper
+   * than CONFIRMATIONS; review F1): the money moved, so it succeeds whatever the bound says. When other
+   * active refunds took its room meanwhile, the source ends refunded past what it received: logged as
+   * an error, never hidden (docs/decisions.md); those other refunds' submits are then refused by the bound.
+   * Under the source's lock (the caller's transaction).
+   */
+  private async reportIfPastBound(r: Refund): Promise<void> {
+    const source = await this.repo.lockSource(r.sourceType, r.sourceId, r.organizationId);
+    const active = await this.repo.activeSum(r.sourceType, r.sourceId, r.id);
+    if (source && active + r.amountUnits > source.received) {
+      this.logger.error(
+        { refundId: r.id, source: `${r.sourceType}:${r.sourceId}`, active: formatAmount(active), amount: formatAmount(r.amountUnits), received: formatAmount(source.received) },
+        'refund mined after it failed: refunds of this source now exceed what it received',
+      );
     }
   }
 
