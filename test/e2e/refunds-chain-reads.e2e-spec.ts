@@ -6,12 +6,14 @@ import { RefundsService } from '../../src/modules/refunds/refunds.service';
 import { Refund } from '../../src/modules/refunds/refund.entity';
 import { RelayerService } from '../../src/chain/relayer/relayer.service';
 import { ChainAccess } from '../../src/chain/chain-access.service';
+import { TransactionHost } from '../../src/database/transaction';
 
 jest.setTimeout(180_000);
 
 /**
  * Review F2 (DESIGN §21, §22): a relay's hash is stored only on a pending signature refund without
  * one; a stale sendSigned never replaces a succeeded refund's mined hash.
+ * Review F4: USDC's EIP-712 domain (an RPC when not configured) is never read with a transaction open.
  * Review F1 (DESIGN §21, §18): a refund's expiry is decided from ONE read at the confirmation depth
  * (authorizationState and chain time of head − CONFIRMATIONS), never from the latest block. A branch
  * whose latest block is past validBefore with the nonce unused may still be replaced by one where the
@@ -51,6 +53,35 @@ describe('refund chain reads and writes (review F1, F2)', () => {
 
   const eventsOf = async (refundId: string) =>
     ((await t.dataSource.query(`SELECT type FROM outbox_events WHERE data->'object'->>'id' = $1 ORDER BY created_at, id`, [refundId])) as Array<{ type: string }>).map((e) => e.type);
+
+  // First in the file: the service reads the domain once per process.
+  it('the refund operations read USDC\'s EIP-712 domain before their transaction, never while the source row is locked', async () => {
+    const { seller, checkout } = await released('10.00');
+    const txHost = t.app.get(TransactionHost);
+    const usdc = t.app.get(ChainAccess).usdc;
+    const real = usdc.eip712Domain.bind(usdc);
+    const inTx: boolean[] = [];
+    const spy = jest.spyOn(usdc, 'eip712Domain').mockImplementation(() => {
+      inTx.push(txHost.isTransactionActive());
+      return real();
+    });
+    try {
+      const refund = (
+        await t.http.post(`/api/v1/checkout-sessions/${checkout.id}/refunds`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', randomUUID()).send({ amount: '1.00' }).expect(200)
+      ).body;
+      const done = await t.http
+        .post(`/api/v1/refunds/${refund.id}/submit`)
+        .set('X-Api-Key', seller.org.key)
+        .set('Idempotency-Key', randomUUID())
+        .send({ signature: await sign(seller.wallet, refund.typedData) });
+      expect(done.status).toBe(200);
+      await t.app.get(RefundsService).watchOnce();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(inTx.length).toBeGreaterThan(0);
+    expect(inTx.filter(Boolean)).toEqual([]);
+  });
 
   it('a stale sendSigned (read before the watcher settled the refund) does not replace the mined hash: txHash stays, one refund.succeeded', async () => {
     const { seller, checkout } = await released('10.00');

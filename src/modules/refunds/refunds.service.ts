@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { ChainTxError, isConfirmed, TRANSFER_WITH_AUTHORIZATION_TYPES } from '@lib/chain';
+import { ChainTxError, type Eip712Domain, isConfirmed, TRANSFER_WITH_AUTHORIZATION_TYPES } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { getAddress, isError, keccak256, toUtf8Bytes } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
@@ -85,6 +85,8 @@ export class RefundsService implements OnModuleInit {
   private readonly logger = new Logger('Refunds');
   /** Where the watcher's next pass continues among open refunds (process-local; null = from the first). */
   private watchCursor: string | null = null;
+  /** USDC's EIP-712 domain once read (fixed for the process): DTOs built under row locks use it, no RPC (review F4). */
+  private domain?: Eip712Domain;
 
   constructor(
     private readonly repo: RefundsRepository,
@@ -138,8 +140,20 @@ export class RefundsService implements OnModuleInit {
     return [...out.values()];
   }
 
-  private tx<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` in a transaction, USDC's EIP-712 domain read first (review F4: the DTOs built inside
+   * need it, and reading it is an RPC when USDC_EIP712_NAME/VERSION are not set; never with the
+   * source's row locked). @throws ChainUnavailableError (503) when the domain cannot be read.
+   */
+  private async tx<T>(fn: () => Promise<T>): Promise<T> {
+    await this.loadDomain();
     return (this.txHost as TxHost).withTransaction(fn);
+  }
+
+  /** Reads USDC's EIP-712 domain once per process (outside any transaction). */
+  private async loadDomain(): Promise<Eip712Domain> {
+    this.domain ??= await this.readChain(() => this.chain.usdc.eip712Domain());
+    return this.domain;
   }
 
   /**
@@ -191,7 +205,10 @@ export class RefundsService implements OnModuleInit {
           await this.events.emit(principal.organizationId, WebhookEvent.RefundCreated, dto);
           return dto;
         }),
-      () => this.readChain(async () => ({ block: await this.chain.provider.getBlockNumber(), time: await this.chain.headTimestamp() })),
+      async () => {
+        await this.loadDomain();
+        return this.readChain(async () => ({ block: await this.chain.provider.getBlockNumber(), time: await this.chain.headTimestamp() }));
+      },
     );
   }
 
@@ -215,16 +232,18 @@ export class RefundsService implements OnModuleInit {
    * amount and writes refund.updated. Nothing was signed through us, so nothing is sent on chain.
    * @throws AppError not_found; 409 invalid_request (`details.status`, `details.allowed`).
    */
-  cancelWork(principal: Principal, id: string): IdempotentSteps<void, RefundDto> {
-    return new IdempotentSteps(() =>
-      this.tx(async () => {
-        const r = await this.lockOwned(principal, id);
-        if (r.status !== 'requires_signature') throw AppError.invalidState('refund', r.status, ['requires_signature']);
-        const after = await this.repo.update(r.id, { status: 'cancelled', failureReason: null });
-        const dto = await this.toDto(after);
-        await this.events.emit(after.organizationId, WebhookEvent.RefundUpdated, dto);
-        return dto;
-      }),
+  cancelWork(principal: Principal, id: string): IdempotentSteps<Eip712Domain, RefundDto> {
+    return new IdempotentSteps(
+      () =>
+        this.tx(async () => {
+          const r = await this.lockOwned(principal, id);
+          if (r.status !== 'requires_signature') throw AppError.invalidState('refund', r.status, ['requires_signature']);
+          const after = await this.repo.update(r.id, { status: 'cancelled', failureReason: null });
+          const dto = await this.toDto(after);
+          await this.events.emit(after.organizationId, WebhookEvent.RefundUpdated, dto);
+          return dto;
+        }),
+      () => this.loadDomain(),
     );
   }
 
@@ -259,6 +278,7 @@ export class RefundsService implements OnModuleInit {
   private submitSignatureWork(principal: Principal, id: string, signature: string): IdempotentWork<unknown, unknown> {
     return {
       prepare: async () => {
+        await this.loadDomain();
         const r = await this.repo.findForOrganization(principal.organizationId, id);
         if (!r) throw AppError.notFound('refund');
         if (r.status === 'pending' && r.method === 'signature' && r.signature === signature) return null;
@@ -310,6 +330,7 @@ export class RefundsService implements OnModuleInit {
   private submitTxHashWork(principal: Principal, id: string, txHash: string): IdempotentWork<unknown, unknown> {
     return {
       prepare: async () => {
+        await this.loadDomain();
         const r = await this.repo.findForOrganization(principal.organizationId, id);
         if (!r) throw AppError.notFound('refund');
         if (r.status === 'succeeded' && r.method === 'tx_hash' && r.txHash === txHash) return null;
@@ -612,7 +633,7 @@ export class RefundsService implements OnModuleInit {
 
   /** The EIP-712 typed data the receiving wallet signs (USDC's domain; EIP-3009 TransferWithAuthorization). */
   private async typedData(r: Refund): Promise<RefundDto['typedData']> {
-    const domain = await this.chain.usdc.eip712Domain();
+    const domain = this.domain ?? (await this.loadDomain());
     return {
       domain: { ...domain },
       types: { ...TRANSFER_WITH_AUTHORIZATION_TYPES },
