@@ -51,6 +51,25 @@ describe('refund chain reads and writes (review F1, F2)', () => {
   const sign = (wallet: Wallet, typedData: { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; message: Record<string, string> }) =>
     wallet.signTypedData(typedData.domain, typedData.types, typedData.message);
 
+  /** Snapshots the chain, then mines one block at `validBefore` + 1 (a branch the test reverts). @returns the snapshot id. */
+  async function branchPast(validBefore: number): Promise<string> {
+    const snapshot = await chain.snapshot();
+    await chain.rpc('evm_setNextBlockTimestamp', [validBefore + 1]);
+    await chain.rpc('evm_mine');
+    return snapshot;
+  }
+  /** Someone sends the refund's signed authorization in a block 5 s before validBefore, then past it and CONFIRMATIONS deep. @returns the lowercase hash. */
+  async function useInTime(m: Record<string, string>, signature: string): Promise<string> {
+    const validBefore = Number(m.validBefore);
+    await chain.rpc('evm_setNextBlockTimestamp', [validBefore - 5]);
+    const sender = await chain.wallet();
+    const data = chain.usdc.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(validBefore), nonce: m.nonce, signature });
+    const tx = await sender.sendTransaction({ to: chain.usdc.address, data });
+    expect((await chain.provider.waitForTransaction(tx.hash))?.status).toBe(1);
+    await chain.increaseTime(60);
+    await chain.mine(2);
+    return tx.hash.toLowerCase();
+  }
   const eventsOf = async (refundId: string) =>
     ((await t.dataSource.query(`SELECT type FROM outbox_events WHERE data->'object'->>'id' = $1 ORDER BY created_at, id`, [refundId])) as Array<{ type: string }>).map((e) => e.type);
 
@@ -133,25 +152,16 @@ describe('refund chain reads and writes (review F1, F2)', () => {
     const watcher = t.app.get(RefundsService);
 
     // A branch without the transfer: its latest block is past validBefore, the nonce unused there.
-    const snapshot = await chain.snapshot();
-    await chain.rpc('evm_setNextBlockTimestamp', [validBefore + 1]);
-    await chain.rpc('evm_mine');
+    const snapshot = await branchPast(validBefore);
     expect(await chain.headTimestamp()).toBeGreaterThanOrEqual(validBefore);
     await watcher.watchOnce();
     expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'requires_signature', failureReason: null });
 
     // That branch is replaced by one where the seller's authorization was used in time.
     await chain.revert(snapshot);
-    await chain.rpc('evm_setNextBlockTimestamp', [validBefore - 5]);
-    const sender = await chain.wallet();
-    const m = refund.typedData.message;
-    const data = chain.usdc.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(validBefore), nonce: m.nonce, signature });
-    const tx = await sender.sendTransaction({ to: chain.usdc.address, data });
-    expect((await chain.provider.waitForTransaction(tx.hash))?.status).toBe(1);
-    await chain.increaseTime(60);
-    await chain.mine(2);
+    const txHash = await useInTime(refund.typedData.message, signature);
     await watcher.watchOnce();
-    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', failureReason: null, txHash: tx.hash.toLowerCase() });
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', failureReason: null, txHash });
     expect((await getCheckout(seller, checkout.id)).refundedAmount).toBe('25.00');
   });
 
@@ -165,9 +175,7 @@ describe('refund chain reads and writes (review F1, F2)', () => {
     const watcher = t.app.get(RefundsService);
 
     // A branch where it expired unused, at the confirmation depth: failed (expired), its room taken by a second refund.
-    const snapshot = await chain.snapshot();
-    await chain.rpc('evm_setNextBlockTimestamp', [validBefore + 1]);
-    await chain.rpc('evm_mine');
+    const snapshot = await branchPast(validBefore);
     await chain.mine(2);
     await watcher.watchOnce();
     expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'failed', failureReason: 'expired' });
@@ -175,16 +183,9 @@ describe('refund chain reads and writes (review F1, F2)', () => {
 
     // A reorg deeper than CONFIRMATIONS: on the new chain the authorization was used in time.
     await chain.revert(snapshot);
-    await chain.rpc('evm_setNextBlockTimestamp', [validBefore - 5]);
-    const sender = await chain.wallet();
-    const m = refund.typedData.message;
-    const data = chain.usdc.encodeTransferWithAuthorization({ from: m.from, to: m.to, value: BigInt(m.value), validAfter: 0n, validBefore: BigInt(validBefore), nonce: m.nonce, signature });
-    const tx = await sender.sendTransaction({ to: chain.usdc.address, data });
-    expect((await chain.provider.waitForTransaction(tx.hash))?.status).toBe(1);
-    await chain.increaseTime(60);
-    await chain.mine(2);
+    const txHash = await useInTime(refund.typedData.message, signature);
     await watcher.watchOnce();
-    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', failureReason: null, txHash: tx.hash.toLowerCase() });
+    expect(await getRefund(seller, refund.id)).toMatchObject({ status: 'succeeded', failureReason: null, txHash });
     expect((await getCheckout(seller, checkout.id)).refundedAmount).toBe('25.00');
     expect((await eventsOf(refund.id)).filter((e) => e !== 'refund.created')).toEqual(['refund.failed', 'refund.succeeded']);
     // The second refund's room is gone: even with the money at hand, its signature is refused by the bound.
