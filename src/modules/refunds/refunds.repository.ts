@@ -4,6 +4,13 @@ import { keysetPage } from '../../common/http/keyset';
 import { TransactionHost, TxHost } from '../../database/transaction';
 import { ACTIVE_REFUND_STATUSES, Refund, RefundSourceType, RefundStatus } from './refund.entity';
 
+/**
+ * How long a refund failed `expired` or `reorged` stays in the watcher's batch (wall clock since it
+ * failed; review F1, docs/decisions.md): a reorg deeper than CONFIRMATIONS may still show its transfer
+ * mined, and then it succeeds after all.
+ */
+export const REVIVABLE_FOR_MS = 60 * 60 * 1000;
+
 /** All I/O of the refunds table (DESIGN §21); their sources are locked and read through the sources' modules ({@link RefundSources}). */
 @Injectable()
 export class RefundsRepository {
@@ -44,6 +51,20 @@ export class RefundsRepository {
   async update(id: string, patch: Partial<Refund>): Promise<Refund> {
     await this.em.getRepository(Refund).update({ id }, { ...patch, updatedAt: new Date() } as QueryDeepPartialEntity<Refund>);
     return (await this.findById(id))!;
+  }
+
+  /**
+   * Stores a relay's hash on a pending signature refund that has none yet (review F2): one guarded
+   * UPDATE, so a caller whose copy of the refund is stale never replaces a hash the watcher stored
+   * (a succeeded refund's mined transfer) with one the chain never mined.
+   * @returns whether the row was updated.
+   */
+  async setRelayHash(id: string, txHash: string): Promise<boolean> {
+    const [, affected] = (await this.em.query(
+      `UPDATE refunds SET tx_hash = $2, updated_at = now() WHERE id = $1 AND status = 'pending' AND method = 'signature' AND tx_hash IS NULL`,
+      [id, txHash],
+    )) as [unknown, number];
+    return affected === 1;
   }
 
   /** Refunds (not failed or cancelled) that claim a log of `txHash` (one refund per transfer log), but `exceptId`. */
@@ -96,7 +117,12 @@ export class RefundsRepository {
       .getMany();
   }
 
-  async watchBatch(limit: number, sinceBlock: number, afterId: string | null): Promise<Refund[]> {
+  /**
+   * The watcher's batch (DESIGN §21): at most `limit` open refunds from after `afterId` (wrapping to the
+   * first), the succeeded ones mined at or above `sinceBlock`, and at most `limit` failed `expired` /
+   * `reorged` ones that failed within `revivableForMs` (wall clock).
+   */
+  async watchBatch(limit: number, sinceBlock: number, afterId: string | null, revivableForMs = REVIVABLE_FOR_MS): Promise<Refund[]> {
     const openFrom = (after: string | null) => {
       const qb = this.em.getRepository(Refund).createQueryBuilder('r').where("r.status IN ('requires_signature', 'pending')");
       if (after) qb.andWhere('r.id > :after', { after });
@@ -112,6 +138,14 @@ export class RefundsRepository {
       .orderBy('r.block_number', 'DESC')
       .take(limit)
       .getMany();
-    return [...open, ...recent];
+    // Failed as expired or reorged lately: a reorg deeper than CONFIRMATIONS may still show the transfer mined (review F1).
+    const revivable = await this.em
+      .getRepository(Refund)
+      .createQueryBuilder('r')
+      .where("r.status = 'failed' AND r.failure_reason IN ('expired', 'reorged') AND r.updated_at >= :since", { since: new Date(Date.now() - revivableForMs) })
+      .orderBy('r.updated_at', 'DESC')
+      .take(limit)
+      .getMany();
+    return [...open, ...recent, ...revivable];
   }
 }

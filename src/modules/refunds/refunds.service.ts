@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { ChainTxError, isConfirmed, TRANSFER_WITH_AUTHORIZATION_TYPES } from '@lib/chain';
+import { ChainTxError, type Eip712Domain, isConfirmed, TRANSFER_WITH_AUTHORIZATION_TYPES } from '@lib/chain';
 import { AmountFormatError, formatAmount, parseAmount } from '@lib/money';
 import { getAddress, isError, keccak256, toUtf8Bytes } from 'ethers';
 import { v7 as uuidv7 } from 'uuid';
@@ -86,6 +86,8 @@ export class RefundsService implements OnModuleInit {
   private readonly logger = new Logger('Refunds');
   /** Where the watcher's next pass continues among open refunds (process-local; null = from the first). */
   private watchCursor: string | null = null;
+  /** USDC's EIP-712 domain once read (fixed for the process): DTOs built under row locks use it, no RPC (review F4). */
+  private domain?: Eip712Domain;
 
   constructor(
     private readonly repo: RefundsRepository,
@@ -140,8 +142,20 @@ export class RefundsService implements OnModuleInit {
     return [...out.values()];
   }
 
-  private tx<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` in a transaction, USDC's EIP-712 domain read first (review F4: the DTOs built inside
+   * need it, and reading it is an RPC when USDC_EIP712_NAME/VERSION are not set; never with the
+   * source's row locked). @throws ChainUnavailableError (503) when the domain cannot be read.
+   */
+  private async tx<T>(fn: () => Promise<T>): Promise<T> {
+    await this.loadDomain();
     return (this.txHost as TxHost).withTransaction(fn);
+  }
+
+  /** Reads USDC's EIP-712 domain once per process (outside any transaction). */
+  private async loadDomain(): Promise<Eip712Domain> {
+    this.domain ??= await this.readChain(() => this.chain.usdc.eip712Domain());
+    return this.domain;
   }
 
   /**
@@ -193,7 +207,10 @@ export class RefundsService implements OnModuleInit {
           await this.events.emit(principal.organizationId, WebhookEvent.RefundCreated, dto);
           return dto;
         }),
-      () => this.readChain(async () => ({ block: await this.chain.provider.getBlockNumber(), time: await this.chain.headTimestamp() })),
+      async () => {
+        await this.loadDomain();
+        return this.readChain(async () => ({ block: await this.chain.provider.getBlockNumber(), time: await this.chain.headTimestamp() }));
+      },
     );
   }
 
@@ -217,16 +234,18 @@ export class RefundsService implements OnModuleInit {
    * amount and writes refund.updated. Nothing was signed through us, so nothing is sent on chain.
    * @throws AppError not_found; 409 invalid_request (`details.status`, `details.allowed`).
    */
-  cancelWork(principal: Principal, id: string): IdempotentSteps<void, RefundDto> {
-    return new IdempotentSteps(() =>
-      this.tx(async () => {
-        const r = await this.lockOwned(principal, id);
-        if (r.status !== 'requires_signature') throw AppError.invalidState('refund', r.status, ['requires_signature']);
-        const after = await this.repo.update(r.id, { status: 'cancelled', failureReason: null });
-        const dto = await this.toDto(after);
-        await this.events.emit(after.organizationId, WebhookEvent.RefundUpdated, dto);
-        return dto;
-      }),
+  cancelWork(principal: Principal, id: string): IdempotentSteps<Eip712Domain, RefundDto> {
+    return new IdempotentSteps(
+      () =>
+        this.tx(async () => {
+          const r = await this.lockOwned(principal, id);
+          if (r.status !== 'requires_signature') throw AppError.invalidState('refund', r.status, ['requires_signature']);
+          const after = await this.repo.update(r.id, { status: 'cancelled', failureReason: null });
+          const dto = await this.toDto(after);
+          await this.events.emit(after.organizationId, WebhookEvent.RefundUpdated, dto);
+          return dto;
+        }),
+      () => this.loadDomain(),
     );
   }
 
@@ -261,6 +280,7 @@ export class RefundsService implements OnModuleInit {
   private submitSignatureWork(principal: Principal, id: string, signature: string): IdempotentWork<unknown, unknown> {
     return {
       prepare: async () => {
+        await this.loadDomain();
         const r = await this.repo.findForOrganization(principal.organizationId, id);
         if (!r) throw AppError.notFound('refund');
         if (r.status === 'pending' && r.method === 'signature' && r.signature === signature) return null;
@@ -312,6 +332,7 @@ export class RefundsService implements OnModuleInit {
   private submitTxHashWork(principal: Principal, id: string, txHash: string): IdempotentWork<unknown, unknown> {
     return {
       prepare: async () => {
+        await this.loadDomain();
         const r = await this.repo.findForOrganization(principal.organizationId, id);
         if (!r) throw AppError.notFound('refund');
         if (r.status === 'succeeded' && r.method === 'tx_hash' && r.txHash === txHash) return null;
@@ -362,7 +383,7 @@ export class RefundsService implements OnModuleInit {
         ? await this.relayer.resume(live.id)
         : await this.relayer.relay({ to: this.chain.usdc.address, data: this.transferData(r, r.signature), purpose: REFUND_RELAY_PURPOSE, reference: r.id });
       relayTxId = sent.relayTxId;
-      if (!r.txHash) await this.tx(() => this.repo.update(r.id, { txHash: sent.txHash.toLowerCase() }));
+      await this.tx(() => this.repo.setRelayHash(r.id, sent.txHash.toLowerCase()));
     } catch (err) {
       if (!(err instanceof ChainTxError) && !(err instanceof RelayTimeoutError) && !(err instanceof AppError && err.status === 503)) throw err;
       this.logger.warn({ refundId: r.id, error: err.message }, 'refund relay not sent yet; the watcher resumes it');
@@ -426,8 +447,9 @@ export class RefundsService implements OnModuleInit {
    * What the chain says about `r`, at the confirmation depth (DESIGN §18). A refund with a transfer
    * on record (txHash path, or succeeded) is judged by that transaction's receipt (`gone` when a reorg
    * removed it); otherwise by the USDC AuthorizationUsed / AuthorizationCanceled log of its nonce
-   * since {@link REFUND_REORG_MARGIN_BLOCKS} below its creation block, whoever sent it, and `expired` once chain time passed validBefore with
-   * the nonce unused. Network calls only.
+   * since {@link REFUND_REORG_MARGIN_BLOCKS} below its creation block, whoever sent it, and `expired` once the
+   * block at head − CONFIRMATIONS is past validBefore with the nonce unused at that same block
+   * ({@link ChainAccess.authorizationAt}). Network calls only.
    */
   async observe(r: Refund): Promise<RefundObservation> {
     const confirmations = this.config.env.CONFIRMATIONS;
@@ -461,14 +483,17 @@ export class RefundsService implements OnModuleInit {
       }
       if (logs.some((l) => l.kind === 'canceled')) return { kind: 'cancelled' };
     }
-    if ((await this.chain.headTimestamp()) >= r.validBefore && !(await this.chain.usdc.authorizationState(r.fromAddress, r.authNonce))) return { kind: 'expired' };
+    // Both from ONE block at head − CONFIRMATIONS (review F1): the latest block's time and state may be
+    // a branch that a reorg replaces with one where the transfer was mined in time.
+    const at = await this.chain.authorizationAt(r.fromAddress, r.authNonce);
+    if (!at.used && at.timestamp >= r.validBefore) return { kind: 'expired' };
     return { kind: 'waiting' };
   }
 
   /**
    * Applies an observation under the source's and the refund's row locks (in the caller's transaction),
    * from the refund's current status: mined → succeeded (refund.succeeded; the source's refundedAmount
-   * grows), or a succeeded refund's new block recorded; gone → a succeeded refund back to pending
+   * grows), from open or from failed expired / reorged (review F1), or a succeeded refund's new block recorded; gone → a succeeded refund back to pending
    * (refund.updated; refundedAmount shrinks); cancelled / expired / reverted → an open refund failed
    * (refund.failed; its amount is free again). Anything else changes nothing.
    * The refund's `refund` ledger row moves with it in the same transaction (DESIGN §21, §22): `ledger`
@@ -496,7 +521,9 @@ export class RefundsService implements OnModuleInit {
           await this.balance.record(ledger);
           return this.repo.update(r.id, { txHash: seen.txHash, logIndex: seen.logIndex, blockNumber: seen.blockNumber, blockHash: seen.blockHash });
         }
-        if (!OPEN.includes(r.status)) return r;
+        const revived = r.status === 'failed' && (r.failureReason === 'expired' || r.failureReason === 'reorged');
+        if (!OPEN.includes(r.status) && !revived) return r;
+        if (revived) await this.reportIfPastBound(r);
         const after = await this.repo.update(r.id, {
           status: 'succeeded',
           method: r.method ?? 'signature',
@@ -535,6 +562,24 @@ export class RefundsService implements OnModuleInit {
       }
       default:
         return r;
+    }
+  }
+
+  /**
+   * A failed (expired / reorged) refund whose transfer the chain shows mined after all (a reorg deeper
+   * than CONFIRMATIONS; review F1): the money moved, so it succeeds whatever the bound says. When other
+   * active refunds took its room meanwhile, the source ends refunded past what it received: logged as
+   * an error, never hidden (docs/decisions.md); those other refunds' submits are then refused by the bound.
+   * Under the source's lock (the caller's transaction).
+   */
+  private async reportIfPastBound(r: Refund): Promise<void> {
+    const source = await this.lockedSources.lock(r.sourceType, r.sourceId, r.organizationId);
+    const active = await this.repo.activeSum(r.sourceType, r.sourceId, r.id);
+    if (source && active + r.amountUnits > source.received) {
+      this.logger.error(
+        { refundId: r.id, source: `${r.sourceType}:${r.sourceId}`, active: formatAmount(active), amount: formatAmount(r.amountUnits), received: formatAmount(source.received) },
+        'refund mined after it failed: refunds of this source now exceed what it received',
+      );
     }
   }
 
@@ -590,7 +635,7 @@ export class RefundsService implements OnModuleInit {
 
   /** The EIP-712 typed data the receiving wallet signs (USDC's domain; EIP-3009 TransferWithAuthorization). */
   private async typedData(r: Refund): Promise<RefundDto['typedData']> {
-    const domain = await this.chain.usdc.eip712Domain();
+    const domain = this.domain ?? (await this.loadDomain());
     return {
       domain: { ...domain },
       types: { ...TRANSFER_WITH_AUTHORIZATION_TYPES },
