@@ -48,6 +48,9 @@ describe('refund chain reads and writes (review F1, F2)', () => {
   }
   const getRefund = async (seller: Party, id: string) => (await t.http.get(`/api/v1/refunds/${id}`).set('X-Api-Key', seller.org.key).expect(200)).body;
   const getCheckout = async (seller: Party, id: string) => (await t.http.get(`/api/v1/checkout-sessions/${id}`).set('X-Api-Key', seller.org.key).expect(200)).body;
+  /** Creates a refund of `amount` on the seller's checkout under a fresh key (200 expected); its body. */
+  const createRefund = async (seller: Party, checkoutId: string, amount: string) =>
+    (await t.http.post(`/api/v1/checkout-sessions/${checkoutId}/refunds`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', randomUUID()).send({ amount }).expect(200)).body;
   const sign = (wallet: Wallet, typedData: { domain: Record<string, unknown>; types: Record<string, Array<{ name: string; type: string }>>; message: Record<string, string> }) =>
     wallet.signTypedData(typedData.domain, typedData.types, typedData.message);
 
@@ -85,9 +88,7 @@ describe('refund chain reads and writes (review F1, F2)', () => {
       return real();
     });
     try {
-      const refund = (
-        await t.http.post(`/api/v1/checkout-sessions/${checkout.id}/refunds`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', randomUUID()).send({ amount: '1.00' }).expect(200)
-      ).body;
+      const refund = await createRefund(seller, checkout.id, '1.00');
       const done = await t.http
         .post(`/api/v1/refunds/${refund.id}/submit`)
         .set('X-Api-Key', seller.org.key)
@@ -104,9 +105,7 @@ describe('refund chain reads and writes (review F1, F2)', () => {
 
   it('a stale sendSigned (read before the watcher settled the refund) does not replace the mined hash: txHash stays, one refund.succeeded', async () => {
     const { seller, checkout } = await released('10.00');
-    const refund = (
-      await t.http.post(`/api/v1/checkout-sessions/${checkout.id}/refunds`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', randomUUID()).send({ amount: '4.00' }).expect(200)
-    ).body;
+    const refund = await createRefund(seller, checkout.id, '4.00');
     const signature = await sign(seller.wallet, refund.typedData);
     const m = refund.typedData.message;
     // What a sendSigned read before the chain moved: pending, signed, no hash yet.
@@ -144,9 +143,7 @@ describe('refund chain reads and writes (review F1, F2)', () => {
 
   it('the latest block past validBefore with the nonce unused is not "expired" while the confirmed block is not; the branch with the transfer mined in time then settles succeeded', async () => {
     const { seller, checkout } = await released('25.00');
-    const refund = (
-      await t.http.post(`/api/v1/checkout-sessions/${checkout.id}/refunds`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', randomUUID()).send({ amount: '25.00' }).expect(200)
-    ).body;
+    const refund = await createRefund(seller, checkout.id, '25.00');
     const signature = await sign(seller.wallet, refund.typedData);
     const validBefore = Number(refund.typedData.message.validBefore);
     const watcher = t.app.get(RefundsService);
@@ -167,8 +164,7 @@ describe('refund chain reads and writes (review F1, F2)', () => {
 
   it('a deep reorg shows a failed (expired) refund mined in time: the watcher takes it to succeeded, refundedAmount grows although a second refund took its room, and that one can no longer be submitted', async () => {
     const { seller, checkout } = await released('25.00');
-    const create = async (amount: string) =>
-      (await t.http.post(`/api/v1/checkout-sessions/${checkout.id}/refunds`).set('X-Api-Key', seller.org.key).set('Idempotency-Key', randomUUID()).send({ amount }).expect(200)).body;
+    const create = (amount: string) => createRefund(seller, checkout.id, amount);
     const refund = await create('25.00');
     const signature = await sign(seller.wallet, refund.typedData);
     const validBefore = Number(refund.typedData.message.validBefore);
