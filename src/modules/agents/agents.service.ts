@@ -110,8 +110,11 @@ export class AgentsService {
 
   /** Resolved at call time: the payments module (which sums the usage over its table) depends on agents, so it cannot be a constructor dependency. */
   private usage(): AgentUsageSource {
-    return this.moduleRef.get(AgentUsageSource, { strict: false });
+    return (this.usagePort ??= this.moduleRef.get(AgentUsageSource, { strict: false }));
   }
+
+  /** AgentUsageSource once resolved (providers are singletons: resolved once, not per call). */
+  private usagePort?: AgentUsageSource;
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
     return (this.txHost as TxHost).withTransaction(fn);

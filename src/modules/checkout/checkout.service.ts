@@ -249,8 +249,11 @@ export class CheckoutService {
 
   /** Resolved at call time: the payments module (which owns the `payments` table) depends, through agent escrows, on this one. */
   private payments(): CheckoutPaymentsSource {
-    return this.moduleRef.get(CheckoutPaymentsSource, { strict: false });
+    return (this.paymentsPort ??= this.moduleRef.get(CheckoutPaymentsSource, { strict: false }));
   }
+
+  /** CheckoutPaymentsSource once resolved (providers are singletons: resolved once, not per call). */
+  private paymentsPort?: CheckoutPaymentsSource;
 
   /**
    * Mirrors an escrow's status onto its checkout in the caller's transaction (docs/architecture.md §7: the

@@ -179,8 +179,11 @@ export class MandatesService {
 
   /** Resolved at call time: the payments module (which sums the usage over its table) depends on mandates, so it cannot be a constructor dependency. */
   private usage(): MandateUsageSource {
-    return this.moduleRef.get(MandateUsageSource, { strict: false });
+    return (this.usagePort ??= this.moduleRef.get(MandateUsageSource, { strict: false }));
   }
+
+  /** MandateUsageSource once resolved (providers are singletons: resolved once, not per call). */
+  private usagePort?: MandateUsageSource;
 
   private async revoke(id: string, check: () => Promise<void>): Promise<MandateView> {
     const m = await (this.txHost as TxHost).withTransaction(async () => {

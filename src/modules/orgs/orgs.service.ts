@@ -369,8 +369,11 @@ export class OrgsService extends PrincipalResolver {
 
   /** Resolved at call time: the agents module depends on this service, so it cannot be a constructor dependency. */
   private agents(): AgentDirectory {
-    return this.moduleRef.get(AgentDirectory, { strict: false });
+    return (this.agentsPort ??= this.moduleRef.get(AgentDirectory, { strict: false }));
   }
+
+  /** AgentDirectory once resolved (providers are singletons: resolved once, not per call). */
+  private agentsPort?: AgentDirectory;
 
   /** Resolved at call time: the verification module depends on this service, so it cannot be a constructor dependency. */
   private verificationSnapshot(organizationId: string) {
