@@ -1,5 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { Wallet } from 'ethers';
+import { ChainAccess } from '../../src/chain/chain-access.service';
 import { RelayerFaults } from '../../src/chain/relayer/relayer-sender.service';
 import { FaultSwitch } from '../support/faults';
 import { startRelayerWorker } from '../support/agents';
@@ -95,6 +96,47 @@ describe('checkout host: gasless funding relay and buyer actions', () => {
     expect(await fundingTxs(checkout.id)).toBe(1);
     await indexUntilStatus(t, seller.org, checkout.id, 'funded');
     expect(await chain.usdcBalance(buyer.address)).toBe(97n * USDC);
+  });
+
+  it('a twin that checked the authorization before its twin relayed it, and simulates after that relay was mined, answers that relay (200, the same hash), not 409', async () => {
+    const checkout = await createCheckout(t, seller.org, { amount: '2.00' });
+    const buyer = await gaslessBuyer();
+    const { body } = await signedFunding(checkout.id, buyer);
+    // The interleaving forced, on the real chain: both twins found no relay row and reach the
+    // simulation; the first goes on and relays (mined at once), the second simulates only after
+    // the first was answered, when the chain refuses the used authorization.
+    const gateway = t.app.get(ChainAccess).gateway;
+    const simulate = gateway.simulate.bind(gateway);
+    let arrived = 0;
+    let usedBeforeSecond: boolean | undefined;
+    let bothArrived!: () => void;
+    const both = new Promise<void>((r) => (bothArrived = r));
+    let firstAnswered!: () => void;
+    const first = new Promise<void>((r) => (firstAnswered = r));
+    const spy = jest.spyOn(gateway, 'simulate').mockImplementation(async (...args: Parameters<typeof gateway.simulate>) => {
+      const n = ++arrived;
+      if (n === 2) bothArrived();
+      await both;
+      if (n === 2) {
+        await first;
+        usedBeforeSecond = await chain.usdc.authorizationState(buyer.address, body.nonce);
+      }
+      return simulate(...args);
+    });
+    try {
+      const a = t.http.post(`/checkout/${checkout.id}/relay`).send(body).then((res) => (firstAnswered(), res));
+      const b = t.http.post(`/checkout/${checkout.id}/relay`).send(body);
+      const [ra, rb] = await Promise.all([a, b]);
+      expect(arrived).toBe(2);
+      // The fault happened: the authorization was used on chain before the second simulation.
+      expect(usedBeforeSecond).toBe(true);
+      expect([ra.status, rb.status]).toEqual([200, 200]);
+      expect(rb.body.txHash).toBe(ra.body.txHash);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await relayRows(checkout.id)).toBe(1);
+    expect(await fundingTxs(checkout.id)).toBe(1);
   });
 
   it('refusals store nothing: bad signature, another buyer’s terms, no USDC, expired authorization, wrong nonce', async () => {

@@ -177,7 +177,9 @@ export class CheckoutRelayService {
 
   /**
    * POST /checkout/{id}/relay: relays the buyer's signed funding authorization. A replay (same buyer
-   * and nonce) answers the stored relay; a concurrent twin waits for the first one's broadcast.
+   * and nonce) answers the stored relay; a concurrent twin waits for the first one's broadcast, and a
+   * twin refused by its checks because the first one's relay already used the authorization answers
+   * that relay (One live relay per intent, DESIGN §22).
    * @returns the relay: reserved | broadcast | finished, with the transaction hash once broadcast.
    * @throws AppError not_found; 400 `details.reason` bad_signature | wrong_terms | insufficient_balance |
    *   expired (nothing stored); 409 when the checkout is not open.
@@ -189,7 +191,16 @@ export class CheckoutRelayService {
       if (existing.status === 'failed') return this.takeOverFailed(existing, body);
       return this.answer(existing, body);
     }
-    const prepared = await this.prepareFunding(id, body);
+    let prepared: { buyer: string; data: string };
+    try {
+      prepared = await this.prepareFunding(id, body);
+    } catch (err) {
+      // A twin may have reserved and relayed this authorization after the read above: its relay is
+      // why the chain (or the checkout's state) now refuses it, and this call answers that relay.
+      const twin = err instanceof AppError ? await this.repo.find(body.buyer, body.nonce) : null;
+      if (twin && twin.checkoutSessionId === id && twin.status !== 'failed') return this.answer(twin, body);
+      throw err;
+    }
     await this.relayer.assertFunded(); // 503 unavailable before anything is stored (DESIGN §18)
     const rowId = uuidv7();
     const created = await this.repo.reserve({
