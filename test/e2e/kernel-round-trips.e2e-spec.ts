@@ -10,7 +10,7 @@ import { useOrgApp } from '../support/app';
 jest.setTimeout(60_000);
 
 /** The claim message: lock, record read, the check, and BEGIN + savepoint only when won. */
-const CLAIM = expect.stringMatching(/^SELECT pg_try_advisory_xact_lock\(.*; BEGIN; SAVEPOINT \w+$/);
+const CLAIM = expect.stringMatching(/^SELECT set_config\('pcp.claim_locked', pg_try_advisory_xact_lock\(.*; BEGIN; SAVEPOINT \w+$/);
 /** The record and COMMIT in one message. */
 const RECORD_AND_COMMIT = expect.stringMatching(/^WITH written AS \( INSERT INTO idempotency_records .*; COMMIT$/);
 

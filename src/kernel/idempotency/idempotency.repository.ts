@@ -27,7 +27,12 @@ export class IdempotencyRepository {
    * `connection` (the `begin` step of {@link TxOptions}) of
    *   1. the transaction-scoped advisory lock, taken without waiting;
    *   2. a read of the live record ({@link find});
-   *   3. a check that fails (division by zero) unless the lock is held and no live record exists;
+   *   3. a check that fails (division by zero) unless statement 1 took the lock and no live record
+   *      exists. The check reads statement 1's answer (a transaction-local setting) and never takes
+   *      the lock itself: a statement's snapshot is taken when it starts, so a lock taken inside the
+   *      check could be granted after a twin's COMMIT that its snapshot does not show, and the claim
+   *      would be won beside a live record (seen in `idempotency-race` as a 500 "record was not
+   *      written", the record statement's guard refusing the second execution);
    *   4. `BEGIN` and 5. `SAVEPOINT <savepoint>`.
    * Statements 1–3 run as an implicit transaction block; PostgreSQL folds them into the
    * transaction the `BEGIN` opens, so a won claim keeps its lock until COMMIT. A lost claim fails
@@ -48,9 +53,9 @@ export class IdempotencyRepository {
     const live = `FROM idempotency_records WHERE scope_hash = ${escapeLiteral(scopeHash)} AND idempotency_key = ${escapeLiteral(key)} AND expires_at > now()`;
     const rows: Array<Record<string, unknown>> = [];
     const message = new Query(
-      `${wait ? `SELECT true AS locked FROM pg_advisory_xact_lock(${lockId})` : `SELECT pg_try_advisory_xact_lock(${lockId}) AS locked`};
+      `${wait ? `SELECT set_config('pcp.claim_locked', 'true', true) AS locked FROM pg_advisory_xact_lock(${lockId})` : `SELECT set_config('pcp.claim_locked', pg_try_advisory_xact_lock(${lockId})::text, true) AS locked`};
        SELECT fingerprint, response_status, response_body ${live};
-       SELECT 1 / (CASE WHEN pg_try_advisory_xact_lock(${lockId}) AND NOT EXISTS (SELECT 1 ${live}) THEN 1 ELSE 0 END) AS claimed;
+       SELECT 1 / (CASE WHEN current_setting('pcp.claim_locked', true) = 'true' AND NOT EXISTS (SELECT 1 ${live}) THEN 1 ELSE 0 END) AS claimed;
        BEGIN;
        SAVEPOINT ${savepoint}`,
     );
