@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentPrincipal, Public } from '../../kernel/auth/auth.decorators';
 import type { Principal } from '../../kernel/auth/principal';
 import { AppError } from '../../common/errors/app-error';
@@ -44,6 +44,7 @@ export class AgentsController {
   })
   @ApiOkResponse({ type: EnableSignerResultDto })
   @ApiBadRequestResponse({ description: 'invalid_request with details.reason: bad_signature, expired, nonce_used', type: ErrorBody })
+  @ApiConflictResponse({ description: 'invalid_request, details.reason reverted (details.txHash): the signer is disabled but its float sweep reverted on chain, nothing moved; disable again to sweep', type: ErrorBody })
   @ApiStandardErrors({ notFound: true })
   enableSigner(@Param('id', agentId) id: string, @Body() body: EnableSignerDto) {
     return this.agents.enableSignerBySig(id, body);
@@ -58,6 +59,7 @@ export class AgentsController {
   })
   @ApiOkResponse({ type: WithdrawResultDto })
   @ApiBadRequestResponse({ description: 'invalid_request with details.reason: bad_signature, expired, nonce_used, insufficient_balance', type: ErrorBody })
+  @ApiConflictResponse({ description: 'invalid_request, details.reason reverted (details.txHash): the transfer was mined and reverted, nothing moved; sign a new Withdraw', type: ErrorBody })
   @ApiStandardErrors({ notFound: true })
   withdraw(@Param('id', agentId) id: string, @Body() body: WithdrawDto) {
     return this.agents.withdrawBySig(id, body);

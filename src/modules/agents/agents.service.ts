@@ -458,10 +458,22 @@ export class AgentsService {
     return this.awaitTransfer(agent, purpose, await this.relayer.relay({ to: this.chain.usdc.address, data: this.chain.usdc.encodeTransferWithAuthorization(auth), purpose, reference }));
   }
 
+  /**
+   * Waits (bounded by CHAIN_WAIT_MS, docs/architecture.md §18) for a float transfer's relay: the answer
+   * is its hash, mined or still pending (pending is not failed).
+   * @returns the mined hash, or the broadcast one when not mined in time.
+   * @throws AppError 409 invalid_request `details.reason: "reverted"` (`txHash`) when the transfer was
+   *   mined and reverted (the float moved after the check, e.g. spent by a payment): nothing moved, and
+   *   the answer must not say it did.
+   */
   private async awaitTransfer(agent: AgentRow, purpose: string, relayed: { relayTxId: string; txHash: string }): Promise<string> {
-    // Bounded (docs/architecture.md §18): the answer is the broadcast hash either way; not mined in time means pending, not failed.
     const mined = await this.relayer.waitMined(relayed.relayTxId, this.config.env.CHAIN_WAIT_MS);
     const txHash = mined?.hash ?? relayed.txHash;
+    if (mined && mined.status !== 1) {
+      this.logger.warn({ agentId: agent.id, purpose, txHash }, 'float transfer reverted on chain; nothing moved');
+      const again = purpose === 'sweep' ? 'the signer is disabled; disable it again to sweep what it holds' : 'sign a new Withdraw';
+      throw new AppError('invalid_request', `The transfer reverted on chain and nothing moved: ${again}`, { reason: 'reverted', txHash }, 409);
+    }
     if (mined) this.logger.log({ agentId: agent.id, purpose, txHash }, 'float moved to the owner');
     else this.logger.warn({ agentId: agent.id, purpose, txHash }, 'float transfer broadcast, not mined within CHAIN_WAIT_MS');
     return txHash;
