@@ -444,12 +444,12 @@ function passFigures(opts) {
     {
       // Reconciliation: 10k open escrows and 100k payments ended in the last 7 days; one pass's ledger
       // reads, a batch of RECONCILE_BATCH escrows and of payments from their cursors (each batch goes on after the last).
-      name: `reconciliation ledger reads (one pass: ${RECONCILE_BATCH} escrows, ${RECONCILE_BATCH} payments)`,
+      name: `reconciliation ledger reads (one pass: ${RECONCILE_BATCH} held escrows, ${RECONCILE_BATCH} changed escrows, ${RECONCILE_BATCH} payments)`,
       // Every batch full: fewer than the backlog holds (the escrows run out first).
       batches: Math.min(5, Math.floor(opts.backlogs.openEscrows / RECONCILE_BATCH) - 1),
       async setup(t) {
         const { c, seed } = t;
-        t.recon = { escrowAfter: '', paymentAfter: null };
+        t.recon = { escrowAfter: '', recentAfter: null, paymentAfter: null };
         await c.query(
           `INSERT INTO escrows (id, escrow_key, status, buyer_address, seller_address, seller_organization_id, amount_units, escrow_template_id, inspection_window_seconds, created_at, updated_at)
            SELECT pg_temp.uuid7_at(now() - g * interval '1 second'), '0xbacklog' || md5('open' || g), 'funded', '0x' || repeat('3', 40), '0x' || repeat('4', 40), $1, 1000000, 'backlog', 86400,
@@ -468,13 +468,17 @@ function passFigures(opts) {
       },
       async batch(t) {
         const recon = t.recon;
-        const [escrows, payments] = await Promise.all([
-          t.repos.reconciliation.escrows(7, recon.escrowAfter, RECONCILE_BATCH),
+        const [escrows, recent, payments] = await Promise.all([
+          t.repos.reconciliation.heldEscrows(recon.escrowAfter, RECONCILE_BATCH),
+          t.repos.reconciliation.recentEscrows(7, recon.recentAfter, RECONCILE_BATCH),
           t.repos.reconciliation.terminalPayments(7, recon.paymentAfter, RECONCILE_BATCH),
           t.repos.reconciliation.heldSum(),
         ]);
-        if (escrows.length !== RECONCILE_BATCH || payments.length !== RECONCILE_BATCH) throw new Error(`a reconciliation batch read ${escrows.length} escrows and ${payments.length} payments, expected ${RECONCILE_BATCH} of each`);
+        if (escrows.length !== RECONCILE_BATCH || recent.length !== RECONCILE_BATCH || payments.length !== RECONCILE_BATCH) {
+          throw new Error(`a reconciliation batch read ${escrows.length} held and ${recent.length} changed escrows and ${payments.length} payments, expected ${RECONCILE_BATCH} of each`);
+        }
         recon.escrowAfter = escrows.at(-1).id;
+        recon.recentAfter = recent.at(-1).cursor;
         recon.paymentAfter = payments.at(-1).cursor;
       },
       // The escrows stay for the indexer's figure below, which removes them.

@@ -24,6 +24,7 @@ import { ReconcileCancellations1795300081100 } from './1795300081100-ReconcileCa
 import { Refunds1795300085000 } from './1795300085000-Refunds';
 import { ReconcileBatches1795819654293 } from './1795819654293-ReconcileBatches';
 import { CheckoutEscrowIndex1795819654294 } from './1795819654294-CheckoutEscrowIndex';
+import { EscrowRecentOrder1795819654295 } from './1795819654295-EscrowRecentOrder';
 import { ApiKeyCreatedBy1795300078000 } from './1795300078000-ApiKeyCreatedBy';
 import { PayoutAddressProven1795300078100 } from './1795300078100-PayoutAddressProven';
 import { BalanceTransactions1795300084000 } from './1795300084000-BalanceTransactions';
@@ -63,4 +64,5 @@ export const MIGRATIONS = [
   Refunds1795300085000,
   ReconcileBatches1795819654293,
   CheckoutEscrowIndex1795819654294,
+  EscrowRecentOrder1795819654295,
 ];

@@ -7,6 +7,7 @@ import { waitFor } from '../support/wait';
 import { RpcGate } from '../support/rpc-gate';
 import { isolatedWebhookEnv, IsolatedEnv, startTestWorker, TestWorker } from '../support/webhook-env';
 import { metricsRegistry } from '../../src/common/metrics';
+import { HELD } from '../../src/chain/reconciliation/reconciliation.repository';
 import { ReconcileReport, ReconciliationService } from '../../src/chain/reconciliation/reconciliation.service';
 
 // CLI runs boot a Nest application context each.
@@ -336,7 +337,7 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     }
   });
 
-  it('a pass reads held escrows in batches of RECONCILE_BATCH from a cursor, and starts over after the last', async () => {
+  it('a pass reads held escrows, and escrows changed in the last 7 days, in batches of RECONCILE_BATCH from two cursors, and starts each over after its last', async () => {
     const small = await createTestApp({ ...env, RECONCILE_BATCH: '1' });
     const { seller, buyer } = await createParties(t, chain);
     const checkout = await createCheckout(t, seller.org, { amount: '2.00' });
@@ -344,16 +345,24 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     await pollToHead(t, chain);
     try {
       const svc1 = small.app.get(ReconciliationService);
-      const ids = (await t.dataSource.query<Array<{ id: string }>>(`SELECT id FROM escrows ORDER BY id`)).map((r) => r.id);
-      expect(ids.length).toBeGreaterThanOrEqual(2);
-      const passes: Array<{ after: string; wrapped: boolean; checked: number }> = [];
-      for (let i = 0; i <= ids.length; i++) {
+      const held = (await t.dataSource.query<Array<{ id: string }>>(`SELECT id FROM escrows WHERE status = ANY($1) ORDER BY id`, [[...HELD]])).map((r) => r.id);
+      const recent = (await t.dataSource.query<Array<{ id: string }>>(`SELECT id FROM escrows WHERE updated_at > now() - interval '7 days' ORDER BY updated_at, id`)).map((r) => r.id);
+      expect(held.length).toBeGreaterThanOrEqual(1);
+      expect(recent.length).toBeGreaterThanOrEqual(held.length);
+      const passes: Array<{ held: { after: string; wrapped: boolean }; recentAfterId: string; recentWrapped: boolean; checked: number }> = [];
+      for (let i = 0; i <= recent.length; i++) {
         const r = await svc1.run();
-        passes.push({ ...r.escrowBatch, checked: r.checked.escrows });
+        passes.push({ held: r.escrowBatch, recentAfterId: r.recentEscrowBatch.after.split('|').at(-1)!, recentWrapped: r.recentEscrowBatch.wrapped, checked: r.checked.escrows });
       }
-      // Earlier passes (batches of 500) ended by starting over; now one escrow per pass, in id order, then over again.
-      expect(passes).toEqual([...['', ...ids.slice(0, -1)].map((after) => ({ after, wrapped: false, checked: 1 })), { after: ids[ids.length - 1], wrapped: true, checked: 0 }]);
-      expect((await svc1.run()).escrowBatch).toEqual({ after: '', wrapped: false });
+      // Earlier passes (batches of 500) ended by starting over; now one escrow of each kind per pass, in its order, then over again.
+      const heldPasses = passes.slice(0, held.length + 1).map((p) => p.held);
+      expect(heldPasses).toEqual([...['', ...held.slice(0, -1)].map((after) => ({ after, wrapped: false })), { after: held[held.length - 1], wrapped: true }]);
+      expect(passes.map((p) => p.recentAfterId)).toEqual(['', ...recent]);
+      expect(passes.map((p) => p.recentWrapped)).toEqual([...recent.map(() => false), true]);
+      // A held escrow in both batches of a pass is checked once.
+      for (const [i, p] of passes.slice(0, Math.min(held.length, recent.length)).entries()) expect(p.checked).toBe(held[i] === recent[i] ? 1 : 2);
+      const again = await svc1.run();
+      expect(again.recentEscrowBatch).toEqual({ after: '', wrapped: false });
     } finally {
       await small.close();
     }

@@ -274,6 +274,25 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     }
   });
 
+  it('reconciliation escrow batches: the held ones and those changed in the window, each one batch from its own cursor (issue 33)', async () => {
+    const recon = new ReconciliationRepository(t.dataSource, t.app.get(TransactionHost));
+    // The 40,000 escrows seeded above all changed at one instant (one statement's now(): ties on
+    // updated_at, as one transaction's changes have), inside the window; one in 20 of them held.
+    await t.dataSource.query(`UPDATE escrows SET status = 'funded' WHERE seller_organization_id = ANY($1::uuid[]) AND random() < 0.05`, [seeded]);
+    await t.dataSource.query('ANALYZE escrows');
+    expectBounded(await planOf('escrows', () => recon.heldEscrows('', 100)), 'escrows', 100);
+    const held = await recon.heldEscrows('', 100);
+    expect(held).toHaveLength(100);
+    expectBounded(await planOf('escrows', () => recon.heldEscrows(held[99].id, 100)), 'escrows', 100);
+    expectBounded(await planOf('escrows', () => recon.recentEscrows(7, null, 100)), 'escrows', 100);
+    const recent = await recon.recentEscrows(7, null, 100);
+    expect(recent).toHaveLength(100);
+    expectBounded(await planOf('escrows', () => recon.recentEscrows(7, recent[99].cursor, 100)), 'escrows', 100);
+    // The next batch starts after the last row of this one, in (updated_at, id) order, ties included.
+    const next = await recon.recentEscrows(7, recent[99].cursor, 100);
+    expect(new Set([...recent, ...next].map((r) => r.id)).size).toBe(200);
+  });
+
   it('a webhook retention batch locks its events, then deletes them and their deliveries, without scanning either table', async () => {
     const outbox = t.app.get(OutboxRepository);
     const deliveries = t.app.get(WebhookDeliveriesRepository);

@@ -56,7 +56,9 @@ export interface ReconcileReport {
   checked: { escrows: number; payments: number; x402Settlements: number; relayers: number };
   escrowBalance: { ledger: string; chain: string };
   /** The escrow batch read this pass: after which id it started ('' = the first) and whether the next pass starts over. */
+  /** The held escrows' batch (id order) and the batch of escrows changed in the last days ((updated_at, id) order). */
   escrowBatch: { after: string; wrapped: boolean };
+  recentEscrowBatch: { after: string; wrapped: boolean };
   /** The batches of ended payments and x402 settlements read this pass, likewise ('' = the first; the cursor is '<updated_at>|<id>'). */
   paymentBatch: { after: string; wrapped: boolean };
   x402Batch: { after: string; wrapped: boolean };
@@ -146,10 +148,12 @@ export class ReconciliationService {
     const batchKey = `${this.config.env.REDIS_PREFIX}:reconcile:escrow-after`;
     const paymentKey = `${this.config.env.REDIS_PREFIX}:reconcile:payment-after`;
     const x402Key = `${this.config.env.REDIS_PREFIX}:reconcile:x402-after`;
-    const [after = '', paymentAfter = '', x402After = ''] = (await this.redis.mget(batchKey, paymentKey, x402Key)).map((v) => v ?? '');
+    const recentKey = `${this.config.env.REDIS_PREFIX}:reconcile:escrow-recent-after`;
+    const [after = '', paymentAfter = '', x402After = '', recentAfter = ''] = (await this.redis.mget(batchKey, paymentKey, x402Key, recentKey)).map((v) => v ?? '');
     const batchSize = this.config.env.RECONCILE_BATCH;
-    const [escrows, payments, settlements, relayers, cursorBlock, held] = await Promise.all([
-      this.repo.escrows(RECHECK_TERMINAL_DAYS, after, batchSize),
+    const [heldEscrows, recentEscrows, payments, settlements, relayers, cursorBlock, held] = await Promise.all([
+      this.repo.heldEscrows(after, batchSize),
+      this.repo.recentEscrows(RECHECK_TERMINAL_DAYS, recentAfter || null, batchSize),
       this.repo.terminalPayments(RECHECK_TERMINAL_DAYS, paymentAfter || null, batchSize),
       this.repo.terminalSettlements(RECHECK_TERMINAL_DAYS, x402After || null, batchSize),
       this.repo.relayerNonces(),
@@ -157,6 +161,8 @@ export class ReconciliationService {
       this.repo.heldSum(),
     ]);
     const ledgerBalance = held.sum;
+    // A held escrow changed recently is in both batches: checked once.
+    const escrows = [...new Map([...heldEscrows, ...recentEscrows].map((e) => [e.id, e])).values()];
 
     const gateway = this.chain.gateway;
     const head = await this.chain.clock.headBlock();
@@ -185,14 +191,14 @@ export class ReconciliationService {
         mismatches.push({ kind: 'escrow_state', ids: [e.id], expected: e.status, actual: states[states.length - 1] });
       }
     });
-    const wrapped = escrows.length < batchSize;
-    await this.redis.set(batchKey, wrapped ? '' : escrows[escrows.length - 1].id, 'EX', LAST_REPORT_TTL_S);
-    // The ended payments and settlements: this pass's batch; the next pass goes on after it (issue 33).
+    // Every batch: this pass's; the next pass goes on after it, and a batch shorter than the size wraps to the start (issue 33).
     const endedSettlements = settlements.filter((s) => s.cursor !== null);
     const paymentsWrapped = payments.length < batchSize;
     const x402Wrapped = endedSettlements.length < batchSize;
     await this.redis
       .multi()
+      .set(batchKey, heldEscrows.length < batchSize ? '' : heldEscrows[heldEscrows.length - 1].id, 'EX', LAST_REPORT_TTL_S)
+      .set(recentKey, recentEscrows.length < batchSize ? '' : recentEscrows[recentEscrows.length - 1].cursor, 'EX', LAST_REPORT_TTL_S)
       .set(paymentKey, paymentsWrapped ? '' : payments[payments.length - 1].cursor, 'EX', LAST_REPORT_TTL_S)
       .set(x402Key, x402Wrapped ? '' : endedSettlements[endedSettlements.length - 1].cursor!, 'EX', LAST_REPORT_TTL_S)
       .exec();
@@ -251,7 +257,8 @@ export class ReconciliationService {
       notices,
       checked: { escrows: escrows.length, payments: payments.length, x402Settlements: settlements.length, relayers: relayers.length },
       escrowBalance: { ledger: formatAmount(ledgerBalance), chain: formatAmount(chainBalances[chainBalances.length - 1]) },
-      escrowBatch: { after, wrapped },
+      escrowBatch: { after, wrapped: heldEscrows.length < batchSize },
+      recentEscrowBatch: { after: recentAfter, wrapped: recentEscrows.length < batchSize },
       paymentBatch: { after: paymentAfter, wrapped: paymentsWrapped },
       x402Batch: { after: x402After, wrapped: x402Wrapped },
       cancelScan: { cursor: scanned, block },

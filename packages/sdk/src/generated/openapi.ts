@@ -5625,6 +5625,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description invalid_request, details.reason reverted (details.txHash): the signer is disabled but its float sweep reverted on chain, nothing moved; disable again to sweep */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description rate_limited, with Retry-After */
             429: {
                 headers: {
@@ -5674,6 +5683,15 @@ export interface operations {
             };
             /** @description not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid_request, details.reason reverted (details.txHash): the transfer was mined and reverted, nothing moved; sign a new Withdraw */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
