@@ -228,6 +228,8 @@ describe('statements stay index-bounded as tables grow (DESIGN §23)', () => {
     const idem = t.app.get(IdempotencyRepository);
     const reaper = await planOf('idempotency_records', () => withTx(() => idem.deleteExpiredBatch(500)));
     expectBounded(reaper, 'idempotency_records', 500);
+    // The batch's rows deleted by address, not looked up again by primary key.
+    expect(reaper.filter((n) => n['Relation Name'] === 'idempotency_records').map((n) => n['Node Type'])).toContain('Tid Scan');
     await t.dataSource.query(
       `INSERT INTO outbox_events (id, organization_id, type, data) SELECT gen_random_uuid(), $1, 'checkout.funded', '{}' FROM generate_series(1, 3000)`,
       [org.organizationId],

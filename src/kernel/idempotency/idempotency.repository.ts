@@ -146,10 +146,12 @@ export class IdempotencyRepository {
    */
   async deleteExpiredBatch(limit: number): Promise<number> {
     const rows: unknown[] = await this.tx.query(
-      // The ids as an array (an InitPlan), so the DELETE is primary-key look-ups: a join with the
-      // batch may be planned as a hash join over a sequential scan of the whole table.
+      // The batch's row addresses (ctid) as an array (an InitPlan), so the DELETE is a Tid Scan: no
+      // primary-key look-up per row (half the batch's time at 10k and 1M records, docs/operations.md),
+      // and no hash join over a sequential scan of the whole table, as a join with the batch may be
+      // planned. The rows are locked by the sub-select, so their addresses cannot change before the DELETE.
       `DELETE FROM idempotency_records
-        WHERE id = ANY(ARRAY(SELECT id FROM idempotency_records WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
+        WHERE ctid = ANY(ARRAY(SELECT ctid FROM idempotency_records WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
         RETURNING 1`,
       [limit],
     );
