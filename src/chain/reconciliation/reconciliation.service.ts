@@ -55,9 +55,9 @@ export interface ReconcileReport {
   notices: Notice[];
   checked: { escrows: number; payments: number; x402Settlements: number; relayers: number };
   escrowBalance: { ledger: string; chain: string };
-  /** The escrow batch read this pass: after which id it started ('' = the first) and whether the next pass starts over. */
-  /** The held escrows' batch (id order) and the batch of escrows changed in the last days ((updated_at, id) order). */
+  /** The held escrows' batch read this pass (id order): after which id it started ('' = the first) and whether the next pass starts over. */
   escrowBatch: { after: string; wrapped: boolean };
+  /** The batch of escrows changed in the last 7 days read this pass ((updated_at, id) order; the cursor is '<updated_at>|<id>'), likewise. */
   recentEscrowBatch: { after: string; wrapped: boolean };
   /** The batches of ended payments and x402 settlements read this pass, likewise ('' = the first; the cursor is '<updated_at>|<id>'). */
   paymentBatch: { after: string; wrapped: boolean };
