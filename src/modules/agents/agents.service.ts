@@ -20,6 +20,7 @@ import { expandScopes } from '../../kernel/auth/scopes';
 import type { Principal } from '../../kernel/auth/principal';
 import { SignerVault } from './signer-vault.service';
 import { AgentHooks } from './agent-hooks.service';
+import { latePort } from '../../common/late-port';
 
 /** GET /agent (docs/architecture.md §13): amounts decimal text. */
 export interface AgentView {
@@ -108,13 +109,8 @@ export class AgentsService {
     private readonly moduleRef: ModuleRef,
   ) {}
 
-  /** Resolved at call time: the payments module (which sums the usage over its table) depends on agents, so it cannot be a constructor dependency. */
-  private usage(): AgentUsageSource {
-    return (this.usagePort ??= this.moduleRef.get(AgentUsageSource, { strict: false }));
-  }
-
-  /** AgentUsageSource once resolved (providers are singletons: resolved once, not per call). */
-  private usagePort?: AgentUsageSource;
+  /** The payments module (which sums the usage over its table) depends on agents: resolved at call time. */
+  private readonly usage = latePort(() => this.moduleRef, AgentUsageSource);
 
   private tx<T>(fn: () => Promise<T>): Promise<T> {
     return (this.txHost as TxHost).withTransaction(fn);

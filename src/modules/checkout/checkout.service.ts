@@ -19,6 +19,7 @@ import { OfferingsService, OfferingTerms } from '../offerings/offerings.service'
 import { CheckoutHooks } from './checkout-hooks.service';
 import { ModuleRef } from '@nestjs/core';
 import { CheckoutPaymentsSource } from './checkout-payments.port';
+import { latePort } from '../../common/late-port';
 
 const MIN_TTL_SECONDS = 30 * 60;
 const MAX_TTL_SECONDS = 24 * 3600;
@@ -247,13 +248,8 @@ export class CheckoutService {
     return this.payments().escrowPayer(id);
   }
 
-  /** Resolved at call time: the payments module (which owns the `payments` table) depends, through agent escrows, on this one. */
-  private payments(): CheckoutPaymentsSource {
-    return (this.paymentsPort ??= this.moduleRef.get(CheckoutPaymentsSource, { strict: false }));
-  }
-
-  /** CheckoutPaymentsSource once resolved (providers are singletons: resolved once, not per call). */
-  private paymentsPort?: CheckoutPaymentsSource;
+  /** The payments module (which owns the `payments` table) depends, through agent escrows, on this one: resolved at call time. */
+  private readonly payments = latePort(() => this.moduleRef, CheckoutPaymentsSource);
 
   /**
    * Mirrors an escrow's status onto its checkout in the caller's transaction (docs/architecture.md §7: the

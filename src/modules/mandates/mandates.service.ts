@@ -14,6 +14,7 @@ import { Mandate } from './mandate.entity';
 import { MandateAgent, MandatesRepository } from './mandates.repository';
 import { ModuleRef } from '@nestjs/core';
 import { MandateUsageSource } from './mandate-usage.port';
+import { latePort } from '../../common/late-port';
 
 /** Mandate statuses, computed on read (docs/architecture.md §14). */
 export const MANDATE_STATUSES = ['active', 'exhausted', 'expired', 'revoked'] as const;
@@ -177,13 +178,8 @@ export class MandatesService {
     return candidates.find((c) => c.totalAmount >= amount + (used.get(c.id) ?? 0n))?.id ?? null;
   }
 
-  /** Resolved at call time: the payments module (which sums the usage over its table) depends on mandates, so it cannot be a constructor dependency. */
-  private usage(): MandateUsageSource {
-    return (this.usagePort ??= this.moduleRef.get(MandateUsageSource, { strict: false }));
-  }
-
-  /** MandateUsageSource once resolved (providers are singletons: resolved once, not per call). */
-  private usagePort?: MandateUsageSource;
+  /** The payments module (which sums the usage over its table) depends on mandates: resolved at call time. */
+  private readonly usage = latePort(() => this.moduleRef, MandateUsageSource);
 
   private async revoke(id: string, check: () => Promise<void>): Promise<MandateView> {
     const m = await (this.txHost as TxHost).withTransaction(async () => {

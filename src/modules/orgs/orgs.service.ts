@@ -15,6 +15,7 @@ import { ApiKey, OAuthClient, OAuthToken, Organization } from './orgs.entity';
 import { OrgsRepository } from './orgs.repository';
 import { AgentDirectory, AgentRef } from './agent-directory.port';
 import { VerificationSnapshotSource } from './verification-snapshot.port';
+import { latePort } from '../../common/late-port';
 
 export const MERCHANT_KEY_PREFIX = 'bk_live_';
 export const AGENT_KEY_PREFIX = 'bk_agent_live_';
@@ -65,7 +66,7 @@ export class OrgsService extends PrincipalResolver {
       identity: { type: principal.kind, credentialId: principal.credentialId, agentId: principal.agentId },
       organization: { id: org.id, name: org.name, handle: org.handle, payoutAddress: org.payoutAddress },
       scopes: [...principal.grantedScopes],
-      verification: await this.verificationSnapshot(org.id),
+      verification: await this.verification().snapshot(org.id),
     };
   }
 
@@ -367,18 +368,11 @@ export class OrgsService extends PrincipalResolver {
     }
   }
 
-  /** Resolved at call time: the agents module depends on this service, so it cannot be a constructor dependency. */
-  private agents(): AgentDirectory {
-    return (this.agentsPort ??= this.moduleRef.get(AgentDirectory, { strict: false }));
-  }
+  /** The agents module depends on this service: resolved at call time. */
+  private readonly agents = latePort(() => this.moduleRef, AgentDirectory);
 
-  /** AgentDirectory once resolved (providers are singletons: resolved once, not per call). */
-  private agentsPort?: AgentDirectory;
-
-  /** Resolved at call time: the verification module depends on this service, so it cannot be a constructor dependency. */
-  private verificationSnapshot(organizationId: string) {
-    return this.moduleRef.get(VerificationSnapshotSource, { strict: false }).snapshot(organizationId);
-  }
+  /** The verification module depends on this service: resolved at call time. */
+  private readonly verification = latePort(() => this.moduleRef, VerificationSnapshotSource);
 
   private async requireOrganization(id: string): Promise<Organization> {
     const org = await this.repo.findOrganization(id);
