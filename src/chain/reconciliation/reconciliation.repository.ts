@@ -33,6 +33,27 @@ function cursorParts(after: string | null): [string, string] {
   return [after.slice(0, bar), after.slice(bar + 1)];
 }
 
+/** The tables read in (updated_at, id) batches, each with its (updated_at, id) index (issue 33). */
+type WindowTable = 'escrows' | 'payments' | 'x402_settlements';
+
+/**
+ * One keyset batch of `table`: the rows matching `filter` (constant SQL, no parameters; null for
+ * none) changed within `days`, in (updated_at, id) order after `after` (null: from the start of the
+ * window), at most `limit`, each with `cursor`, its place to pass back as `after`. The window's start
+ * and the cursor are ONE row-value lower bound: as separate conditions on updated_at the planner
+ * multiplied their selectivities, expected a handful of rows and sorted the whole window instead of
+ * reading the index in order (issue 33). A row updated again moves ahead of the cursor and is read again.
+ */
+function windowBatch(table: WindowTable, columns: string, filter: string | null, days: number, after: string | null, limit: number): [string, unknown[]] {
+  const [at, id] = cursorParts(after);
+  return [
+    `SELECT ${columns}, updated_at::text || '|' || id AS cursor FROM ${table}
+      WHERE ${filter ? `${filter} AND ` : ''}(updated_at, id) > (GREATEST($2::timestamptz, now() - make_interval(days => $1)), $3::uuid)
+      ORDER BY updated_at, id LIMIT $4`,
+    [days, at, id, limit],
+  ];
+}
+
 /**
  * Reconciliation's reads of the ledger (DESIGN §18; docs/architecture.md, Conventions 4: all SQL in
  * repositories). Each runs on its own pooled connection, in no transaction: a pass reads the ledger
@@ -69,33 +90,19 @@ export class ReconciliationRepository {
    * `cursor` is the row's place, to pass back as `after`.
    */
   recentEscrows(days: number, after: string | null, limit: number): Promise<Array<EscrowRecord & { cursor: string }>> {
-    const [at, id] = cursorParts(after);
-    return this.dataSource.query(
-      `SELECT id, escrow_key, status, amount_units, updated_at::text || '|' || id AS cursor FROM escrows
-        WHERE (updated_at, id) > (GREATEST($2::timestamptz, now() - make_interval(days => $1)), $3::uuid)
-        ORDER BY updated_at, id LIMIT $4`,
-      [days, at, id, limit],
-    );
+    return this.dataSource.query(...windowBatch('escrows', 'id, escrow_key, status, amount_units', null, days, after, limit));
   }
 
   /**
    * One batch of the agent payments with an EIP-3009 authorization that ended (succeeded or failed)
    * within `days`, in (updated_at, id) order after `after` (null: from the start of the window), at
    * most `limit` (issue 33: a pass is a bounded batch from a cursor; a range scan of
-   * `payments_reconcile_idx`; the window's start and the cursor are ONE lower bound, as separate
-   * conditions on updated_at the planner multiplied their selectivities, expected a handful of rows
-   * and sorted the whole window instead of reading the index in order). A row updated again moves
-   * ahead of the cursor and is read again.
-   * `amount` in base units; `cursor` is the row's place, to pass back as `after`.
+   * `payments_reconcile_idx`, {@link windowBatch}). `amount` in base units; `cursor` is the row's
+   * place, to pass back as `after`.
    */
   terminalPayments(days: number, after: string | null, limit: number): Promise<Array<TerminalPayment>> {
-    const [at, id] = cursorParts(after);
     return this.dataSource.query(
-      `SELECT id, status, from_address, auth_nonce, to_address, amount::text, tx_hash, mode, updated_at::text || '|' || id AS cursor FROM payments
-        WHERE status IN ('succeeded', 'failed') AND auth_nonce IS NOT NULL
-          AND (updated_at, id) > (GREATEST($2::timestamptz, now() - make_interval(days => $1)), $3::uuid)
-        ORDER BY updated_at, id LIMIT $4`,
-      [days, at, id, limit],
+      ...windowBatch('payments', 'id, status, from_address, auth_nonce, to_address, amount::text, tx_hash, mode', "status IN ('succeeded', 'failed') AND auth_nonce IS NOT NULL", days, after, limit),
     );
   }
 
@@ -106,15 +113,8 @@ export class ReconciliationRepository {
    * mined again; read on every pass, `cursor` null).
    */
   async terminalSettlements(days: number, after: string | null, limit: number): Promise<Array<{ id: string; status: string; payer: string; nonce: string; cursor: string | null }>> {
-    const [at, id] = cursorParts(after);
     const [ended, reopened] = await Promise.all([
-      this.dataSource.query(
-        `SELECT id, status, payer, nonce, updated_at::text || '|' || id AS cursor FROM x402_settlements
-          WHERE status IN ('settled', 'succeeded', 'failed')
-            AND (updated_at, id) > (GREATEST($2::timestamptz, now() - make_interval(days => $1)), $3::uuid)
-          ORDER BY updated_at, id LIMIT $4`,
-        [days, at, id, limit],
-      ) as Promise<Array<{ id: string; status: string; payer: string; nonce: string; cursor: string }>>,
+      this.dataSource.query(...windowBatch('x402_settlements', 'id, status, payer, nonce', "status IN ('settled', 'succeeded', 'failed')", days, after, limit)) as Promise<Array<{ id: string; status: string; payer: string; nonce: string; cursor: string }>>,
       this.dataSource.query(
         `SELECT id, status, payer, nonce, NULL AS cursor FROM x402_settlements
           WHERE status IN ('pending', 'reserved') AND answered_at IS NOT NULL ORDER BY updated_at LIMIT $1`,
