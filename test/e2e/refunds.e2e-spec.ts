@@ -235,7 +235,7 @@ describe('refunds of a released checkout (DESIGN §21)', () => {
     const wrongAmount = await chain.usdcTransfer(seller.wallet, buyer.wallet.address, 4n * USDC);
     const bad = await submit(seller, a.id, { txHash: wrongAmount });
     expect([bad.status, bad.body.code, bad.body.details.reason]).toEqual([400, 'invalid_request', 'no_matching_transfer']);
-    const notUsdc = (await (await seller.wallet.sendTransaction({ to: buyer.wallet.address, value: 1n })).wait())!.hash;
+    const notUsdc = (await chain.mined(seller.wallet.sendTransaction({ to: buyer.wallet.address, value: 1n }), 'ETH transfer')).hash;
     expect((await submit(seller, a.id, { txHash: notUsdc })).body.details.reason).toBe('wrong_token');
     expect((await submit(seller, a.id, { txHash: '0x' + 'ab'.repeat(32) })).body.details.reason).toBe('not_found');
     expect((await submit(seller, a.id, {})).status).toBe(400);

@@ -110,7 +110,7 @@ describe('relays dead only on a confirming read (issue 29 finding 3)', () => {
     const { auth, req } = await transferRelay();
     // A third party used the authorization first.
     const other = await chain.wallet();
-    await (await other.sendTransaction({ to: req.to, data: req.data })).wait();
+    await chain.mined(other.sendTransaction({ to: req.to, data: req.data }), 'the relayed call, sent by another wallet');
     expect(await chain.usdc.authorizationState(auth.from, auth.nonce)).toBe(true);
     const count0 = await chain.provider.getTransactionCount(chain.relayer.address, 'latest');
     await expect(relayer.relay(req)).rejects.toBeInstanceOf(ChainTxError);
@@ -122,7 +122,7 @@ describe('relays dead only on a confirming read (issue 29 finding 3)', () => {
     const relayer = t.app.get(RelayerService);
     const { payer, auth, req } = await transferRelay();
     const submitter = await chain.wallet();
-    await (await submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, auth.nonce) })).wait();
+    await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, auth.nonce) }), 'cancelAuthorization');
     expect(await chain.usdc.authorizationState(auth.from, auth.nonce)).toBe(true);
     const count0 = await chain.provider.getTransactionCount(chain.relayer.address, 'latest');
     await expect(relayer.relay(req)).rejects.toBeInstanceOf(ChainTxError);

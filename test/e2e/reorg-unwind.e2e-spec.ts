@@ -120,7 +120,7 @@ describe('a reorg deeper than CONFIRMATIONS unwinds a succeeded payment', () => 
     const snapshot = await chain.snapshot();
     const sent = await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth) });
     const raw = await chain.rpc<string>('eth_getRawTransactionByHash', [sent.hash]);
-    const receipt = (await sent.wait())!;
+    const receipt = await chain.mined(sent, 'transfer');
     await chain.mine(3);
     await settlement.pollOnce();
     expect(await row()).toMatchObject({ status: 'settled', tx_hash: receipt.hash, block: receipt.blockNumber });

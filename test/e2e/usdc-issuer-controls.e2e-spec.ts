@@ -52,7 +52,7 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
     issuer = new Contract(chain.usdc.address, TestUSDCArtifact.abi, new Wallet(anvilKey('deployer'), chain.provider));
   });
   afterAll(async () => {
-    if (issuer && (await issuer.paused())) await (await issuer.getFunction('unpause')()).wait();
+    if (issuer && (await issuer.paused())) await chain.mined(issuer.getFunction('unpause')(), 'unpause');
     chain?.close();
     await relayerWorker?.close();
     await t?.close();
@@ -75,7 +75,7 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
     await indexUntilStatus(t, seller.org, checkout.id, 'delivered');
     const buyerAfterFunding = await chain.usdcBalance(buyer.wallet.address);
 
-    await (await issuer.getFunction('blacklist')(seller.wallet.address)).wait();
+    await chain.mined(issuer.getFunction('blacklist')(seller.wallet.address), 'blacklist');
     try {
       // The buyer's own release: refused at estimate; a forced one is mined and reverts, and the API refuses its hash.
       await expect(chain.act(buyer.wallet, 'release', key)).rejects.toMatchObject({ errorArgs: ['Blacklistable: account is blacklisted'] });
@@ -114,7 +114,7 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
       expect(await chain.usdcBalance(buyer.wallet.address)).toBe(buyerAfterFunding + 30n * USDC);
       expect(await chain.usdcBalance(seller.wallet.address)).toBe(0n);
     } finally {
-      await (await issuer.getFunction('unBlacklist')(seller.wallet.address)).wait();
+      await chain.mined(issuer.getFunction('unBlacklist')(seller.wallet.address), 'unBlacklist');
     }
   });
 
@@ -130,7 +130,7 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
     const relayRows = async () =>
       Number((await t.dataSource.query(`SELECT count(*)::int AS n FROM checkout_relays WHERE checkout_session_id = $1`, [checkout.id]))[0].n);
 
-    await (await issuer.getFunction('pause')()).wait();
+    await chain.mined(issuer.getFunction('pause')(), 'pause');
     try {
       const refused = await t.http.post(`/checkout/${checkout.id}/relay`).send(body);
       expect(expectError(refused, 503, 'unavailable')).toMatchObject({ reason: 'token_paused' });
@@ -139,7 +139,7 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
       expect((await getCheckout(t, seller.org, checkout.id)).status).toBe('open');
       expect(await chain.usdcBalance(buyer.address)).toBe(50n * USDC);
     } finally {
-      await (await issuer.getFunction('unpause')()).wait();
+      await chain.mined(issuer.getFunction('unpause')(), 'unpause');
     }
 
     const relayed = await t.http.post(`/checkout/${checkout.id}/relay`).send(body);
@@ -153,7 +153,7 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
     const agent = await createAgent(t, chain, { float: 50n * USDC, policy: { dailyLimit: '100.00' } });
     const payee = await createPayee(t, chain);
 
-    await (await issuer.getFunction('pause')()).wait();
+    await chain.mined(issuer.getFunction('pause')(), 'pause');
     let paymentId: string;
     try {
       const res = await pay(t, agent, { to: payee.handle, amount: '7.00' });
@@ -167,7 +167,7 @@ describe('USDC issuer controls: blacklisted seller, paused token', () => {
       expect((await paymentRows(t, agent.agentId)).map((p) => p.status)).toEqual(['pending']);
       expect(await chain.usdcBalance(payee.address)).toBe(0n);
     } finally {
-      await (await issuer.getFunction('unpause')()).wait();
+      await chain.mined(issuer.getFunction('unpause')(), 'unpause');
     }
 
     await t.app.get(PaymentSettlement).sweepOnce(0);

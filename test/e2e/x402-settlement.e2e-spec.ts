@@ -294,7 +294,7 @@ describe('x402 settlement on a real chain', () => {
     const row = await crashAfterReservation(url, header, payer.address);
     expect(row.status).toBe('pending');
     const nonce = (payload.payload as { authorization: { nonce: string } }).authorization.nonce;
-    await (await submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, nonce) })).wait();
+    await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, nonce) }), 'cancelAuthorization');
     await settleUntil(t, async () => (await t.dataSource.query(`SELECT status FROM x402_settlements WHERE id = $1`, [row.id]))[0].status !== 'pending', 'x402 settlement decided');
     expect((await t.dataSource.query(`SELECT status, error, tx_hash FROM x402_settlements WHERE id = $1`, [row.id]))[0]).toEqual({ status: 'failed', error: 'cancelled', tx_hash: null });
     const retry = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });

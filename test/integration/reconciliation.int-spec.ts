@@ -174,11 +174,11 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const submitter = await chain.wallet(); // not the relayer: its nonces are the relayer queue's
     const validBefore = BigInt(await chain.headTimestamp()) + 3600n;
     const used = await chain.usdc.signTransferAuthorization(payer, { to: payTo, value: 1n * USDC, validBefore });
-    await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(used) })).wait();
+    await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(used) }), 'transferWithAuthorization');
     const usedToo = await chain.usdc.signTransferAuthorization(payer, { to: payTo, value: 1n * USDC, validBefore });
-    await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(usedToo) })).wait();
+    await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(usedToo) }), 'transferWithAuthorization');
     const cancelledNonce = hexlify(randomBytes(32));
-    await (await submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
+    await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, cancelledNonce) }), 'cancelAuthorization');
 
     const insert = (status: string, nonce: string) =>
       t.dataSource
@@ -251,7 +251,7 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const validBefore = (await chain.headTimestamp()) + 3600;
     const transfer = async () => {
       const auth = await chain.usdc.signTransferAuthorization(payer, { to: payee, value: 2n * USDC, validBefore: BigInt(validBefore) });
-      const receipt = (await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth) })).wait())!;
+      const receipt = await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth) }), 'transferWithAuthorization');
       return { nonce: auth.nonce, txHash: receipt.hash };
     };
     const [a, b, c] = [await transfer(), await transfer(), await transfer()];
@@ -307,9 +307,9 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const submitter = await chain.wallet();
     const validBefore = (await chain.headTimestamp()) + 3600;
     const cancelledNonce = hexlify(randomBytes(32));
-    await (await submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, cancelledNonce) })).wait();
+    await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: await chain.usdc.encodeCancelAuthorization(payer, cancelledNonce) }), 'cancelAuthorization');
     const used = await chain.usdc.signTransferAuthorization(payer, { to: submitter.address, value: USDC, validBefore: BigInt(validBefore) });
-    await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(used) })).wait();
+    await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(used) }), 'transferWithAuthorization');
     await chain.mine(4 * WINDOW);
     const cancelledRow = await insertPayment(agent, { status: 'failed', from: payer.address, to: submitter.address, amount: USDC, nonce: cancelledNonce, validBefore });
     const usedRow = await insertPayment(agent, { status: 'failed', from: payer.address, to: submitter.address, amount: USDC, nonce: used.nonce, validBefore });
@@ -377,7 +377,7 @@ describe('reconciliation: the ledger proves itself against the chain', () => {
     const submitter = await chain.wallet();
     const validBefore = (await chain.headTimestamp()) + 3600;
     const auth = await chain.usdc.signTransferAuthorization(payer, { to: payee, value: 2n * USDC, validBefore: BigInt(validBefore) });
-    const receipt = (await (await submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth) })).wait())!;
+    const receipt = await chain.mined(submitter.sendTransaction({ to: chain.usdc.address, data: chain.usdc.encodeTransferWithAuthorization(auth) }), 'transferWithAuthorization');
     // Five failed payments whose authorizations were never used (fine) ended before the wrong one: the
     // first batches are theirs (and any ended earlier by other tests of this file).
     const fillers: string[] = [];

@@ -55,7 +55,7 @@ describe('relayer queue', () => {
 
   it('a send from the relayer key outside the queue does not make the queue reuse its nonce', async () => {
     const direct = await chain.relayer.sendTransaction({ to: chain.usdc.address, data: harmless(5).data });
-    await direct.wait();
+    await chain.mined(direct, 'direct send');
     const ok = await relayer().relay(harmless(6));
     expect((await chain.provider.getTransaction(ok.txHash))!.nonce).toBe(direct.nonce + 1);
   });

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Contract, Interface, JsonRpcProvider, Wallet, toBeHex } from 'ethers';
+import { Contract, Interface, JsonRpcProvider, type TransactionReceipt, Wallet, toBeHex } from 'ethers';
 import { TestUSDCArtifact, CheckoutEscrowArtifact } from '@lib/contracts';
 import { type ChainClock, connectChain, createProvider, type EscrowGateway, type EscrowPartyAction, type FundingTerms, type UsdcGateway } from '@lib/chain';
 import { EscrowTestSenders } from '../../libs/chain/src/testing';
@@ -16,6 +16,9 @@ export const USDC = 10n ** 6n;
 
 const ESCROW_IFACE = new Interface(CheckoutEscrowArtifact.abi);
 const USDC_IFACE = new Interface(TestUSDCArtifact.abi);
+
+/** Longest a test waits for one of its own transactions to be mined (on automine, well under a second). */
+export const TX_WAIT_MS = 60_000;
 
 /**
  * The run's shared anvil (started by test global setup) seen from a test file: its own provider
@@ -59,6 +62,25 @@ export class TestChain {
     this.provider.destroy();
   }
 
+  /**
+   * The receipt of `tx` (a sent transaction or its promise) once mined, polled by the provider's own
+   * receipt poll (libs/chain createProvider) and bounded: after {@link TX_WAIT_MS} it throws, naming
+   * `label` and the hash, instead of waiting as long as the test's timeout (a file runs alone on the
+   * chain, so a transaction not mined by then never will be). Tests use this, not ethers' `tx.wait()`,
+   * which has no bound and waits on block events. A mined revert throws, as `tx.wait()` does, unless
+   * `opts.reverted` is `'allow'` (then its receipt, status 0, is returned).
+   * @throws Error when no receipt came within the bound, or the transaction reverted.
+   */
+  async mined(tx: { hash: string } | Promise<{ hash: string }>, label: string, opts: { reverted?: 'allow' } = {}): Promise<TransactionReceipt> {
+    const { hash } = await tx;
+    const receipt = await this.provider.waitForTransaction(hash, 1, TX_WAIT_MS).catch((err: unknown) => {
+      throw new Error(`${label}: transaction ${hash} not mined within ${TX_WAIT_MS} ms (automine off, or an underpriced or nonce-gapped transaction?)`, { cause: err });
+    });
+    if (!receipt) throw new Error(`${label}: no receipt for ${hash}`);
+    if (receipt.status !== 1 && opts.reverted !== 'allow') throw new Error(`${label}: transaction ${hash} was mined and reverted`);
+    return receipt;
+  }
+
   rpc<T = unknown>(method: string, params: unknown[] = []): Promise<T> {
     return this.provider.send(method, params) as Promise<T>;
   }
@@ -75,8 +97,7 @@ export class TestChain {
       this.minterFunded = true;
     }
     const usdc = new Contract(this.usdc.address, TestUSDCArtifact.abi, this.minter);
-    const tx = await usdc.getFunction('mint')(to, amount);
-    await this.provider.waitForTransaction(tx.hash);
+    await this.mined(usdc.getFunction('mint')(to, amount), 'mint TestUSDC');
   }
 
   /** A fresh random wallet on this provider with `usdc` base units and, unless `eth: false`, gas money. */
@@ -136,15 +157,14 @@ export class TestChain {
       data: ESCROW_IFACE.encodeFunctionData(action, [escrowKey]),
       gasLimit: 200_000n,
     });
-    const receipt = await this.provider.waitForTransaction(tx.hash);
-    if (!receipt) throw new Error(`no receipt for ${tx.hash}`);
+    await this.mined(tx, `unchecked ${action}`, { reverted: 'allow' });
     return tx.hash;
   }
 
   /** A plain USDC transfer (a transaction to another contract than the escrow). */
   async usdcTransfer(from: Wallet, to: string, amount: bigint): Promise<string> {
     const tx = await from.sendTransaction({ to: this.usdc.address, data: USDC_IFACE.encodeFunctionData('transfer', [to, amount]) });
-    await this.provider.waitForTransaction(tx.hash);
+    await this.mined(tx, 'USDC transfer');
     return tx.hash;
   }
 
