@@ -51,7 +51,8 @@ export interface PollResult {
  *   escrows and re-indexes from there. Events the API applied from blocks above the cursor are
  *   checked by their block hash the same way.
  * - {@link autoReleaseDue} releases delivered escrows whose inspection window has passed (by chain
- *   time), sending the release through the relayer queue; one that fails is logged, counted and skipped.
+ *   time), sending every release through the relayer queue first and then waiting for them together;
+ *   one that fails is logged, counted and skipped.
  * - {@link expireCheckouts} records expiry of open checkouts.
  * - Traced (DESIGN §20), each applied log is an `escrow apply <action>` span; when our relayer sent its
  *   transaction, the span continues the trace of the request that queued it (stored on the relayer
@@ -220,33 +221,53 @@ export class EscrowIndexer implements OnModuleInit {
     return fresh;
   }
 
+  /**
+   * Relays the release of every due escrow (at most 50), one after another through the relayer queue,
+   * then waits for all of them together, each at most {@link AUTO_RELEASE_MINE_TIMEOUT_MS} from its
+   * own relay: a pass of N releases costs one mining wait, not N (on a 2 s chain, ten
+   * releases land in one block instead of ten). A release refused, failed or not mined by the deadline
+   * is logged, counted and left to the next pass (which resumes its live relay: one per intent).
+   */
   private async autoReleasePass(): Promise<string[]> {
     const chainNow = new Date((await this.chain.clock.headTimestamp()) * 1000);
     const due = await this.repo.dueForAutoRelease(chainNow);
-    const released: string[] = [];
+    const relayed: Array<{ escrow: (typeof due)[number]; relayTxId: string; deadline: number }> = [];
     for (const escrow of due) {
       try {
         // Through the relayer queue, the one sender of the relayer key (its nonces are allocated in
         // Postgres, docs/architecture.md §5); the queue refuses a call that would revert.
-        const relayed = await this.relayer.relay({
+        const { relayTxId } = await this.relayer.relay({
           to: this.chain.gateway.escrowAddress,
           data: this.chain.gateway.encodeAct('release', escrow.escrowKey),
           purpose: 'auto-release',
           reference: escrow.id,
         });
-        const receipt = await this.relayer.waitMined(relayed.relayTxId, AUTO_RELEASE_MINE_TIMEOUT_MS);
-        if (!receipt) throw new Error(`auto-release ${relayed.txHash} not mined in ${AUTO_RELEASE_MINE_TIMEOUT_MS} ms`);
-        const txHash = receipt.hash;
-        const verified = await this.chain.gateway.verifyActionTx(txHash, { escrowKey: escrow.escrowKey, action: 'released' });
-        await this.projector.apply(verified.event, verified.from);
-        released.push(escrow.id);
+        relayed.push({ escrow, relayTxId, deadline: Date.now() + AUTO_RELEASE_MINE_TIMEOUT_MS });
       } catch (err) {
-        chainJobItemFailures.inc({ job: 'auto-release' });
-        const reason = err instanceof ChainTxError ? (err.errorName ?? err.message) : (err as Error).message;
-        this.logger.warn({ escrowId: escrow.id, reason }, 'auto-release not possible yet');
+        this.autoReleaseFailed(escrow.id, err);
       }
     }
-    return released;
+    const outcomes = await Promise.all(
+      relayed.map(async ({ escrow, relayTxId, deadline }) => {
+        try {
+          const receipt = await this.relayer.waitMined(relayTxId, Math.max(0, deadline - Date.now()));
+          if (!receipt) throw new Error(`auto-release relay ${relayTxId} not mined in ${AUTO_RELEASE_MINE_TIMEOUT_MS} ms`);
+          const verified = await this.chain.gateway.verifyActionTx(receipt.hash, { escrowKey: escrow.escrowKey, action: 'released' });
+          await this.projector.apply(verified.event, verified.from);
+          return escrow.id;
+        } catch (err) {
+          this.autoReleaseFailed(escrow.id, err);
+          return null;
+        }
+      }),
+    );
+    return outcomes.filter((id): id is string => id !== null);
+  }
+
+  private autoReleaseFailed(escrowId: string, err: unknown): void {
+    chainJobItemFailures.inc({ job: 'auto-release' });
+    const reason = err instanceof ChainTxError ? (err.errorName ?? err.message) : (err as Error).message;
+    this.logger.warn({ escrowId, reason }, 'auto-release not possible yet');
   }
 
   private async findFork(cursor: number): Promise<number> {
