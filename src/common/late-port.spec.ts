@@ -9,10 +9,10 @@ describe('latePort', () => {
   it('resolves nothing until the first call, then the provider once, across modules (strict: false)', () => {
     const provider: Port = { read: () => 'x' };
     const get = jest.fn().mockReturnValue(provider);
-    let ref: ModuleRef | undefined;
-    const port = latePort(() => ref!, Port);
+    const holder: { ref?: ModuleRef } = {};
+    const port = latePort(() => holder.ref!, Port);
     expect(get).not.toHaveBeenCalled();
-    ref = { get } as unknown as ModuleRef;
+    holder.ref = { get } as unknown as ModuleRef;
     expect(port()).toBe(provider);
     expect(port()).toBe(provider);
     expect(get).toHaveBeenCalledTimes(1);
